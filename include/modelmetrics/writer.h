@@ -1,0 +1,71 @@
+// Writes exposition text in Prometheus text 0.0.4 or OpenMetrics 1.0.
+//
+// ExpositionWriter appends to a caller-owned std::string, one family at a time, so a registry can
+// render straight from its instruments without building MetricFamily objects; WriteFamilies()
+// renders owned families through it. Output rules (both formats):
+//   - doubles in shortest round-trip form (std::to_chars: locale-free), `+Inf`, `-Inf`, `NaN`;
+//   - `le` and `quantile` label values in canonical form (`1.0`, `0.25`, `+Inf`);
+//   - HELP escapes `\\` and `\n` (OpenMetrics also `\"`); label values escape `\\`, `\"`, `\n`;
+//   - names outside the legacy charset are quoted (`{"a.b"}`), as the 1.0.0 format allows;
+//   - OpenMetrics: timestamps in seconds, `# EOF` at the end (Finish()).
+// The writer does not reorder: callers keep each family's samples together, which is what makes
+// the output valid.
+//
+// Thread-safety: an ExpositionWriter is confined to one thread.
+#ifndef MODELMETRICS_WRITER_H_
+#define MODELMETRICS_WRITER_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "modelmetrics/exposition.h"
+#include "modelmetrics/parser.h"
+
+namespace modelmetrics {
+
+class ExpositionWriter {
+ public:
+  ExpositionWriter(std::string* out, Format format) : out_(out), format_(format) {}
+
+  Format format() const { return format_; }
+
+  // HELP (when has_help), TYPE and, in OpenMetrics, UNIT (when not empty) lines of a family.
+  void BeginFamily(std::string_view name, MetricType type, std::string_view help, bool has_help,
+                   std::string_view unit = {});
+
+  // One sample line. `le`/`quantile` values are rendered canonically.
+  void Sample(std::string_view name, std::span<const LabelView> labels, double value,
+              std::optional<int64_t> timestamp_ms = std::nullopt);
+
+  // One sample line with an OpenMetrics exemplar (ignored in text format).
+  void SampleWithExemplar(std::string_view name, std::span<const LabelView> labels, double value,
+                          std::optional<int64_t> timestamp_ms,
+                          std::span<const LabelView> exemplar_labels, double exemplar_value,
+                          std::optional<int64_t> exemplar_timestamp_ms);
+
+  // Appends `# EOF` in OpenMetrics; nothing in text.
+  void Finish();
+
+ private:
+  void AppendLabels(std::span<const LabelView> labels, std::string_view name_inside);
+  std::string* out_;
+  Format format_;
+};
+
+// Appends `value` in the form the exposition formats use: shortest round-trip, `+Inf`, `-Inf`,
+// `NaN`.
+void AppendDouble(std::string* out, double value);
+
+// Appends `value` in canonical `le`/`quantile` form: as AppendDouble, plus `.0` on integers.
+void AppendCanonicalDouble(std::string* out, double value);
+
+// Renders owned families; in OpenMetrics the output ends with `# EOF`.
+std::string WriteFamilies(std::span<const MetricFamily> families, Format format);
+
+}  // namespace modelmetrics
+
+#endif  // MODELMETRICS_WRITER_H_
