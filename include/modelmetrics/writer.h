@@ -52,6 +52,9 @@ class ExpositionWriter {
 
  private:
   void AppendLabels(std::span<const LabelView> labels, std::string_view name_inside);
+  void AppendSampleBody(std::string_view name, std::span<const LabelView> labels, double value,
+                        std::optional<int64_t> timestamp_ms);
+  void AppendTimestamp(int64_t ms);
   std::string* out_;
   Format format_;
 };
