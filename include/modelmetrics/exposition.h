@@ -83,7 +83,8 @@ struct MetricFamily {
   std::vector<MetricSample> samples;
 };
 
-// Bitwise equality of two values: NaN equals NaN with the same payload, +0 differs from -0.
+// Bitwise equality of two values, except that every NaN equals every NaN (the formats have one
+// NaN); +0 differs from -0.
 bool SameBits(double a, double b);
 
 // Equality with values compared by SameBits; used by round-trip tests and diffing tools.

@@ -1,5 +1,6 @@
 #include "modelmetrics/exposition.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace modelmetrics {
@@ -76,7 +77,10 @@ Format NegotiateFormat(std::string_view accept) {
   return Format::kText;
 }
 
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool SameBits(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 bool SameFamily(const MetricFamily& a, const MetricFamily& b) {
   if (a.name != b.name || a.type != b.type || a.help != b.help || a.unit != b.unit ||

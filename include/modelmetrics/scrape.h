@@ -1,0 +1,78 @@
+// The scrape model: the families of one target's exposition that a consumer asked for, with the
+// typed look-ups the deployment aggregator needs.
+//
+// Only wanted families are materialised: the parser skips every other family's lines after
+// reading their names. A wanted name `x` also selects `x_total` (text counters) and, for a name
+// ending in `_total`, the OpenMetrics family without it, so callers name a counter either way.
+//
+// Look-ups are TYPE-aware: Sum() reads gauges and counters only (an untyped family is absent),
+// Histogram() reads histograms only. Values that are NaN, infinite or negative are skipped, as the
+// deployment spec requires.
+//
+// Thread-safety: immutable after Parse(); concurrent const calls are safe.
+#ifndef MODELMETRICS_SCRAPE_H_
+#define MODELMETRICS_SCRAPE_H_
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "modelmetrics/exposition.h"
+#include "modelmetrics/parser.h"
+
+namespace modelmetrics {
+
+struct ScrapeOptions {
+  std::optional<Format> format;  // unset: detect
+  ParseLimits limits;
+  std::vector<std::string> families;  // wanted names; empty: all
+};
+
+struct LabelMatch {
+  std::string_view name;
+  std::string_view value;
+};
+
+struct HistogramTotals {
+  double sum = 0;
+  double count = 0;
+  // (upper bound, cumulative count) summed over label sets, by increasing bound.
+  std::vector<std::pair<double, double>> buckets;
+};
+
+class Scrape {
+ public:
+  // Parses `body` in strict mode. On the first error returns false, sets `*error` to
+  // "line:column: message" and leaves the model empty.
+  bool Parse(std::string_view body, const ScrapeOptions& options, std::string* error);
+
+  // The family `name`, else `name_total`, else (for `x_total`) `x`; null when none was parsed.
+  const MetricFamily* Find(std::string_view name) const;
+
+  // Sum of a gauge's or counter's values over the series whose labels include every `match` pair;
+  // tries `name`, then `name_total`, taking the first with at least one valid sample. nullopt
+  // when no valid sample exists.
+  std::optional<double> Sum(std::string_view name, std::span<const LabelMatch> match = {}) const;
+
+  // `_sum`, `_count` and buckets of a histogram summed over all its label sets; nullopt when the
+  // family is absent, not a histogram, has no `_sum`/`_count`, or either total is not finite and
+  // non-negative.
+  std::optional<HistogramTotals> Histogram(std::string_view name) const;
+
+  const std::vector<MetricFamily>& families() const { return families_; }
+
+ private:
+  const MetricFamily* FindExact(std::string_view name) const;
+  std::optional<double> SumOf(const MetricFamily& family, std::span<const LabelMatch> match) const;
+
+  std::vector<MetricFamily> families_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+}  // namespace modelmetrics
+
+#endif  // MODELMETRICS_SCRAPE_H_
