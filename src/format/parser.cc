@@ -732,8 +732,11 @@ Event Parser::Impl::Next() {
     if (pos_ >= end_) {
       done_ = true;
       if (format_ == Format::kOpenMetrics && !saw_eof_) {
-        if (line_start_ == nullptr || end_[-1] == '\n') ++line_number_;
-        line_start_ = end_;
+        // Point just past the last line: its end, or the start of the (empty) line after it.
+        if (line_start_ == nullptr || end_[-1] == '\n') {
+          ++line_number_;
+          line_start_ = end_;
+        }
         RecordError({end_, "missing # EOF at the end of an OpenMetrics exposition"});
         return Event::kError;
       }
