@@ -25,30 +25,44 @@ constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                              1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
 
 // Decimal syntax: digits [ '.' digits ] [ (e|E) [+|-] digits ], at least one mantissa digit.
-// Returns false on anything else (hex, `_`, `p`, stray bytes).
-bool IsDecimalSyntax(std::string_view s, bool* negative_exponent, bool* leading_fraction_zeros) {
+// Returns false on anything else (hex, `_`, `p`, stray bytes). `*below_one` tells whether a nonzero
+// value's magnitude is below 1 (decimal exponent of its first significant digit < 0), which is how
+// a range error is told apart: underflow when below one, overflow otherwise.
+bool IsDecimalSyntax(std::string_view s, bool* below_one) {
   size_t i = 0, n = s.size();
   size_t mantissa_digits = 0;
+  int64_t point_exponent = 0;  // decimal exponent of the first nonzero digit, before `e`
   bool nonzero_seen = false;
-  *leading_fraction_zeros = false;
   while (i < n && IsDigit(s[i])) {
+    if (nonzero_seen) ++point_exponent;
     nonzero_seen |= s[i] != '0';
     ++i, ++mantissa_digits;
   }
   if (i < n && s[i] == '.') {
     ++i;
-    if (!nonzero_seen) *leading_fraction_zeros = true;
-    while (i < n && IsDigit(s[i])) ++i, ++mantissa_digits;
+    while (i < n && IsDigit(s[i])) {
+      if (!nonzero_seen) {
+        --point_exponent;
+        nonzero_seen = s[i] != '0';
+      }
+      ++i, ++mantissa_digits;
+    }
   }
   if (mantissa_digits == 0) return false;
-  *negative_exponent = false;
+  int64_t exponent = 0;
   if (i < n && (s[i] == 'e' || s[i] == 'E')) {
     ++i;
-    if (i < n && (s[i] == '+' || s[i] == '-')) *negative_exponent = s[i++] == '-';
+    bool negative_exponent = false;
+    if (i < n && (s[i] == '+' || s[i] == '-')) negative_exponent = s[i++] == '-';
     size_t exponent_digits = 0;
-    while (i < n && IsDigit(s[i])) ++i, ++exponent_digits;
+    while (i < n && IsDigit(s[i])) {
+      if (exponent < 1'000'000'000) exponent = exponent * 10 + (s[i] - '0');  // saturates
+      ++i, ++exponent_digits;
+    }
     if (exponent_digits == 0) return false;
+    if (negative_exponent) exponent = -exponent;
   }
+  *below_one = point_exponent + exponent < 0;
   return i == n;
 }
 
@@ -89,10 +103,19 @@ bool ParseValue(std::string_view text, double* value) {
     }
     if (i < n && s[i] == '.' && digits > 0) {
       ++i;
+      // Trailing fraction zeros (`15413.0`, the Python client's habit) need no division.
+      uint64_t significant = mantissa;
+      size_t significant_fraction_digits = 0;
       while (i < n && IsDigit(s[i]) && digits < 16) {
         mantissa = mantissa * 10 + static_cast<uint64_t>(s[i] - '0');
         ++i, ++digits, ++fraction_digits;
+        if (s[i - 1] != '0') {
+          significant = mantissa;
+          significant_fraction_digits = fraction_digits;
+        }
       }
+      mantissa = significant;
+      fraction_digits = significant_fraction_digits;
     }
     if (i == n && digits > 0 && digits <= 15) {
       double v = static_cast<double>(mantissa);
@@ -102,14 +125,14 @@ bool ParseValue(std::string_view text, double* value) {
     }
   }
 
-  bool negative_exponent = false, leading_fraction_zeros = false;
-  if (!IsDecimalSyntax(s, &negative_exponent, &leading_fraction_zeros)) return false;
+  bool below_one = false;
+  if (!IsDecimalSyntax(s, &below_one)) return false;
   double v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, std::chars_format::general);
   if (ptr != s.data() + s.size()) return false;
   if (ec == std::errc::result_out_of_range) {
     // from_chars leaves `v` unset on range errors: underflow becomes zero as in Go, overflow fails.
-    if (!negative_exponent && !leading_fraction_zeros) return false;
+    if (!below_one) return false;
     v = 0;
   } else if (ec != std::errc()) {
     return false;
@@ -137,7 +160,8 @@ bool ParseTimestampMs(std::string_view text, bool allow_negative, int64_t* ms) {
 }
 
 bool ParseSecondsAsMs(std::string_view text, int64_t* ms) {
-  // Exact path: [-|+] digits [ '.' up to 3 digits ].
+  // Exact path: [-|+] up to 16 digits [ '.' up to 3 digits ] (every int64 of ms has at most 16
+  // whole-second digits; 16 digits times 1000 still fits uint64).
   std::string_view s = text;
   bool negative = false;
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
@@ -146,9 +170,9 @@ bool ParseSecondsAsMs(std::string_view text, int64_t* ms) {
   }
   size_t i = 0;
   uint64_t whole = 0;
-  while (i < s.size() && IsDigit(s[i]) && i < 16) whole = whole * 10 + (s[i++] - '0');
+  while (i < s.size() && IsDigit(s[i]) && i < 17) whole = whole * 10 + (s[i++] - '0');
   const size_t whole_digits = i;
-  if (whole_digits > 0 && whole_digits < 16) {
+  if (whole_digits > 0 && whole_digits <= 16) {
     uint64_t fraction = 0;
     size_t fraction_digits = 0;
     bool exact = true;
@@ -165,8 +189,10 @@ bool ParseSecondsAsMs(std::string_view text, int64_t* ms) {
     }
     if (exact && i == s.size()) {
       for (size_t k = fraction_digits; k < 3; ++k) fraction *= 10;
-      const int64_t v = static_cast<int64_t>(whole * 1000 + fraction);
-      *ms = negative ? -v : v;
+      const uint64_t magnitude = whole * 1000 + fraction;
+      const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + negative;
+      if (magnitude > limit) return false;
+      *ms = static_cast<int64_t>(negative ? 0 - magnitude : magnitude);
       return true;
     }
   }

@@ -17,6 +17,10 @@
 #include <string>
 #include <unordered_map>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "format/number.h"
 #include "modelmetrics/parser.h"
 
@@ -73,18 +77,31 @@ bool ValidUtf8(std::string_view s) {
   return true;
 }
 
-bool AllAscii(std::string_view s) {
+// One pass over the input: does it contain a backslash, and is it all ASCII?
+void PreScan(std::string_view s, bool* has_backslash, bool* all_ascii) {
   const char* p = s.data();
   const char* end = p + s.size();
-  uint64_t acc = 0;
-  while (end - p >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    acc |= w;
-    p += 8;
+  bool backslash = false;
+  unsigned high = 0;
+#ifdef __SSE2__
+  const __m128i bs = _mm_set1_epi8('\\');
+  __m128i any_bs = _mm_setzero_si128();
+  __m128i any_high = _mm_setzero_si128();
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    any_bs = _mm_or_si128(any_bs, _mm_cmpeq_epi8(v, bs));
+    any_high = _mm_or_si128(any_high, v);
+    p += 16;
   }
-  while (p < end) acc |= static_cast<unsigned char>(*p++);
-  return (acc & 0x8080808080808080ULL) == 0;
+  backslash = _mm_movemask_epi8(any_bs) != 0;
+  high = static_cast<unsigned>(_mm_movemask_epi8(any_high));
+#endif
+  for (; p < end; ++p) {
+    backslash |= *p == '\\';
+    high |= static_cast<unsigned char>(*p) & 0x80;
+  }
+  *has_backslash = backslash;
+  *all_ascii = high == 0;
 }
 
 size_t CodePoints(std::string_view s) {
@@ -93,33 +110,79 @@ size_t CodePoints(std::string_view s) {
   return n;
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+// The part of a sample name after its family name.
+enum class Suffix : uint8_t { kNone, kTotal, kCreated, kBucket, kSum, kCount, kGSum, kGCount, kInfo,
+                              kOther };
+
+// Compares with constant sizes so the compiler inlines each comparison.
+template <size_t N>
+bool Is(std::string_view s, const char (&literal)[N]) {
+  return std::memcmp(s.data(), literal, N - 1) == 0;
+}
+
+Suffix ClassifySuffix(std::string_view s) {
+  switch (s.size()) {
+    case 0:
+      return Suffix::kNone;
+    case 4:
+      return Is(s, "_sum") ? Suffix::kSum : Suffix::kOther;
+    case 5:
+      return Is(s, "_info") ? Suffix::kInfo : Is(s, "_gsum") ? Suffix::kGSum : Suffix::kOther;
+    case 6:
+      return Is(s, "_total") ? Suffix::kTotal : Is(s, "_count") ? Suffix::kCount : Suffix::kOther;
+    case 7:
+      return Is(s, "_bucket") ? Suffix::kBucket
+             : Is(s, "_gcount") ? Suffix::kGCount
+                                : Suffix::kOther;
+    case 8:
+      return Is(s, "_created") ? Suffix::kCreated : Suffix::kOther;
+    default:
+      return Suffix::kOther;
+  }
+}
+
+// Equality for short strings (label names): a byte loop beats a memcmp call.
+inline bool ShortEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 
 // Whether a sample named `family + suffix` belongs to a family of `type`.
-bool SuffixFits(MetricType type, std::string_view suffix, Format format) {
+bool SuffixFits(MetricType type, Suffix suffix, Format format) {
   const bool om = format == Format::kOpenMetrics;
   switch (type) {
     case MetricType::kCounter:
       // OpenMetrics counters expose `_total` (and `_created`); text counters carry the whole
       // name in TYPE, but a `foo` TYPE with `foo_total` samples is tolerated.
-      return suffix == "_total" || suffix == "_created" || (!om && suffix.empty());
+      return suffix == Suffix::kTotal || suffix == Suffix::kCreated ||
+             (!om && suffix == Suffix::kNone);
     case MetricType::kHistogram:
-      return suffix == "_bucket" || suffix == "_sum" || suffix == "_count" ||
-             suffix == "_created";
+      return suffix == Suffix::kBucket || suffix == Suffix::kSum || suffix == Suffix::kCount ||
+             suffix == Suffix::kCreated;
     case MetricType::kGaugeHistogram:
-      return suffix == "_bucket" || suffix == "_gsum" || suffix == "_gcount";
+      return suffix == Suffix::kBucket || suffix == Suffix::kGSum || suffix == Suffix::kGCount;
     case MetricType::kSummary:
-      return suffix.empty() || suffix == "_sum" || suffix == "_count" || suffix == "_created";
+      return suffix == Suffix::kNone || suffix == Suffix::kSum || suffix == Suffix::kCount ||
+             suffix == Suffix::kCreated;
     case MetricType::kInfo:
-      return suffix == "_info";
+      return suffix == Suffix::kInfo;
     case MetricType::kGauge:
     case MetricType::kStateSet:
     case MetricType::kUntyped:
-      return suffix.empty();
+      return suffix == Suffix::kNone;
   }
   return false;
+}
+
+bool IsLegacyMetricName(std::string_view name) {
+  if (name.empty() || !Is(name[0], kNameStart)) return false;
+  for (char c : name) {
+    if (!Is(c, kNameChar)) return false;
+  }
+  return true;
 }
 
 bool ParseType(std::string_view word, Format format, MetricType* type) {
@@ -216,7 +279,8 @@ class Parser::Impl {
   bool Wanted(std::string_view family) const;
   // Makes the family of a sample named `name` current: the current one when the name fits it,
   // otherwise a new untyped family of that name.
-  void EnterSampleFamily(std::string_view name, const char* name_at);
+  // `starts_with_family`: the caller already knows `name` begins with the family name.
+  void EnterSampleFamily(std::string_view name, const char* name_at, bool starts_with_family);
   // Makes `name` the current family (closing the previous one). Returns false when the family was
   // left before (the caller decides whether that is an error).
   bool OpenFamily(std::string_view name, MetricType type);
@@ -246,6 +310,8 @@ class Parser::Impl {
   bool family_has_unit_ = false;
   bool family_has_samples_ = false;
   bool family_open_ = false;
+  bool family_legacy_ = false;  // the family name is in the legacy charset (see ParseSample)
+  Suffix suffix_ = Suffix::kNone;  // of the current sample, relative to its family
   std::unordered_map<std::string_view, MetricType> left_families_;
   std::deque<std::string> family_storage_;  // names that needed unescaping
 
@@ -264,8 +330,7 @@ Parser::Impl::Impl(std::string_view input, const ParseOptions& options)
       filter_(options.families),
       filtering_(!options.families.empty()) {
   format_ = options.format ? *options.format : DetectFormat(input);
-  has_backslash_ = std::memchr(input.data(), '\\', input.size()) != nullptr;
-  all_ascii_ = AllAscii(input);
+  PreScan(input, &has_backslash_, &all_ascii_);
   labels_.reserve(16);
 }
 
@@ -284,6 +349,7 @@ bool Parser::Impl::OpenFamily(std::string_view name, MetricType type) {
   family_type_ = type;
   family_has_type_ = family_has_help_ = family_has_unit_ = family_has_samples_ = false;
   family_wanted_ = Wanted(name);
+  family_legacy_ = IsLegacyMetricName(name);
   return left_families_.find(name) == left_families_.end();
 }
 
@@ -444,7 +510,7 @@ void Parser::Impl::ReadLabels(const char*& p, const char* end, std::vector<Label
                           " labels in one series");
     }
     for (const LabelView& l : *labels) {
-      if (l.name == label) Fail(item, "duplicate label name \"" + std::string(label) + "\"");
+      if (ShortEqual(l.name, label)) Fail(item, "duplicate label name \"" + std::string(label) + "\"");
     }
     labels->push_back({label, value});
     SkipBlanks(p, end);
@@ -532,7 +598,7 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
     }
   } else {
     family_has_unit_ = true;
-    if (!text.empty() && !EndsWith(family_, "_" + std::string(text))) {
+    if (!text.empty() && !family_.ends_with("_" + std::string(text))) {
       Fail(p, "unit \"" + std::string(text) + "\" is not a suffix of the metric name");
     }
   }
@@ -542,20 +608,23 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
   return kind;
 }
 
-void Parser::Impl::EnterSampleFamily(std::string_view name, const char* name_at) {
-  if (family_open_ && name.size() >= family_.size() &&
-      name.compare(0, family_.size(), family_) == 0) {
-    const std::string_view suffix = name.substr(family_.size());
-    if (SuffixFits(family_type_, suffix, format_)) {
+void Parser::Impl::EnterSampleFamily(std::string_view name, const char* name_at,
+                                     bool starts_with_family) {
+  if (starts_with_family ||
+      (family_open_ && name.size() >= family_.size() &&
+       std::memcmp(name.data(), family_.data(), family_.size()) == 0)) {
+    suffix_ = ClassifySuffix(name.substr(family_.size()));
+    if (SuffixFits(family_type_, suffix_, format_)) {
       family_has_samples_ = true;
       return;
     }
-    if (suffix.empty()) {
+    if (suffix_ == Suffix::kNone) {
       Fail(name_at, "sample name \"" + std::string(name) + "\" does not fit its family of type " +
                         std::string(MetricTypeName(family_type_, format_)));
     }
   }
   // A new family named after the sample.
+  suffix_ = Suffix::kNone;
   std::string_view family = name;
   if (family.data() < input_begin_ || family.data() >= end_) {
     family_storage_.emplace_back(family);
@@ -582,8 +651,20 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
   std::string_view name;
   bool family_decided = false;
   if (*p != '{') {
-    name = ReadMetricName(p, end);
-    EnterSampleFamily(name, name_at);
+    bool starts_with_family = false;
+    if (family_legacy_ && static_cast<size_t>(end - p) > family_.size() &&
+        std::memcmp(p, family_.data(), family_.size()) == 0) {
+      starts_with_family = true;
+      // Most samples continue the current family: its name is known valid, scan only the rest.
+      const char* q = p + family_.size();
+      while (q < end && Is(*q, kNameChar)) ++q;
+      name = std::string_view(p, q - p);
+      CheckName(p, name);
+      p = q;
+    } else {
+      name = ReadMetricName(p, end);
+    }
+    EnterSampleFamily(name, name_at, starts_with_family);
     family_decided = true;
     if (!family_wanted_) {
       ++sample_count_;
@@ -598,7 +679,7 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
   }
   if (p < end && *p == '{') ReadLabels(p, end, &labels_, &name);
   if (name.empty()) Fail(name_at, "missing metric name");
-  if (!family_decided) EnterSampleFamily(name, name_at);
+  if (!family_decided) EnterSampleFamily(name, name_at, false);
   ++sample_count_;
   if (!family_wanted_) return kNothing;
 
@@ -642,8 +723,8 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
       const bool exemplar_allowed =
           ((family_type_ == MetricType::kHistogram ||
             family_type_ == MetricType::kGaugeHistogram) &&
-           (EndsWith(name, "_bucket") || EndsWith(name, "_count"))) ||
-          (family_type_ == MetricType::kCounter && EndsWith(name, "_total"));
+           (suffix_ == Suffix::kBucket || suffix_ == Suffix::kCount)) ||
+          (family_type_ == MetricType::kCounter && suffix_ == Suffix::kTotal);
       if (!exemplar_allowed) Fail(p, "exemplar on a sample that cannot have one");
       p += 3;
       exemplar_labels_.clear();
@@ -677,8 +758,8 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
   // Type-specific labels.
   if (family_type_ == MetricType::kHistogram || family_type_ == MetricType::kGaugeHistogram ||
       family_type_ == MetricType::kSummary) {
-    const bool bucket = family_type_ != MetricType::kSummary && EndsWith(name, "_bucket");
-    const bool quantile = family_type_ == MetricType::kSummary && name.size() == family_.size();
+    const bool bucket = family_type_ != MetricType::kSummary && suffix_ == Suffix::kBucket;
+    const bool quantile = family_type_ == MetricType::kSummary && suffix_ == Suffix::kNone;
     if (bucket || quantile) {
       const std::string_view key = bucket ? "le" : "quantile";
       const LabelView* found = nullptr;
