@@ -593,7 +593,8 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
     metadata_.type = type;
   } else if (kind == Event::kHelp) {
     family_has_help_ = true;
-    if (has_backslash_ && std::memchr(text.data(), '\\', text.size()) != nullptr) {
+    if (has_backslash_ && !text.empty() &&
+        std::memchr(text.data(), '\\', text.size()) != nullptr) {
       text = Unescape(text, true);
     }
   } else {
