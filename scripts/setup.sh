@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building and testing modelmetrics needs (Debian bookworm packages only) and
+# configures + builds the default tree in build/. Safe to run again: installs only what is missing.
+#   usage: bash scripts/setup.sh            (as root, or with sudo available)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  g++ cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev clang-format          # fuzzing (libFuzzer) and formatting
+  libboost1.81-dev libssl-dev libcurl4-openssl-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus                                     # promtool and a real Prometheus for tests
+  openssl ca-certificates
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C build

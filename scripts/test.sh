@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Every test: set-up, unit and integration tests (ctest), the same under ASan+UBSan, the
+# threaded ones under TSan, the parser fuzzer for a bounded time, a benchmark smoke run and the
+# format check. Exits non-zero on the first failure.
+#   FUZZ_SECONDS=60 (default)   how long the libFuzzer run lasts
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=${JOBS:-2}
+fuzz_seconds=${FUZZ_SECONDS:-60}
+shared="${MODELMETRICS_SHARED_DIR:-$root/../shared}"
+step() { printf '\n=== %s ===\n' "$*"; }
+
+step "setup and build"
+bash scripts/setup.sh
+
+step "format check (clang-format)"
+git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
+
+step "unit and integration tests"
+(cd build && ctest --output-on-failure -j "$jobs")
+
+step "ASan + UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMODELMETRICS_SANITIZE=address,undefined \
+  -DMODELMETRICS_BENCH=OFF >/dev/null
+ninja -C build-asan -j "$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j "$jobs")
+
+step "TSan (threaded code: net)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELMETRICS_SANITIZE=thread \
+  -DMODELMETRICS_BENCH=OFF >/dev/null
+ninja -C build-tsan -j "$jobs" net_tests
+TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp" \
+  ./build-tsan/tests/net/net_tests --gtest_brief=1
+
+step "fuzz the parser for ${fuzz_seconds}s (clang, libFuzzer, ASan+UBSan)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DMODELMETRICS_FUZZ=ON \
+  -DMODELMETRICS_SANITIZE=address,undefined -DBUILD_TESTING=OFF -DMODELMETRICS_BENCH=OFF >/dev/null
+ninja -C build-fuzz -j "$jobs" parser_fuzz_test
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# New inputs go to a scratch folder; the checked-in corpus and the shared captures are seeds.
+(cd "$work" && "$root/build-fuzz/fuzz/parser_fuzz_test" -max_total_time="$fuzz_seconds" \
+  -max_len=65536 -timeout=10 -print_final_stats=1 "$work" "$root/fuzz/corpus/parser" \
+  "$shared/fixtures/real/vllm" "$shared/fixtures/real/sglang" "$shared/fixtures/real/llm-d-epp" \
+  "$shared/fixtures/deployment" 2>&1 | tail -n 12)
+
+step "benchmark smoke run"
+./build/bench/parser_speed_test --benchmark_min_time=0.05 \
+  --benchmark_filter='generated|tinyllama'
+
+step "all tests passed"
