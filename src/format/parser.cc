@@ -5,8 +5,9 @@
 // belongs to the current family when its name is the family name plus a suffix the family's
 // type allows (`_bucket`, `_sum`, ... see SuffixFits); otherwise it opens a new untyped family of
 // its own name. Invariants kept by OpenFamily():
-//   - every family name in `left_families_` has been closed and never becomes current again
-//     without an error (OpenMetrics: interleaving; both formats: metadata after its samples);
+//   - `left_families_` holds the state of every family left so far; a family that comes back is
+//     an error in OpenMetrics (interleaving) and for metadata after samples in both formats;
+//     otherwise (text) its state is restored, so duplicate TYPE/HELP lines are still caught;
 //   - `family_` always views memory that outlives the parse (the input, or `family_storage_`).
 //
 // Fast paths: a global pre-scan tells whether the input has any backslash (if not, quoted strings
@@ -282,8 +283,8 @@ class Parser::Impl {
   // `starts_with_family`: the caller already knows `name` begins with the family name.
   void EnterSampleFamily(std::string_view name, const char* name_at, bool starts_with_family);
   // Makes `name` the current family (closing the previous one). Returns false when the family was
-  // left before (the caller decides whether that is an error).
-  bool OpenFamily(std::string_view name, MetricType type);
+  // left before: its state is then restored and the caller decides whether that is an error.
+  bool OpenFamily(std::string_view name);
   void RecordError(const LineError& e);
 
   const char* input_begin_;
@@ -303,16 +304,19 @@ class Parser::Impl {
 
   // Current family.
   std::string_view family_;
-  MetricType family_type_ = MetricType::kUntyped;
+  struct FamilyState {
+    MetricType type = MetricType::kUntyped;
+    bool has_type = false;
+    bool has_help = false;
+    bool has_unit = false;
+    bool has_samples = false;
+  };
+  FamilyState fam_;
   bool family_wanted_ = true;
-  bool family_has_type_ = false;
-  bool family_has_help_ = false;
-  bool family_has_unit_ = false;
-  bool family_has_samples_ = false;
   bool family_open_ = false;
   bool family_legacy_ = false;  // the family name is in the legacy charset (see ParseSample)
   Suffix suffix_ = Suffix::kNone;  // of the current sample, relative to its family
-  std::unordered_map<std::string_view, MetricType> left_families_;
+  std::unordered_map<std::string_view, FamilyState> left_families_;
   std::deque<std::string> family_storage_;  // names that needed unescaping
 
   std::vector<LabelView> labels_;
@@ -342,15 +346,20 @@ bool Parser::Impl::Wanted(std::string_view family) const {
   return false;
 }
 
-bool Parser::Impl::OpenFamily(std::string_view name, MetricType type) {
-  if (family_open_) left_families_.emplace(family_, family_type_);
+bool Parser::Impl::OpenFamily(std::string_view name) {
+  if (family_open_) left_families_.insert_or_assign(family_, fam_);
   family_open_ = true;
   family_ = name;
-  family_type_ = type;
-  family_has_type_ = family_has_help_ = family_has_unit_ = family_has_samples_ = false;
   family_wanted_ = Wanted(name);
   family_legacy_ = IsLegacyMetricName(name);
-  return left_families_.find(name) == left_families_.end();
+  auto it = left_families_.find(name);
+  if (it == left_families_.end()) {
+    fam_ = FamilyState{};
+    return true;
+  }
+  fam_ = it->second;
+  left_families_.erase(it);
+  return false;
 }
 
 void Parser::Impl::RecordError(const LineError& e) {
@@ -557,22 +566,23 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
       family_storage_.emplace_back(name);
       name = family_storage_.back();
     }
-    if (!OpenFamily(name, MetricType::kUntyped)) {
+    // Text: a family may come back for HELP, or for TYPE before its first sample.
+    if (!OpenFamily(name) && (om || (fam_.has_samples && kind == Event::kType))) {
       Fail(name_at, std::string(keyword) + " line for metric name \"" + std::string(name) +
-                        "\" after its samples or metadata were closed");
+                        (fam_.has_samples ? "\" after its samples" : "\" after another family"));
     }
   }
   if (kind == Event::kType) {
-    if (family_has_type_) Fail(name_at, "second TYPE line for metric name \"" + std::string(name) + "\"");
-    if (family_has_samples_) {
+    if (fam_.has_type) Fail(name_at, "second TYPE line for metric name \"" + std::string(name) + "\"");
+    if (fam_.has_samples) {
       Fail(name_at, "TYPE line for metric name \"" + std::string(name) + "\" after its samples");
     }
   } else if (kind == Event::kHelp) {
-    if (family_has_help_) Fail(name_at, "second HELP line for metric name \"" + std::string(name) + "\"");
-  } else if (family_has_unit_) {
+    if (fam_.has_help) Fail(name_at, "second HELP line for metric name \"" + std::string(name) + "\"");
+  } else if (fam_.has_unit) {
     Fail(name_at, "second UNIT line for metric name \"" + std::string(name) + "\"");
   }
-  if (om && family_has_samples_) Fail(name_at, "metadata after the family's samples");
+  if (om && fam_.has_samples) Fail(name_at, "metadata after the family's samples");
 
   // The rest: TYPE word, HELP text or UNIT text.
   std::string_view text;
@@ -588,17 +598,17 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
     }
     MetricType type;
     if (!ParseType(text, format_, &type)) Fail(p, "invalid metric type \"" + std::string(text) + "\"");
-    family_type_ = type;
-    family_has_type_ = true;
+    fam_.type = type;
+    fam_.has_type = true;
     metadata_.type = type;
   } else if (kind == Event::kHelp) {
-    family_has_help_ = true;
+    fam_.has_help = true;
     if (has_backslash_ && !text.empty() &&
         std::memchr(text.data(), '\\', text.size()) != nullptr) {
       text = Unescape(text, true);
     }
   } else {
-    family_has_unit_ = true;
+    fam_.has_unit = true;
     if (!text.empty() && !family_.ends_with("_" + std::string(text))) {
       Fail(p, "unit \"" + std::string(text) + "\" is not a suffix of the metric name");
     }
@@ -615,13 +625,13 @@ void Parser::Impl::EnterSampleFamily(std::string_view name, const char* name_at,
       (family_open_ && name.size() >= family_.size() &&
        std::memcmp(name.data(), family_.data(), family_.size()) == 0)) {
     suffix_ = ClassifySuffix(name.substr(family_.size()));
-    if (SuffixFits(family_type_, suffix_, format_)) {
-      family_has_samples_ = true;
+    if (SuffixFits(fam_.type, suffix_, format_)) {
+      fam_.has_samples = true;
       return;
     }
     if (suffix_ == Suffix::kNone) {
       Fail(name_at, "sample name \"" + std::string(name) + "\" does not fit its family of type " +
-                        std::string(MetricTypeName(family_type_, format_)));
+                        std::string(MetricTypeName(fam_.type, format_)));
     }
   }
   // A new family named after the sample.
@@ -631,16 +641,11 @@ void Parser::Impl::EnterSampleFamily(std::string_view name, const char* name_at,
     family_storage_.emplace_back(family);
     family = family_storage_.back();
   }
-  if (!OpenFamily(family, MetricType::kUntyped)) {
-    if (format_ == Format::kOpenMetrics) {
-      Fail(name_at, "family \"" + std::string(name) + "\" is interleaved with another");
-    }
-    // Text: a later sample of an earlier family keeps that family's type.
-    auto it = left_families_.find(family);
-    family_type_ = it->second;
-    left_families_.erase(it);
+  if (!OpenFamily(family) && format_ == Format::kOpenMetrics) {
+    // Text accepts a family that comes back (expfmt merges it); OpenMetrics forbids it.
+    Fail(name_at, "family \"" + std::string(name) + "\" is interleaved with another");
   }
-  family_has_samples_ = true;
+  fam_.has_samples = true;
 }
 
 Event Parser::Impl::ParseSample(const char* p, const char* end) {
@@ -722,10 +727,10 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
         Fail(p, "unexpected text after the sample");
       }
       const bool exemplar_allowed =
-          ((family_type_ == MetricType::kHistogram ||
-            family_type_ == MetricType::kGaugeHistogram) &&
+          ((fam_.type == MetricType::kHistogram ||
+            fam_.type == MetricType::kGaugeHistogram) &&
            (suffix_ == Suffix::kBucket || suffix_ == Suffix::kCount)) ||
-          (family_type_ == MetricType::kCounter && suffix_ == Suffix::kTotal);
+          (fam_.type == MetricType::kCounter && suffix_ == Suffix::kTotal);
       if (!exemplar_allowed) Fail(p, "exemplar on a sample that cannot have one");
       p += 3;
       exemplar_labels_.clear();
@@ -757,10 +762,10 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
   }
 
   // Type-specific labels.
-  if (family_type_ == MetricType::kHistogram || family_type_ == MetricType::kGaugeHistogram ||
-      family_type_ == MetricType::kSummary) {
-    const bool bucket = family_type_ != MetricType::kSummary && suffix_ == Suffix::kBucket;
-    const bool quantile = family_type_ == MetricType::kSummary && suffix_ == Suffix::kNone;
+  if (fam_.type == MetricType::kHistogram || fam_.type == MetricType::kGaugeHistogram ||
+      fam_.type == MetricType::kSummary) {
+    const bool bucket = fam_.type != MetricType::kSummary && suffix_ == Suffix::kBucket;
+    const bool quantile = fam_.type == MetricType::kSummary && suffix_ == Suffix::kNone;
     if (bucket || quantile) {
       const std::string_view key = bucket ? "le" : "quantile";
       const LabelView* found = nullptr;
@@ -778,7 +783,7 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
 
   sample_.name = name;
   sample_.family = family_;
-  sample_.type = family_type_;
+  sample_.type = fam_.type;
   sample_.labels = labels_;
   return Event::kSample;
 }

@@ -164,6 +164,23 @@ TEST(ParserText, TypeAfterSamplesOfItsFamilyIsAnError) {
   EXPECT_THAT(TextError("a 1\nb 2\n# TYPE a gauge\n"), HasSubstr("3:8: TYPE line for metric name"));
 }
 
+TEST(ParserText, MetadataMayComeBackBeforeSamples) {
+  // Text only: HELP lines first, TYPE lines later (expfmt accepts this); duplicates still caught.
+  Result r = Text("# HELP a A.\n# HELP b B.\n# TYPE a gauge\n# TYPE b counter\na 1\nb 2\n");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front().ToString();
+  ASSERT_EQ(r.families.size(), 2u);
+  EXPECT_EQ(r.families[0].help, "A.");
+  EXPECT_EQ(r.families[0].type, MetricType::kGauge);
+  EXPECT_EQ(r.families[1].type, MetricType::kCounter);
+  EXPECT_EQ(TextError("# TYPE a gauge\n# TYPE b gauge\n# TYPE a counter\n"),
+            "3:8: second TYPE line for metric name \"a\"");
+  EXPECT_EQ(TextError("a 1\nb 2\n# HELP a late\n"), "");
+  EXPECT_EQ(TextError("a 1\nb 2\n# TYPE a gauge\n"),
+            "3:8: TYPE line for metric name \"a\" after its samples");
+  EXPECT_THAT(OmError("# HELP a A.\n# HELP b B.\n# TYPE a gauge\n# EOF\n"),
+              HasSubstr("3:8: TYPE line for metric name \"a\" after another family"));
+}
+
 TEST(ParserText, UnitIsAPlainCommentInText) {
   Result r = Text("# UNIT a_seconds seconds\na_seconds 1\n");
   ASSERT_TRUE(r.errors.empty());
