@@ -47,8 +47,7 @@ std::string GenerateVllmScrape(int engines, size_t target_bytes) {
     for (int e = 0; e < engines; ++e) {
       out += name + "_total{" + labels(e) + "} " + std::to_string(rng() % 10000000) + ".0\n";
     }
-    out += "# HELP " + name + "_created Counter " + name + ".\n# TYPE " + name +
-           "_created gauge\n";
+    out += "# HELP " + name + "_created Counter " + name + ".\n# TYPE " + name + "_created gauge\n";
     for (int e = 0; e < engines; ++e) {
       out += name + "_created{" + labels(e) + "} 1.7840234492965055e+09\n";
     }
@@ -59,21 +58,19 @@ std::string GenerateVllmScrape(int engines, size_t target_bytes) {
       uint64_t cumulative = 0;
       for (const char* le : bounds) {
         cumulative += rng() % 100;
-        out += name + "_bucket{" + labels(e) + ",le=\"" + le + "\"} " +
-               std::to_string(cumulative) + ".0\n";
+        out += name + "_bucket{" + labels(e) + ",le=\"" + le + "\"} " + std::to_string(cumulative) +
+               ".0\n";
       }
-      out += name + "_bucket{" + labels(e) + ",le=\"+Inf\"} " + std::to_string(cumulative) +
-             ".0\n";
+      out += name + "_bucket{" + labels(e) + ",le=\"+Inf\"} " + std::to_string(cumulative) + ".0\n";
       out += name + "_count{" + labels(e) + "} " + std::to_string(cumulative) + ".0\n";
       out += name + "_sum{" + labels(e) + "} " + value(1000) + "\n";
     }
   };
-  const std::vector<const char*> latency = {"0.001", "0.005", "0.01", "0.02", "0.04", "0.06",
-                                            "0.08",  "0.1",   "0.25", "0.5",  "0.75", "1.0",
-                                            "2.5",   "5.0",   "7.5",  "10.0", "20.0", "40.0",
-                                            "80.0",  "160.0", "640.0", "2560.0"};
-  const std::vector<const char*> tokens = {"1.0",    "2.0",    "5.0",    "10.0",   "20.0",
-                                           "50.0",   "100.0",  "200.0",  "500.0",  "1000.0",
+  const std::vector<const char*> latency = {
+      "0.001", "0.005", "0.01", "0.02", "0.04", "0.06", "0.08", "0.1",  "0.25",  "0.5",   "0.75",
+      "1.0",   "2.5",   "5.0",  "7.5",  "10.0", "20.0", "40.0", "80.0", "160.0", "640.0", "2560.0"};
+  const std::vector<const char*> tokens = {"1.0",    "2.0",    "5.0",    "10.0",  "20.0",
+                                           "50.0",   "100.0",  "200.0",  "500.0", "1000.0",
                                            "2000.0", "5000.0", "10000.0"};
   int round = 0;
   while (out.size() < target_bytes) {
@@ -149,12 +146,10 @@ void RegisterAll() {
   }
   for (const auto& [name, text] : inputs) {
     const std::string* body = &text;
-    benchmark::RegisterBenchmark(("full/" + name).c_str(), [body](benchmark::State& s) {
-      RunParse(s, *body, false);
-    });
-    benchmark::RegisterBenchmark(("filtered5/" + name).c_str(), [body](benchmark::State& s) {
-      RunParse(s, *body, true);
-    });
+    benchmark::RegisterBenchmark(("full/" + name).c_str(),
+                                 [body](benchmark::State& s) { RunParse(s, *body, false); });
+    benchmark::RegisterBenchmark(("filtered5/" + name).c_str(),
+                                 [body](benchmark::State& s) { RunParse(s, *body, true); });
   }
 }
 

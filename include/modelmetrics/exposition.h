@@ -67,8 +67,8 @@ struct Exemplar {
 };
 
 struct MetricSample {
-  std::string name;                 // full sample name, e.g. `foo_bucket`
-  std::vector<LabelPair> labels;    // in exposition order
+  std::string name;               // full sample name, e.g. `foo_bucket`
+  std::vector<LabelPair> labels;  // in exposition order
   double value = 0;
   std::optional<int64_t> timestamp_ms;  // text: as written; OpenMetrics: seconds * 1000
   std::optional<Exemplar> exemplar;

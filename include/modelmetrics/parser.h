@@ -52,6 +52,9 @@ struct ParseOptions {
   // the rest are skipped after their name is read, without parsing labels or values. A sample's
   // family is its name with the type's suffix removed (see Sample::family).
   std::vector<std::string> families;
+  // With a filter: also check the skipped families' lines fully (errors are reported as for
+  // wanted lines), only not emitting them. Off, they are skipped after their name: fastest.
+  bool check_filtered = false;
 };
 
 struct ParseError {
@@ -76,8 +79,8 @@ struct LabelView {
 };
 
 struct SampleView {
-  std::string_view name;    // as exposed, e.g. `foo_bucket`
-  std::string_view family;  // the family it belongs to, e.g. `foo`
+  std::string_view name;                   // as exposed, e.g. `foo_bucket`
+  std::string_view family;                 // the family it belongs to, e.g. `foo`
   MetricType type = MetricType::kUntyped;  // the family's type
   std::span<const LabelView> labels;
   double value = 0;
@@ -91,9 +94,9 @@ struct SampleView {
 };
 
 struct MetadataView {
-  std::string_view name;  // the family name
+  std::string_view name;                   // the family name
   MetricType type = MetricType::kUntyped;  // kType only
-  std::string_view text;  // kHelp (unescaped) and kUnit
+  std::string_view text;                   // kHelp (unescaped) and kUnit
 };
 
 class Parser {

@@ -1,9 +1,10 @@
 // The scrape model: the families of one target's exposition that a consumer asked for, with the
 // typed look-ups the deployment aggregator needs.
 //
-// Only wanted families are materialised: the parser skips every other family's lines after
-// reading their names. A wanted name `x` also selects `x_total` (text counters) and, for a name
-// ending in `_total`, the OpenMetrics family without it, so callers name a counter either way.
+// Only wanted families are materialised; the other families' lines are still checked, so any
+// syntax error fails the whole parse (the deployment spec's rule for a Pod's read). A wanted name
+// `x` also selects `x_total` (text counters) and, for a name ending in `_total`, the OpenMetrics
+// family without it, so callers name a counter either way.
 //
 // Look-ups are TYPE-aware: Sum() reads gauges and counters only (an untyped family is absent),
 // Histogram() reads histograms only. Values that are NaN, infinite or negative are skipped, as the

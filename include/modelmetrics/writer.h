@@ -4,7 +4,7 @@
 // render straight from its instruments without building MetricFamily objects; WriteFamilies()
 // renders owned families through it. Output rules (both formats):
 //   - doubles in shortest round-trip form (std::to_chars: locale-free), `+Inf`, `-Inf`, `NaN`;
-//   - `le` and `quantile` label values in canonical form (`1.0`, `0.25`, `+Inf`);
+//   - `le` (histograms) and `quantile` (summaries) values in canonical form (`1.0`, `+Inf`);
 //   - HELP escapes `\\` and `\n` (OpenMetrics also `\"`); label values escape `\\`, `\"`, `\n`;
 //   - names outside the legacy charset are quoted (`{"a.b"}`), as the 1.0.0 format allows;
 //   - OpenMetrics: timestamps in seconds, `# EOF` at the end (Finish()).
@@ -37,7 +37,8 @@ class ExpositionWriter {
   void BeginFamily(std::string_view name, MetricType type, std::string_view help, bool has_help,
                    std::string_view unit = {});
 
-  // One sample line. `le`/`quantile` values are rendered canonically.
+  // One sample line. `le`/`quantile` values of the current family's buckets/quantiles are
+  // rendered canonically.
   void Sample(std::string_view name, std::span<const LabelView> labels, double value,
               std::optional<int64_t> timestamp_ms = std::nullopt);
 
@@ -57,6 +58,7 @@ class ExpositionWriter {
   void AppendTimestamp(int64_t ms);
   std::string* out_;
   Format format_;
+  MetricType family_type_ = MetricType::kUntyped;  // of the last BeginFamily
 };
 
 // Appends `value` in the form the exposition formats use: shortest round-trip, `+Inf`, `-Inf`,

@@ -151,8 +151,7 @@ int Run(const ParseArgs& args) {
   } else {
     size_t samples = 0;
     for (const MetricFamily& f : families) {
-      fmt::print("{:<60} {:<14} {:>6}\n", f.name, MetricTypeName(f.type, format),
-                 f.samples.size());
+      fmt::print("{:<60} {:<14} {:>6}\n", f.name, MetricTypeName(f.type, format), f.samples.size());
       samples += f.samples.size();
     }
     fmt::print("{}: {} format, {} families, {} samples, {} errors{}\n", args.source,
@@ -168,8 +167,7 @@ void AddParseCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<ParseArgs>();
   CLI::App* cmd = app.add_subcommand(
       "parse", "Parse and check Prometheus/OpenMetrics exposition from a file, URL or stdin (-)");
-  cmd->add_option("source", args->source, "File path, http(s):// URL, or - for stdin")
-      ->required();
+  cmd->add_option("source", args->source, "File path, http(s):// URL, or - for stdin")->required();
   cmd->add_option("--format", args->format, "Input format (auto: Content-Type, then detection)")
       ->check(CLI::IsMember({"auto", "text", "openmetrics"}));
   cmd->add_flag("--strict", args->strict,

@@ -12,7 +12,8 @@ std::string MediaType(std::string_view header) {
   while (!header.empty() && (header.front() == ' ' || header.front() == '\t')) {
     header.remove_prefix(1);
   }
-  while (!header.empty() && (header.back() == ' ' || header.back() == '\t')) header.remove_suffix(1);
+  while (!header.empty() && (header.back() == ' ' || header.back() == '\t'))
+    header.remove_suffix(1);
   std::string out(header);
   for (char& c : out) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
@@ -64,12 +65,31 @@ Format DetectFormat(std::string_view text) {
   return last == "# EOF" ? Format::kOpenMetrics : Format::kText;
 }
 
+// Whether a media range's parameters carry `q=0` (not acceptable).
+bool QualityZero(std::string_view range) {
+  size_t semicolon = range.find(';');
+  while (semicolon != std::string_view::npos) {
+    std::string_view param = range.substr(semicolon + 1);
+    const size_t next = param.find(';');
+    std::string_view one = param.substr(0, next);
+    while (!one.empty() && (one.front() == ' ' || one.front() == '\t')) one.remove_prefix(1);
+    if (one.size() >= 2 && (one[0] == 'q' || one[0] == 'Q') && one[1] == '=') {
+      one.remove_prefix(2);
+      while (!one.empty() && (one.back() == ' ' || one.back() == '\t')) one.remove_suffix(1);
+      return one.find_first_not_of("0.") == std::string_view::npos && !one.empty();
+    }
+    semicolon = next == std::string_view::npos ? next : semicolon + 1 + next;
+  }
+  return false;
+}
+
 Format NegotiateFormat(std::string_view accept) {
   size_t start = 0;
   while (start <= accept.size()) {
     size_t comma = accept.find(',', start);
     if (comma == std::string_view::npos) comma = accept.size();
-    if (MediaType(accept.substr(start, comma - start)) == "application/openmetrics-text") {
+    const std::string_view range = accept.substr(start, comma - start);
+    if (MediaType(range) == "application/openmetrics-text" && !QualityZero(range)) {
       return Format::kOpenMetrics;
     }
     start = comma + 1;

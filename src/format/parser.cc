@@ -112,8 +112,18 @@ size_t CodePoints(std::string_view s) {
 }
 
 // The part of a sample name after its family name.
-enum class Suffix : uint8_t { kNone, kTotal, kCreated, kBucket, kSum, kCount, kGSum, kGCount, kInfo,
-                              kOther };
+enum class Suffix : uint8_t {
+  kNone,
+  kTotal,
+  kCreated,
+  kBucket,
+  kSum,
+  kCount,
+  kGSum,
+  kGCount,
+  kInfo,
+  kOther
+};
 
 // Compares with constant sizes so the compiler inlines each comparison.
 template <size_t N>
@@ -132,7 +142,7 @@ Suffix ClassifySuffix(std::string_view s) {
     case 6:
       return Is(s, "_total") ? Suffix::kTotal : Is(s, "_count") ? Suffix::kCount : Suffix::kOther;
     case 7:
-      return Is(s, "_bucket") ? Suffix::kBucket
+      return Is(s, "_bucket")   ? Suffix::kBucket
              : Is(s, "_gcount") ? Suffix::kGCount
                                 : Suffix::kOther;
     case 8:
@@ -194,14 +204,10 @@ bool ParseType(std::string_view word, Format format, MetricType* type) {
       {"summary", MetricType::kSummary},
       {"untyped", MetricType::kUntyped}};
   static constexpr std::pair<std::string_view, MetricType> kOm[] = {
-      {"counter", MetricType::kCounter},
-      {"gauge", MetricType::kGauge},
-      {"histogram", MetricType::kHistogram},
-      {"gaugehistogram", MetricType::kGaugeHistogram},
-      {"summary", MetricType::kSummary},
-      {"info", MetricType::kInfo},
-      {"stateset", MetricType::kStateSet},
-      {"unknown", MetricType::kUntyped}};
+      {"counter", MetricType::kCounter},     {"gauge", MetricType::kGauge},
+      {"histogram", MetricType::kHistogram}, {"gaugehistogram", MetricType::kGaugeHistogram},
+      {"summary", MetricType::kSummary},     {"info", MetricType::kInfo},
+      {"stateset", MetricType::kStateSet},   {"unknown", MetricType::kUntyped}};
   if (format == Format::kOpenMetrics) {
     for (const auto& [name, t] : kOm) {
       if (word == name) return *type = t, true;
@@ -301,6 +307,7 @@ class Parser::Impl {
   ParseLimits limits_;
   std::vector<std::string> filter_;
   bool filtering_;
+  bool check_filtered_;
 
   // Current family.
   std::string_view family_;
@@ -314,7 +321,7 @@ class Parser::Impl {
   FamilyState fam_;
   bool family_wanted_ = true;
   bool family_open_ = false;
-  bool family_legacy_ = false;  // the family name is in the legacy charset (see ParseSample)
+  bool family_legacy_ = false;     // the family name is in the legacy charset (see ParseSample)
   Suffix suffix_ = Suffix::kNone;  // of the current sample, relative to its family
   std::unordered_map<std::string_view, FamilyState> left_families_;
   std::deque<std::string> family_storage_;  // names that needed unescaping
@@ -332,7 +339,8 @@ Parser::Impl::Impl(std::string_view input, const ParseOptions& options)
       strict_(options.strict),
       limits_(options.limits),
       filter_(options.families),
-      filtering_(!options.families.empty()) {
+      filtering_(!options.families.empty()),
+      check_filtered_(options.check_filtered) {
   format_ = options.format ? *options.format : DetectFormat(input);
   PreScan(input, &has_backslash_, &all_ascii_);
   labels_.reserve(16);
@@ -428,8 +436,8 @@ std::string_view Parser::Impl::ReadQuoted(const char*& p, const char* end, size_
   if (q == nullptr) Fail(start - 1, "unterminated quoted string");
   std::string_view raw(start, q - start);
   if (raw.size() > max_length) {
-    FailFatal(start, "quoted string longer than the limit of " + std::to_string(max_length) +
-                         " bytes");
+    FailFatal(start,
+              "quoted string longer than the limit of " + std::to_string(max_length) + " bytes");
   }
   p = q + 1;
   if (!all_ascii_ && !ValidUtf8(raw)) Fail(start, "invalid UTF-8 in quoted string");
@@ -519,7 +527,8 @@ void Parser::Impl::ReadLabels(const char*& p, const char* end, std::vector<Label
                           " labels in one series");
     }
     for (const LabelView& l : *labels) {
-      if (ShortEqual(l.name, label)) Fail(item, "duplicate label name \"" + std::string(label) + "\"");
+      if (ShortEqual(l.name, label))
+        Fail(item, "duplicate label name \"" + std::string(label) + "\"");
     }
     labels->push_back({label, value});
     SkipBlanks(p, end);
@@ -573,12 +582,14 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
     }
   }
   if (kind == Event::kType) {
-    if (fam_.has_type) Fail(name_at, "second TYPE line for metric name \"" + std::string(name) + "\"");
+    if (fam_.has_type)
+      Fail(name_at, "second TYPE line for metric name \"" + std::string(name) + "\"");
     if (fam_.has_samples) {
       Fail(name_at, "TYPE line for metric name \"" + std::string(name) + "\" after its samples");
     }
   } else if (kind == Event::kHelp) {
-    if (fam_.has_help) Fail(name_at, "second HELP line for metric name \"" + std::string(name) + "\"");
+    if (fam_.has_help)
+      Fail(name_at, "second HELP line for metric name \"" + std::string(name) + "\"");
   } else if (fam_.has_unit) {
     Fail(name_at, "second UNIT line for metric name \"" + std::string(name) + "\"");
   }
@@ -597,14 +608,14 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
       while (!text.empty() && Is(text.back(), kBlank)) text.remove_suffix(1);
     }
     MetricType type;
-    if (!ParseType(text, format_, &type)) Fail(p, "invalid metric type \"" + std::string(text) + "\"");
+    if (!ParseType(text, format_, &type))
+      Fail(p, "invalid metric type \"" + std::string(text) + "\"");
     fam_.type = type;
     fam_.has_type = true;
     metadata_.type = type;
   } else if (kind == Event::kHelp) {
     fam_.has_help = true;
-    if (has_backslash_ && !text.empty() &&
-        std::memchr(text.data(), '\\', text.size()) != nullptr) {
+    if (has_backslash_ && !text.empty() && std::memchr(text.data(), '\\', text.size()) != nullptr) {
       text = Unescape(text, true);
     }
   } else {
@@ -621,9 +632,8 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
 
 void Parser::Impl::EnterSampleFamily(std::string_view name, const char* name_at,
                                      bool starts_with_family) {
-  if (starts_with_family ||
-      (family_open_ && name.size() >= family_.size() &&
-       std::memcmp(name.data(), family_.data(), family_.size()) == 0)) {
+  if (starts_with_family || (family_open_ && name.size() >= family_.size() &&
+                             std::memcmp(name.data(), family_.data(), family_.size()) == 0)) {
     suffix_ = ClassifySuffix(name.substr(family_.size()));
     if (SuffixFits(fam_.type, suffix_, format_)) {
       fam_.has_samples = true;
@@ -672,7 +682,7 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
     }
     EnterSampleFamily(name, name_at, starts_with_family);
     family_decided = true;
-    if (!family_wanted_) {
+    if (!family_wanted_ && !check_filtered_) {
       ++sample_count_;
       return kNothing;  // filtered: the rest of the line is not read
     }
@@ -687,7 +697,7 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
   if (name.empty()) Fail(name_at, "missing metric name");
   if (!family_decided) EnterSampleFamily(name, name_at, false);
   ++sample_count_;
-  if (!family_wanted_) return kNothing;
+  if (!family_wanted_ && !check_filtered_) return kNothing;
 
   // Value.
   ExpectSeparator(p, end, "the value");
@@ -727,8 +737,7 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
         Fail(p, "unexpected text after the sample");
       }
       const bool exemplar_allowed =
-          ((fam_.type == MetricType::kHistogram ||
-            fam_.type == MetricType::kGaugeHistogram) &&
+          ((fam_.type == MetricType::kHistogram || fam_.type == MetricType::kGaugeHistogram) &&
            (suffix_ == Suffix::kBucket || suffix_ == Suffix::kCount)) ||
           (fam_.type == MetricType::kCounter && suffix_ == Suffix::kTotal);
       if (!exemplar_allowed) Fail(p, "exemplar on a sample that cannot have one");
@@ -775,12 +784,13 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
       double bound;
       if (found == nullptr) Fail(name_at, "missing \"" + std::string(key) + "\" label");
       if (!format::ParseValue(found->value, &bound)) {
-        Fail(name_at, "invalid \"" + std::string(key) + "\" value \"" +
-                          std::string(found->value) + "\"");
+        Fail(name_at,
+             "invalid \"" + std::string(key) + "\" value \"" + std::string(found->value) + "\"");
       }
     }
   }
 
+  if (!family_wanted_) return kNothing;  // checked, not emitted
   sample_.name = name;
   sample_.family = family_;
   sample_.type = fam_.type;
@@ -793,7 +803,8 @@ Event Parser::Impl::ParseLine(const char* p, const char* end) {
   if (saw_eof_) Fail(p, "text after # EOF");
   if (om) {
     if (p == end) Fail(p, "blank line");
-    if (std::memchr(p, '\r', end - p) != nullptr) Fail(p, "carriage return");
+    // CR may appear inside quoted strings, never as part of a line ending.
+    if (end[-1] == '\r') Fail(end - 1, "carriage return at the end of a line");
   } else {
     while (p < end && Is(*p, kBlank)) ++p;
     while (end > p && (Is(end[-1], kBlank) || end[-1] == '\r')) --end;
@@ -808,9 +819,9 @@ Event Parser::Impl::Next() {
     started_ = true;
     const size_t size = end_ - input_begin_;
     if (size > limits_.max_bytes) {
-      RecordError({input_begin_, "input of " + std::to_string(size) +
-                                     " bytes exceeds the limit of " +
-                                     std::to_string(limits_.max_bytes) + " bytes",
+      RecordError({input_begin_,
+                   "input of " + std::to_string(size) + " bytes exceeds the limit of " +
+                       std::to_string(limits_.max_bytes) + " bytes",
                    true});
       return Event::kError;
     }

@@ -35,6 +35,7 @@ bool Scrape::Parse(std::string_view body, const ScrapeOptions& options, std::str
   ParseOptions parse;
   parse.format = options.format;
   parse.strict = true;
+  parse.check_filtered = true;  // a syntax error anywhere fails the read, as upstream's does
   parse.limits = options.limits;
   for (const std::string& name : options.families) {
     parse.families.push_back(name);
@@ -71,10 +72,9 @@ std::optional<double> Scrape::SumOf(const MetricFamily& family,
   bool found = false;
   for (const MetricSample& s : family.samples) {
     // The value series only: `x` or `x_total`, never `x_created`.
-    const bool value_series =
-        s.name == family.name ||
-        (family.type == MetricType::kCounter && s.name.size() == family.name.size() + 6 &&
-         s.name.ends_with(kTotal));
+    const bool value_series = s.name == family.name ||
+                              (family.type == MetricType::kCounter &&
+                               s.name.size() == family.name.size() + 6 && s.name.ends_with(kTotal));
     if (!value_series || !Valid(s.value) || !Matches(s, match)) continue;
     sum += s.value;
     found = true;

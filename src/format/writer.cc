@@ -24,10 +24,10 @@ void AppendEscaped(std::string* out, std::string_view s, bool escape_quote) {
   size_t start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    const char* replacement = c == '\\'                  ? "\\\\"
-                              : c == '\n'                ? "\\n"
+    const char* replacement = c == '\\'                    ? "\\\\"
+                              : c == '\n'                  ? "\\n"
                               : (c == '"' && escape_quote) ? "\\\""
-                                                         : nullptr;
+                                                           : nullptr;
     if (replacement == nullptr) continue;
     out->append(s.data() + start, i - start);
     out->append(replacement);
@@ -82,6 +82,7 @@ void AppendCanonicalDouble(std::string* out, double value) {
 void ExpositionWriter::BeginFamily(std::string_view name, MetricType type, std::string_view help,
                                    bool has_help, std::string_view unit) {
   const bool om = format_ == Format::kOpenMetrics;
+  family_type_ = type;
   if (has_help) {
     out_->append("# HELP ");
     AppendName(out_, name, true);
@@ -118,7 +119,10 @@ void ExpositionWriter::AppendLabels(std::span<const LabelView> labels,
     AppendName(out_, l.name, false);
     out_->append("=\"");
     double bound;
-    if ((l.name == "le" || l.name == "quantile") && format::ParseValue(l.value, &bound)) {
+    const bool bound_label = (l.name == "le" && (family_type_ == MetricType::kHistogram ||
+                                                 family_type_ == MetricType::kGaugeHistogram)) ||
+                             (l.name == "quantile" && family_type_ == MetricType::kSummary);
+    if (bound_label && format::ParseValue(l.value, &bound)) {
       AppendCanonicalDouble(out_, bound);
     } else {
       AppendEscaped(out_, l.value, true);
@@ -160,9 +164,8 @@ void ExpositionWriter::Sample(std::string_view name, std::span<const LabelView> 
   out_->push_back('\n');
 }
 
-void ExpositionWriter::SampleWithExemplar(std::string_view name,
-                                          std::span<const LabelView> labels, double value,
-                                          std::optional<int64_t> timestamp_ms,
+void ExpositionWriter::SampleWithExemplar(std::string_view name, std::span<const LabelView> labels,
+                                          double value, std::optional<int64_t> timestamp_ms,
                                           std::span<const LabelView> exemplar_labels,
                                           double exemplar_value,
                                           std::optional<int64_t> exemplar_timestamp_ms) {

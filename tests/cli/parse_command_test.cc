@@ -88,10 +88,10 @@ TEST_F(ParseCommandTest, LenientModeSkipsBadLinesAndExitsZero) {
 
 TEST_F(ParseCommandTest, JsonOutputFromStdin) {
   CommandResult r = Modelmetrics("parse -o json -",
-                       "# HELP h Latency.\n# TYPE h histogram\n"
-                       "h_bucket{le=\"0.5\",m=\"x\"} 1\nh_bucket{le=\"+Inf\",m=\"x\"} 2\n"
-                       "h_sum{m=\"x\"} 0.75\nh_count{m=\"x\"} 2\n"
-                       "g NaN 1700000000000\nn -Inf\n");
+                                 "# HELP h Latency.\n# TYPE h histogram\n"
+                                 "h_bucket{le=\"0.5\",m=\"x\"} 1\nh_bucket{le=\"+Inf\",m=\"x\"} 2\n"
+                                 "h_sum{m=\"x\"} 0.75\nh_count{m=\"x\"} 2\n"
+                                 "g NaN 1700000000000\nn -Inf\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(doc["families"].size(), 3u);
@@ -123,8 +123,8 @@ TEST_F(ParseCommandTest, JsonListsErrors) {
 }
 
 TEST_F(ParseCommandTest, FamilyFilter) {
-  CommandResult r = Modelmetrics("parse -o json --families vllm:num_requests_running,vllm:iteration_tokens_total " +
-                       kVllmV1);
+  CommandResult r = Modelmetrics(
+      "parse -o json --families vllm:num_requests_running,vllm:iteration_tokens_total " + kVllmV1);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(doc["families"].size(), 2u);

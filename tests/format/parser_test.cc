@@ -30,7 +30,9 @@ Result Parse(std::string_view text, Format format, bool strict = true, ParseLimi
   return r;
 }
 
-Result Text(std::string_view text, bool strict = true) { return Parse(text, Format::kText, strict); }
+Result Text(std::string_view text, bool strict = true) {
+  return Parse(text, Format::kText, strict);
+}
 Result Om(std::string_view text, bool strict = true) {
   return Parse(text, Format::kOpenMetrics, strict);
 }
@@ -97,7 +99,8 @@ TEST(ParserOpenMetrics, FreeCommentIsAnError) {
 }
 
 TEST(ParserOpenMetrics, CarriageReturnIsAnError) {
-  EXPECT_THAT(OmError("a 1\r\n# EOF\n"), HasSubstr("carriage return"));
+  EXPECT_EQ(OmError("a 1\r\n# EOF\n"), "1:4: carriage return at the end of a line");
+  EXPECT_EQ(OnlySample(Om("a{x=\"1\r2\"} 1\n# EOF\n")).labels[0].second, "1\r2");
 }
 
 TEST(ParserOpenMetrics, EofRequiredAndFinal) {
@@ -188,16 +191,16 @@ TEST(ParserText, UnitIsAPlainCommentInText) {
 }
 
 TEST(ParserOpenMetrics, Metadata) {
-  Result r = Om(
-      "# TYPE a_seconds histogram\n"
-      "# UNIT a_seconds seconds\n"
-      "# HELP a_seconds Latency \\\"quoted\\\" \\\\ \\n.\n"
-      "a_seconds_bucket{le=\"1.0\"} 1\n"
-      "a_seconds_bucket{le=\"+Inf\"} 2\n"
-      "a_seconds_sum 3.5\n"
-      "a_seconds_count 2\n"
-      "a_seconds_created 1700000000.5\n"
-      "# EOF\n");
+  Result r =
+      Om("# TYPE a_seconds histogram\n"
+         "# UNIT a_seconds seconds\n"
+         "# HELP a_seconds Latency \\\"quoted\\\" \\\\ \\n.\n"
+         "a_seconds_bucket{le=\"1.0\"} 1\n"
+         "a_seconds_bucket{le=\"+Inf\"} 2\n"
+         "a_seconds_sum 3.5\n"
+         "a_seconds_count 2\n"
+         "a_seconds_created 1700000000.5\n"
+         "# EOF\n");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front().ToString();
   ASSERT_EQ(r.families.size(), 1u);
   EXPECT_EQ(r.families[0].unit, "seconds");
@@ -211,9 +214,8 @@ TEST(ParserOpenMetrics, MetadataErrors) {
   EXPECT_THAT(OmError("# TYPE a untyped\n# EOF\n"), HasSubstr("invalid metric type"));
   EXPECT_THAT(OmError("# TYPE a gauge\na 1\n# HELP a x\n# EOF\n"),
               HasSubstr("metadata after the family's samples"));
-  for (const char* t :
-       {"counter", "gauge", "histogram", "gaugehistogram", "summary", "info", "stateset",
-        "unknown"}) {
+  for (const char* t : {"counter", "gauge", "histogram", "gaugehistogram", "summary", "info",
+                        "stateset", "unknown"}) {
     EXPECT_EQ(OmError(std::string("# TYPE a ") + t + "\n# EOF\n"), "") << t;
   }
 }
@@ -453,8 +455,7 @@ TEST(ParserText, UntypedSeriesAndSplitFamilies) {
 }
 
 TEST(ParserOpenMetrics, InterleavedFamiliesAreAnError) {
-  EXPECT_EQ(OmError("a 1\nb 2\na 3\n# EOF\n"),
-            "3:1: family \"a\" is interleaved with another");
+  EXPECT_EQ(OmError("a 1\nb 2\na 3\n# EOF\n"), "3:1: family \"a\" is interleaved with another");
   EXPECT_THAT(OmError("# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\n# TYPE a gauge\n# EOF\n"),
               HasSubstr("5:8: TYPE line for metric name \"a\" after"));
 }
@@ -469,15 +470,15 @@ TEST(ParserOpenMetrics, CounterSamplesNeedTotal) {
 }
 
 TEST(ParserOpenMetrics, Exemplars) {
-  Result r = Om(
-      "# TYPE h histogram\n"
-      "h_bucket{le=\"1.0\"} 1 # {trace_id=\"a#b\"} 0.5 1700000000.25\n"
-      "h_bucket{le=\"+Inf\"} 2 # {} 3\n"
-      "h_sum 3.5\n"
-      "h_count 2\n"
-      "# TYPE c counter\n"
-      "c_total 5 1700000000 # {id=\"x\"} 1\n"
-      "# EOF\n");
+  Result r =
+      Om("# TYPE h histogram\n"
+         "h_bucket{le=\"1.0\"} 1 # {trace_id=\"a#b\"} 0.5 1700000000.25\n"
+         "h_bucket{le=\"+Inf\"} 2 # {} 3\n"
+         "h_sum 3.5\n"
+         "h_count 2\n"
+         "# TYPE c counter\n"
+         "c_total 5 1700000000 # {id=\"x\"} 1\n"
+         "# EOF\n");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front().ToString();
   const MetricSample& b = r.families[0].samples[0];
   ASSERT_TRUE(b.exemplar.has_value());
@@ -545,9 +546,8 @@ TEST(ParserModes, FormatDetectedWhenNotGiven) {
 
 TEST(ParserModes, EventsCarryMetadataAndFamily) {
   ParseOptions options;
-  Parser parser(
-      "# HELP h Help.\n# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 2\nh_count 1\n",
-      options);
+  Parser parser("# HELP h Help.\n# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 2\nh_count 1\n",
+                options);
   ASSERT_EQ(parser.Next(), Event::kHelp);
   EXPECT_EQ(parser.metadata().name, "h");
   EXPECT_EQ(parser.metadata().text, "Help.");
@@ -562,6 +562,19 @@ TEST(ParserModes, EventsCarryMetadataAndFamily) {
   EXPECT_EQ(parser.Next(), Event::kEnd);
   EXPECT_EQ(parser.sample_count(), 3u);
   EXPECT_TRUE(parser.ok());
+}
+
+TEST(ParserModes, FamilyFilterCanStillCheckSkippedFamilies) {
+  ParseOptions options;
+  options.families = {"want"};
+  options.check_filtered = true;
+  std::vector<ParseError> errors;
+  std::vector<MetricFamily> families =
+      ParseFamilies("# TYPE want gauge\nwant 1\nskip{broken 1\nwant_other 2\n", options, &errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].ToString(), "3:13: expected '=' after label name");
+  ASSERT_EQ(families.size(), 1u);
+  EXPECT_EQ(families[0].samples.size(), 1u);
 }
 
 TEST(ParserModes, FamilyFilterSkipsOtherFamiliesUnread) {
@@ -623,8 +636,7 @@ TEST(ParserLimits, NameAndLabelLengths) {
   ParseLimits limits;
   limits.max_name_length = 8;
   limits.max_label_value_length = 4;
-  EXPECT_EQ(Parse("abcdefgh{abcdefgh=\"abcd\"} 1\n", Format::kText, true, limits).error_count,
-            0u);
+  EXPECT_EQ(Parse("abcdefgh{abcdefgh=\"abcd\"} 1\n", Format::kText, true, limits).error_count, 0u);
   EXPECT_EQ(Parse("abcdefghi 1\n", Format::kText, false, limits).errors.at(0).ToString(),
             "1:1: name longer than the limit of 8 bytes");
   EXPECT_EQ(Parse("a{abcdefghi=\"1\"} 1\n", Format::kText, false, limits).errors.at(0).ToString(),

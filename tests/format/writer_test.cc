@@ -225,6 +225,7 @@ TEST(ExpositionWriterTest, LabelValueEscaping) {
 TEST(ExpositionWriterTest, LeAndQuantileAreCanonical) {
   std::string out;
   ExpositionWriter w(&out, Format::kText);
+  w.BeginFamily("h", MetricType::kHistogram, "", false);
   w.Sample("h_bucket", Labels({{"x", "1"}, {"le", "1"}}), 3);
   w.Sample("h_bucket", Labels({{"le", "0.25"}}), 3);
   w.Sample("h_bucket", Labels({{"le", "1e6"}}), 3);
@@ -232,10 +233,15 @@ TEST(ExpositionWriterTest, LeAndQuantileAreCanonical) {
   w.Sample("h_bucket", Labels({{"le", "Inf"}}), 4);
   w.Sample("h_bucket", Labels({{"le", "+inf"}}), 4);
   w.Sample("h_bucket", Labels({{"le", "not a number"}}), 4);
+  w.BeginFamily("s", MetricType::kSummary, "", false);
   w.Sample("s", Labels({{"quantile", "0"}}), 1);
   w.Sample("s", Labels({{"quantile", ".5"}}), 1);
   w.Sample("s", Labels({{"quantile", "1"}}), 1);
+  // Only histogram `le` and summary `quantile` are bounds; elsewhere they are plain labels.
+  w.BeginFamily("g", MetricType::kGauge, "", false);
+  w.Sample("g", Labels({{"le", "1"}, {"quantile", "1"}}), 1);
   EXPECT_EQ(out,
+            "# TYPE h histogram\n"
             "h_bucket{x=\"1\",le=\"1.0\"} 3\n"
             "h_bucket{le=\"0.25\"} 3\n"
             "h_bucket{le=\"1e+06\"} 3\n"
@@ -243,9 +249,12 @@ TEST(ExpositionWriterTest, LeAndQuantileAreCanonical) {
             "h_bucket{le=\"+Inf\"} 4\n"
             "h_bucket{le=\"+Inf\"} 4\n"
             "h_bucket{le=\"not a number\"} 4\n"
+            "# TYPE s summary\n"
             "s{quantile=\"0.0\"} 1\n"
             "s{quantile=\"0.5\"} 1\n"
-            "s{quantile=\"1.0\"} 1\n");
+            "s{quantile=\"1.0\"} 1\n"
+            "# TYPE g gauge\n"
+            "g{le=\"1\",quantile=\"1\"} 1\n");
 }
 
 TEST(ExpositionWriterTest, NamesOutsideTheLegacyCharsetAreQuoted) {
@@ -385,6 +394,10 @@ TEST(ContentTypeTest, NegotiateFormat) {
   EXPECT_EQ(NegotiateFormat("text/plain , Application/OpenMetrics-Text ;q=0.9"),
             Format::kOpenMetrics);
   EXPECT_EQ(NegotiateFormat("application/openmetrics-textual"), Format::kText);
+  // q=0 means "not acceptable" (RFC 9110 §12.4.2).
+  EXPECT_EQ(NegotiateFormat("application/openmetrics-text;q=0,text/plain"), Format::kText);
+  EXPECT_EQ(NegotiateFormat("application/openmetrics-text; q=0.000"), Format::kText);
+  EXPECT_EQ(NegotiateFormat("application/openmetrics-text;q=0.01"), Format::kOpenMetrics);
 }
 
 TEST(ContentTypeTest, FormatFromContentType) {
