@@ -31,7 +31,7 @@ step "TSan (threaded code: net)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELMETRICS_SANITIZE=thread \
   -DMODELMETRICS_BENCH=OFF >/dev/null
 ninja -C build-tsan -j "$jobs" net_tests
-TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp" \
+TSAN_OPTIONS="halt_on_error=1" \
   ./build-tsan/tests/net/net_tests --gtest_brief=1
 
 step "fuzz the parser for ${fuzz_seconds}s (clang, libFuzzer, ASan+UBSan)"
