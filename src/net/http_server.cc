@@ -1,0 +1,956 @@
+#include "net/http_server.h"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+
+namespace modelmetrics::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// RFC 9110 token characters.
+bool IsToken(std::string_view s) {
+  if (s.empty() || s.size() > 1024) return false;
+  for (unsigned char c : s) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) continue;
+    if (std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsSafeValue(std::string_view s) {
+  return s.size() <= 32 * 1024 && s.find_first_of(std::string_view("\r\n\0", 3)) == s.npos;
+}
+
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+
+// Drains OpenSSL's (thread-local) error queue into a message.
+std::string OpenSslErrors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out.empty() ? "unknown OpenSSL error" : out;
+}
+
+bool LoadCertificates(const std::string& path, std::vector<X509Ptr>* out, std::string* error) {
+  BIO* bio = BIO_new_file(path.c_str(), "r");
+  if (bio == nullptr) {
+    *error = "cannot read " + path + ": " + OpenSslErrors();
+    return false;
+  }
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) out->emplace_back(cert);
+  ERR_clear_error();  // the loop ends on a "no start line" error
+  BIO_free(bio);
+  if (out->empty()) {
+    *error = "no PEM certificate in " + path;
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> NameEntries(const X509_NAME* name, int nid) {
+  std::vector<std::string> out;
+  if (name == nullptr) return out;
+  for (int i = X509_NAME_get_index_by_NID(name, nid, -1); i >= 0;
+       i = X509_NAME_get_index_by_NID(name, nid, i)) {
+    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i));
+    unsigned char* utf8 = nullptr;
+    int len = ASN1_STRING_to_UTF8(&utf8, data);
+    if (len < 0) continue;
+    out.emplace_back(reinterpret_cast<const char*>(utf8), static_cast<size_t>(len));
+    OPENSSL_free(utf8);
+  }
+  return out;
+}
+
+std::string FirstNameEntry(const X509_NAME* name, int nid) {
+  std::vector<std::string> all = NameEntries(name, nid);
+  return all.empty() ? std::string() : std::move(all.front());
+}
+
+bool Contains(const std::vector<X509Ptr>& bundle, X509* cert) {
+  return std::any_of(bundle.begin(), bundle.end(),
+                     [cert](const X509Ptr& ca) { return X509_cmp(ca.get(), cert) == 0; });
+}
+
+const beast::error_category& HttpErrorCategory() {
+  static const beast::error_category& category =
+      http::make_error_code(http::error::bad_method).category();
+  return category;
+}
+
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::chrono::milliseconds kLingerTimeout{1000};
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// HttpHeaders, HttpResponse, Responder
+
+void HttpHeaders::Add(std::string name, std::string value) {
+  entries_.emplace_back(std::move(name), std::move(value));
+}
+
+std::string_view HttpHeaders::Get(std::string_view name) const {
+  for (const auto& [n, v] : entries_) {
+    if (EqualsIgnoreCase(n, name)) return v;
+  }
+  return {};
+}
+
+std::vector<std::string_view> HttpHeaders::GetAll(std::string_view name) const {
+  std::vector<std::string_view> out;
+  for (const auto& [n, v] : entries_) {
+    if (EqualsIgnoreCase(n, name)) out.push_back(v);
+  }
+  return out;
+}
+
+bool HttpHeaders::Has(std::string_view name) const {
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [name](const auto& e) { return EqualsIgnoreCase(e.first, name); });
+}
+
+HttpResponse HttpResponse::Text(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(body);
+  return r;
+}
+
+struct Responder::State {
+  explicit State(std::function<void(HttpResponse)> d) : deliver(std::move(d)) {}
+  ~State() {
+    if (done.exchange(true)) return;
+    try {
+      deliver(HttpResponse::Text(500, "500 internal server error: no response\n"));
+    } catch (...) {
+    }
+  }
+  std::function<void(HttpResponse)> deliver;
+  std::atomic<bool> done{false};
+};
+
+Responder::Responder(std::function<void(HttpResponse)> deliver)
+    : state_(std::make_shared<State>(std::move(deliver))) {}
+
+void Responder::operator()(HttpResponse response) const {
+  if (state_->done.exchange(true)) return;
+  state_->deliver(std::move(response));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server internals
+
+namespace internal {
+
+// Lets Responders outlive the server: they post to a connection only while `open`.
+struct ResponseGate {
+  std::mutex mu;
+  bool open = true;
+};
+
+struct RouteEntry {
+  std::string method;  // "" = any
+  std::string path;
+  bool prefix = false;
+  HttpServer::Handler sync;
+  HttpServer::AsyncHandler async;
+};
+
+class ConnectionBase : public std::enable_shared_from_this<ConnectionBase> {
+ public:
+  explicit ConnectionBase(asio::io_context* ioc) : ioc_(ioc) {}
+  virtual ~ConnectionBase() = default;
+
+  // Each of these runs on the connection's own io_context thread.
+  virtual void Start() = 0;
+  virtual void OnServerStop() = 0;  // close if idle, else finish the request in flight and close
+  virtual void ForceClose() = 0;
+  virtual void OnAsyncResponse(uint64_t id, HttpResponse response) = 0;
+
+  asio::io_context* ioc() const { return ioc_; }
+
+ private:
+  asio::io_context* const ioc_;  // fixed at construction: safe to read from any thread
+};
+
+class ServerImpl {
+ public:
+  explicit ServerImpl(ServerOptions options) : options_(std::move(options)) {}
+  ~ServerImpl() { Stop(); }
+
+  void AddRoute(RouteEntry entry);
+  bool Start(std::string* error);
+  void Stop();
+  uint16_t port() const { return port_.load(std::memory_order_acquire); }
+
+  // For connections (read-only after Start unless noted).
+  const ServerOptions& options() const { return options_; }
+  asio::ssl::context& ssl() { return *ssl_; }
+  const std::shared_ptr<ResponseGate>& gate() const { return gate_; }
+  // The route for `method` and `path`; nullptr with `*allow` the methods of the most specific
+  // path match (empty when nothing matched the path).
+  const RouteEntry* FindRoute(std::string_view method, std::string_view path,
+                              std::string* allow) const;
+  TlsPeer PeerOf(SSL* ssl) const;
+  void Unregister(ConnectionBase* connection);  // any IO thread
+
+ private:
+  enum class State { kNew, kRunning, kStopped };
+
+  bool BuildTls(std::string* error);
+  void DoAccept();
+  void OnAccept(const beast::error_code& ec, tcp::socket socket, asio::io_context* ioc);
+  std::vector<std::shared_ptr<ConnectionBase>> Snapshot();
+
+  ServerOptions options_;
+  std::vector<RouteEntry> routes_;
+  std::shared_ptr<ResponseGate> gate_ = std::make_shared<ResponseGate>();
+  std::atomic<uint16_t> port_{0};
+  State state_ = State::kNew;
+  bool asks_client_cert_ = false;
+
+  // Declared before the io_contexts so they outlive the streams destroyed with them.
+  std::vector<X509Ptr> client_cas_;
+  std::vector<X509Ptr> requestheader_cas_;
+  std::optional<asio::ssl::context> ssl_;
+
+  std::vector<std::unique_ptr<asio::io_context>> iocs_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::optional<tcp::acceptor> acceptor_;          // on iocs_[0]
+  std::optional<asio::steady_timer> retry_timer_;  // on iocs_[0]
+  size_t next_ioc_ = 0;                            // iocs_[0]'s thread only
+  std::vector<std::thread> threads_;
+
+  std::mutex conns_mu_;
+  std::condition_variable conns_cv_;
+  bool stopping_ = false;  // guarded by conns_mu_
+  std::unordered_map<ConnectionBase*, std::shared_ptr<ConnectionBase>> conns_;  // conns_mu_
+};
+
+// One connection, plain (kTls = false) or TLS. Everything runs on the thread of its io_context.
+template <bool kTls>
+class Connection final : public ConnectionBase {
+ public:
+  using Stream = std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+
+  Connection(ServerImpl* server, asio::io_context* ioc, tcp::socket socket) requires(!kTls)
+      : ConnectionBase(ioc), server_(server), stream_(std::move(socket)) {}
+  Connection(ServerImpl* server, asio::io_context* ioc, tcp::socket socket) requires(kTls)
+      : ConnectionBase(ioc), server_(server), stream_(std::move(socket), server->ssl()) {}
+
+  void Start() override {
+    beast::error_code ec;
+    tcp::endpoint remote = lowest().socket().remote_endpoint(ec);
+    if (ec) {
+      Close();
+      return;
+    }
+    remote_address_ = remote.address().to_string();
+    remote_port_ = remote.port();
+    if constexpr (kTls) {
+      state_ = kHandshake;
+      lowest().expires_after(opts().read_timeout);
+      stream_.async_handshake(
+          asio::ssl::stream_base::server,
+          [self = Self()](const beast::error_code& e) { self->OnHandshake(e); });
+    } else {
+      BeginRequest();
+    }
+  }
+
+  void OnServerStop() override {
+    stopping_ = true;
+    if (state_ == kNew || state_ == kHandshake || state_ == kIdle || state_ == kClosing) Close();
+  }
+
+  void ForceClose() override { Close(); }
+
+  void OnAsyncResponse(uint64_t id, HttpResponse response) override {
+    if (state_ != kHandling || id != request_id_) return;
+    WriteResponse(std::move(response), /*error_close=*/false);
+  }
+
+ private:
+  enum ConnState { kNew, kHandshake, kIdle, kReading, kHandling, kWriting, kClosing, kClosed };
+
+  std::shared_ptr<Connection> Self() {
+    return std::static_pointer_cast<Connection>(shared_from_this());
+  }
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+  const ServerOptions& opts() const { return server_->options(); }
+
+  void OnHandshake(const beast::error_code& ec) {
+    if (state_ == kClosed) return;
+    if (ec) {
+      Close();
+      return;
+    }
+    if constexpr (kTls) peer_ = server_->PeerOf(stream_.native_handle());
+    BeginRequest();
+  }
+
+  void BeginRequest() {
+    if (stopping_) {
+      Close();
+      return;
+    }
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(
+        std::min<size_t>(opts().max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
+    parser_->body_limit(opts().max_body_bytes);
+    if (buffer_.size() > 0) {  // pipelined
+      state_ = kReading;
+      lowest().expires_after(opts().read_timeout);
+      ReadHeader();
+      return;
+    }
+    if (buffer_.capacity() > 4 * kReadChunk) buffer_.shrink_to_fit();  // after a big request
+    // Wait for the first byte: a new connection's first request must arrive whole within
+    // read_timeout; a kept-alive one may first idle for idle_timeout.
+    state_ = kIdle;
+    lowest().expires_after(requests_ == 0 ? opts().read_timeout : opts().idle_timeout);
+    stream_.async_read_some(
+        buffer_.prepare(kReadChunk),
+        [self = Self()](const beast::error_code& ec, size_t n) { self->OnFirstBytes(ec, n); });
+  }
+
+  void OnFirstBytes(const beast::error_code& ec, size_t n) {
+    if (state_ == kClosed) return;
+    if (ec) {
+      Close();
+      return;
+    }
+    buffer_.commit(n);
+    state_ = kReading;
+    if (requests_ > 0) lowest().expires_after(opts().read_timeout);
+    ReadHeader();
+  }
+
+  void ReadHeader() {
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = Self()](const beast::error_code& ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(const beast::error_code& ec) {
+    if (state_ == kClosed) return;
+    if (ec) {
+      OnReadError(ec);
+      return;
+    }
+    if (parser_->is_done()) {
+      Dispatch();
+      return;
+    }
+    const auto& req = parser_->get();
+    if (req.version() >= 11 && EqualsIgnoreCase(req[http::field::expect], "100-continue")) {
+      asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                        [self = Self()](const beast::error_code& e, size_t) {
+                          if (self->state_ == kClosed) return;
+                          if (e) {
+                            self->Close();
+                          } else {
+                            self->ReadBody();
+                          }
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](const beast::error_code& ec, size_t) {
+                       if (self->state_ == kClosed) return;
+                       if (ec) {
+                         self->OnReadError(ec);
+                       } else {
+                         self->Dispatch();
+                       }
+                     });
+  }
+
+  void OnReadError(const beast::error_code& ec) {
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+      SendError(431, "431 request header fields too large\n");
+    } else if (ec == http::error::body_limit) {
+      SendError(413, "413 request entity too large\n");
+    } else if (ec.category() == HttpErrorCategory() && ec != http::error::end_of_stream &&
+               ec != http::error::partial_message && ec != http::error::short_read) {
+      SendError(400, "400 bad request\n");
+    } else {
+      Close();  // timeout, reset, EOF mid-request, aborted by Stop()
+    }
+  }
+
+  void SendError(int status, std::string body) {
+    version_ = 11;
+    keep_alive_ = false;
+    head_ = false;
+    WriteResponse(HttpResponse::Text(status, std::move(body)), /*error_close=*/true);
+  }
+
+  void Dispatch() {
+    auto msg = parser_->release();
+    parser_.reset();
+    ++requests_;
+    version_ = msg.version();
+    keep_alive_ = msg.keep_alive();
+    head_ = msg.method() == http::verb::head;
+
+    auto request = std::make_shared<HttpRequest>();
+    request->method = std::string(msg.method_string());
+    request->target = std::string(msg.target());
+    size_t q = request->target.find('?');
+    request->path = request->target.substr(0, q);
+    if (q != std::string::npos) request->query = request->target.substr(q + 1);
+    request->version = msg.version();
+    for (const auto& field : msg) {
+      request->headers.Add(std::string(field.name_string()), std::string(field.value()));
+    }
+    request->body = std::move(msg.body());
+    request->remote_address = remote_address_;
+    request->remote_port = remote_port_;
+    request->peer = peer_;
+
+    std::string allow;
+    const RouteEntry* route = server_->FindRoute(request->method, request->path, &allow);
+    if (route == nullptr) {
+      if (allow.empty()) {
+        WriteResponse(HttpResponse::Text(404, "404 page not found\n"), false);
+      } else {
+        HttpResponse r = HttpResponse::Text(405, "405 method not allowed\n");
+        r.headers.emplace_back("Allow", std::move(allow));
+        WriteResponse(std::move(r), false);
+      }
+      return;
+    }
+
+    if (route->sync) {
+      HttpResponse response;
+      try {
+        response = route->sync(*request);
+      } catch (...) {
+        response = HttpResponse::Text(500, "500 internal server error\n");
+      }
+      WriteResponse(std::move(response), false);
+      return;
+    }
+
+    state_ = kHandling;
+    uint64_t id = ++request_id_;
+    Responder responder(
+        [gate = server_->gate(), weak = weak_from_this(), request, id](HttpResponse response) {
+          std::lock_guard<std::mutex> lock(gate->mu);
+          if (!gate->open) return;  // the server is gone or going
+          std::shared_ptr<ConnectionBase> c = weak.lock();
+          if (!c) return;
+          asio::io_context* ioc = c->ioc();
+          asio::post(*ioc, [c = std::move(c), id, r = std::move(response)]() mutable {
+            c->OnAsyncResponse(id, std::move(r));
+          });
+        });
+    try {
+      route->async(*request, responder);
+    } catch (...) {
+      responder(HttpResponse::Text(500, "500 internal server error\n"));
+    }
+  }
+
+  void WriteResponse(HttpResponse response, bool error_close) {
+    close_after_ = error_close || !keep_alive_ || stopping_;
+    linger_ = error_close;
+    res_ = {};
+    try {
+      int status = response.status;
+      if (status < 200 || status > 599) {
+        status = 500;
+        response = HttpResponse::Text(500, "500 internal server error: bad status\n");
+      }
+      res_.result(static_cast<unsigned>(status));
+      res_.version(version_ == 10 ? 10 : 11);
+      if (!response.content_type.empty() && IsSafeValue(response.content_type)) {
+        res_.set(http::field::content_type, response.content_type);
+      }
+      for (const auto& [name, value] : response.headers) {
+        if (!IsToken(name) || !IsSafeValue(value) || EqualsIgnoreCase(name, "content-length") ||
+            EqualsIgnoreCase(name, "transfer-encoding") || EqualsIgnoreCase(name, "connection")) {
+          continue;
+        }
+        res_.insert(name, value);
+      }
+      if (status != 204 && status != 304) res_.body() = std::move(response.body);
+      res_.keep_alive(!close_after_);
+      res_.prepare_payload();
+      if (head_) res_.body().clear();  // keeps the Content-Length of the GET
+    } catch (...) {
+      res_ = {};
+      res_.result(http::status::internal_server_error);
+      res_.version(11);
+      res_.set(http::field::content_type, "text/plain; charset=utf-8");
+      res_.body() = "500 internal server error\n";
+      res_.keep_alive(!close_after_);
+      res_.prepare_payload();
+    }
+    state_ = kWriting;
+    lowest().expires_after(opts().write_timeout);
+    http::async_write(stream_, res_,
+                      [self = Self()](const beast::error_code& ec, size_t) { self->OnWrite(ec); });
+  }
+
+  void OnWrite(const beast::error_code& ec) {
+    if (state_ == kClosed) return;
+    res_ = {};
+    if (ec) {
+      Close();
+    } else if (close_after_ || stopping_) {
+      Shutdown();
+    } else {
+      BeginRequest();
+    }
+  }
+
+  // Closes after a response: TLS sends close_notify; plain TCP half-closes and, after an error
+  // response, drains what the client still sends so that its unread bytes do not turn our close
+  // into a reset that could destroy the response before the client reads it.
+  void Shutdown() {
+    if (stopping_) {
+      Close();
+      return;
+    }
+    state_ = kClosing;
+    if constexpr (kTls) {
+      lowest().expires_after(std::min(opts().write_timeout, kLingerTimeout));
+      stream_.async_shutdown([self = Self()](const beast::error_code&) { self->Close(); });
+    } else {
+      beast::error_code ec;
+      lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+      if (ec || !linger_) {
+        Close();
+        return;
+      }
+      lowest().expires_after(std::min(opts().read_timeout, kLingerTimeout));
+      Drain();
+    }
+  }
+
+  void Drain() {
+    buffer_.consume(buffer_.size());
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = Self()](const beast::error_code& ec, size_t) {
+                              if (self->state_ == kClosed) return;
+                              if (ec) {
+                                self->Close();
+                              } else {
+                                self->Drain();
+                              }
+                            });
+  }
+
+  void Close() {
+    if (state_ == kClosed) return;
+    state_ = kClosed;
+    lowest().close();  // cancels whatever is pending
+    server_->Unregister(this);
+  }
+
+  ServerImpl* const server_;
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  ConnState state_ = kNew;
+  bool stopping_ = false;
+  bool keep_alive_ = true;
+  bool close_after_ = false;
+  bool linger_ = false;
+  bool head_ = false;  // the request being answered is a HEAD
+  unsigned version_ = 11;
+  uint64_t requests_ = 0;
+  uint64_t request_id_ = 0;
+  std::string remote_address_;
+  uint16_t remote_port_ = 0;
+  TlsPeer peer_;
+};
+
+void ServerImpl::AddRoute(RouteEntry entry) {
+  for (RouteEntry& r : routes_) {
+    if (r.method == entry.method && r.path == entry.path && r.prefix == entry.prefix) {
+      r = std::move(entry);
+      return;
+    }
+  }
+  routes_.push_back(std::move(entry));
+}
+
+const RouteEntry* ServerImpl::FindRoute(std::string_view method, std::string_view path,
+                                        std::string* allow) const {
+  // Specificity: an exact match beats every prefix; a longer prefix beats a shorter one.
+  auto specificity = [path](const RouteEntry& r) -> std::optional<size_t> {
+    if (r.prefix) {
+      if (path.substr(0, r.path.size()) == r.path) return r.path.size();
+      return std::nullopt;
+    }
+    if (path == r.path) return std::numeric_limits<size_t>::max();
+    return std::nullopt;
+  };
+  const RouteEntry* best = nullptr;
+  size_t best_score = 0;
+  bool best_exact_method = false;
+  std::optional<size_t> top_path_score;
+  for (const RouteEntry& r : routes_) {
+    std::optional<size_t> score = specificity(r);
+    if (!score) continue;
+    if (!top_path_score || *score > *top_path_score) top_path_score = score;
+    bool exact_method = !r.method.empty() && r.method == method;
+    if (!exact_method && !r.method.empty()) continue;
+    if (best == nullptr || *score > best_score ||
+        (*score == best_score && exact_method && !best_exact_method)) {
+      best = &r;
+      best_score = *score;
+      best_exact_method = exact_method;
+    }
+  }
+  allow->clear();
+  if (best != nullptr || !top_path_score) return best;
+  std::vector<std::string_view> methods;  // of the most specific path match; none is ""
+  for (const RouteEntry& r : routes_) {
+    if (specificity(r) != top_path_score) continue;
+    if (std::find(methods.begin(), methods.end(), r.method) != methods.end()) continue;
+    methods.push_back(r.method);
+    if (!allow->empty()) *allow += ", ";
+    *allow += r.method;
+  }
+  return nullptr;
+}
+
+TlsPeer ServerImpl::PeerOf(SSL* ssl) const {
+  TlsPeer peer;
+  peer.tls = true;
+  X509Ptr cert(SSL_get1_peer_certificate(ssl));
+  if (!cert) return peer;
+  peer.cert_presented = true;
+  peer.subject_cn = FirstNameEntry(X509_get_subject_name(cert.get()), NID_commonName);
+  peer.subject_organizations = NameEntries(X509_get_subject_name(cert.get()), NID_organizationName);
+  peer.issuer_cn = FirstNameEntry(X509_get_issuer_name(cert.get()), NID_commonName);
+  if (asks_client_cert_ && SSL_get_verify_result(ssl) == X509_V_OK) {
+    STACK_OF(X509)* chain = SSL_get0_verified_chain(ssl);
+    int n = chain == nullptr ? 0 : sk_X509_num(chain);
+    if (n > 0) {
+      X509* anchor = sk_X509_value(chain, n - 1);
+      peer.verified_by_client_ca = Contains(client_cas_, anchor);
+      peer.verified_by_requestheader_ca = Contains(requestheader_cas_, anchor);
+    }
+    peer.cert_verified = peer.verified_by_client_ca || peer.verified_by_requestheader_ca;
+  }
+  return peer;
+}
+
+bool ServerImpl::BuildTls(std::string* error) {
+  const TlsOptions& tls = *options_.tls;
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    *error = "tls: cert_file and key_file are required";
+    return false;
+  }
+  ssl_.emplace(asio::ssl::context::tls_server);
+  SSL_CTX* ctx = ssl_->native_handle();
+  ERR_clear_error();
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  ssl_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::single_dh_use);
+  beast::error_code ec;
+  ssl_->use_certificate_chain_file(tls.cert_file, ec);
+  if (ec) {
+    *error = "tls: cannot load certificate " + tls.cert_file + ": " + ec.message();
+    return false;
+  }
+  ssl_->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec);
+  if (ec) {
+    *error = "tls: cannot load private key " + tls.key_file + ": " + ec.message();
+    return false;
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    *error = "tls: private key " + tls.key_file + " does not match certificate " + tls.cert_file;
+    ERR_clear_error();
+    return false;
+  }
+  if (!tls.client_ca_file.empty() && !LoadCertificates(tls.client_ca_file, &client_cas_, error)) {
+    *error = "tls: client CA: " + *error;
+    return false;
+  }
+  if (!tls.requestheader_ca_file.empty() &&
+      !LoadCertificates(tls.requestheader_ca_file, &requestheader_cas_, error)) {
+    *error = "tls: request-header CA: " + *error;
+    return false;
+  }
+  asks_client_cert_ = !client_cas_.empty() || !requestheader_cas_.empty();
+  if (tls.require_client_cert && !asks_client_cert_) {
+    *error = "tls: require_client_cert needs client_ca_file or requestheader_ca_file";
+    return false;
+  }
+  if (!asks_client_cert_) {
+    ssl_->set_verify_mode(asio::ssl::verify_none);
+    return true;
+  }
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  for (const auto* bundle : {&client_cas_, &requestheader_cas_}) {
+    for (const X509Ptr& ca : *bundle) {
+      X509_STORE_add_cert(store, ca.get());  // a duplicate is harmless
+      SSL_CTX_add_client_CA(ctx, ca.get());  // advertised in CertificateRequest
+    }
+  }
+  ERR_clear_error();
+  // No resumption: a resumed session has no verified chain to tell which CA signed it.
+  static constexpr unsigned char kSessionContext[] = "modelmetrics";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+  SSL_CTX_set_num_tickets(ctx, 0);
+  ssl_->set_verify_mode(asio::ssl::verify_peer |
+                        (tls.require_client_cert ? asio::ssl::verify_fail_if_no_peer_cert : 0));
+  return true;
+}
+
+bool ServerImpl::Start(std::string* error) {
+  std::string scratch;
+  if (error == nullptr) error = &scratch;
+  if (state_ != State::kNew) {
+    *error = state_ == State::kRunning ? "already started" : "stopped servers do not restart";
+    return false;
+  }
+  if (options_.threads < 1 || options_.max_connections < 1 || options_.max_header_bytes < 64) {
+    *error = "bad options: threads, max_connections must be >= 1, max_header_bytes >= 64";
+    return false;
+  }
+  beast::error_code ec;
+  asio::ip::address address = asio::ip::make_address(options_.address, ec);
+  if (ec) {
+    *error = "bad address '" + options_.address + "': " + ec.message();
+    return false;
+  }
+  if (options_.tls && !BuildTls(error)) return false;
+
+  for (int i = 0; i < options_.threads; ++i) iocs_.push_back(std::make_unique<asio::io_context>(1));
+  tcp::endpoint endpoint(address, options_.port);
+  std::string where = endpoint.address().to_string() + " port " + std::to_string(options_.port);
+  acceptor_.emplace(*iocs_[0]);
+  retry_timer_.emplace(*iocs_[0]);
+  auto fail = [&](const char* what) {
+    *error = std::string(what) + " " + where + ": " + ec.message();
+    acceptor_.reset();
+    retry_timer_.reset();
+    iocs_.clear();
+    return false;
+  };
+  acceptor_->open(endpoint.protocol(), ec);
+  if (ec) return fail("cannot open socket for");
+  acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (ec) return fail("cannot set SO_REUSEADDR for");
+  acceptor_->bind(endpoint, ec);
+  if (ec) return fail("cannot bind");
+  acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail("cannot listen on");
+  port_.store(acceptor_->local_endpoint(ec).port(), std::memory_order_release);
+
+  for (auto& ioc : iocs_) guards_.push_back(asio::make_work_guard(*ioc));
+  asio::post(*iocs_[0], [this] { DoAccept(); });
+  for (auto& ioc : iocs_) {
+    threads_.emplace_back([ctx = ioc.get()] {
+      for (;;) {
+        try {
+          ctx->run();
+          return;
+        } catch (...) {  // nothing here throws on purpose; keep serving if something does
+        }
+      }
+    });
+  }
+  state_ = State::kRunning;
+  return true;
+}
+
+void ServerImpl::DoAccept() {
+  asio::io_context* target = iocs_[next_ioc_++ % iocs_.size()].get();
+  acceptor_->async_accept(*target, [this, target](const beast::error_code& ec, tcp::socket socket) {
+    OnAccept(ec, std::move(socket), target);
+  });
+}
+
+void ServerImpl::OnAccept(const beast::error_code& ec, tcp::socket socket, asio::io_context* ioc) {
+  if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+  if (ec) {  // e.g. out of file descriptors: back off instead of spinning
+    retry_timer_->expires_after(std::chrono::milliseconds(50));
+    retry_timer_->async_wait([this](const beast::error_code& e) {
+      if (!e && acceptor_->is_open()) DoAccept();
+    });
+    return;
+  }
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  std::shared_ptr<ConnectionBase> connection;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    if (!stopping_ && conns_.size() < options_.max_connections) {
+      if (ssl_) {
+        connection = std::make_shared<Connection<true>>(this, ioc, std::move(socket));
+      } else {
+        connection = std::make_shared<Connection<false>>(this, ioc, std::move(socket));
+      }
+      conns_.emplace(connection.get(), connection);
+    }
+  }
+  if (connection) {
+    asio::post(*ioc, [connection] { connection->Start(); });
+  } else {
+    socket.close(ignored);  // over max_connections (or stopping)
+  }
+  DoAccept();
+}
+
+void ServerImpl::Unregister(ConnectionBase* connection) {
+  std::shared_ptr<ConnectionBase> keep;  // released outside the lock
+  std::lock_guard<std::mutex> lock(conns_mu_);
+  auto it = conns_.find(connection);
+  if (it == conns_.end()) return;
+  keep = std::move(it->second);
+  conns_.erase(it);
+  if (conns_.empty()) conns_cv_.notify_all();
+}
+
+std::vector<std::shared_ptr<ConnectionBase>> ServerImpl::Snapshot() {
+  std::vector<std::shared_ptr<ConnectionBase>> out;
+  out.reserve(conns_.size());
+  for (auto& [raw, c] : conns_) out.push_back(c);
+  return out;
+}
+
+void ServerImpl::Stop() {
+  if (state_ != State::kRunning) return;
+  state_ = State::kStopped;
+
+  std::vector<std::shared_ptr<ConnectionBase>> conns;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    stopping_ = true;
+    conns = Snapshot();
+  }
+  asio::post(*iocs_[0], [this] {
+    beast::error_code ignored;
+    acceptor_->close(ignored);
+    retry_timer_->cancel();
+  });
+  for (auto& c : conns) {
+    asio::post(*c->ioc(), [c] { c->OnServerStop(); });
+  }
+  conns.clear();
+
+  auto drained = [this] { return conns_.empty(); };
+  {
+    std::unique_lock<std::mutex> lock(conns_mu_);
+    if (!conns_cv_.wait_for(lock, options_.shutdown_timeout, drained)) conns = Snapshot();
+  }
+  for (auto& c : conns) {
+    asio::post(*c->ioc(), [c] { c->ForceClose(); });
+  }
+  conns.clear();
+  {
+    std::unique_lock<std::mutex> lock(conns_mu_);
+    conns_cv_.wait_for(lock, std::chrono::seconds(1), drained);
+  }
+
+  guards_.clear();
+  for (auto& ioc : iocs_) ioc->stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  {
+    std::lock_guard<std::mutex> lock(gate_->mu);
+    gate_->open = false;
+  }
+  std::lock_guard<std::mutex> lock(conns_mu_);
+  conns = Snapshot();
+  conns_.clear();
+  // `conns` dies here, with the io_contexts still alive and no thread running them; handlers still
+  // queued in them keep their connections until the io_contexts are destroyed.
+}
+
+}  // namespace internal
+
+// ---------------------------------------------------------------------------------------------
+// HttpServer
+
+HttpServer::HttpServer(ServerOptions options)
+    : impl_(std::make_unique<internal::ServerImpl>(std::move(options))) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Route(std::string method, std::string path, Handler handler) {
+  impl_->AddRoute({std::move(method), std::move(path), false, std::move(handler), nullptr});
+}
+
+void HttpServer::RoutePrefix(std::string method, std::string prefix, Handler handler) {
+  impl_->AddRoute({std::move(method), std::move(prefix), true, std::move(handler), nullptr});
+}
+
+void HttpServer::RouteAsync(std::string method, std::string path, AsyncHandler handler) {
+  impl_->AddRoute({std::move(method), std::move(path), false, nullptr, std::move(handler)});
+}
+
+void HttpServer::RoutePrefixAsync(std::string method, std::string prefix, AsyncHandler handler) {
+  impl_->AddRoute({std::move(method), std::move(prefix), true, nullptr, std::move(handler)});
+}
+
+bool HttpServer::Start(std::string* error) { return impl_->Start(error); }
+
+uint16_t HttpServer::port() const { return impl_->port(); }
+
+void HttpServer::Stop() { impl_->Stop(); }
+
+}  // namespace modelmetrics::net
