@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "net/http_server.h"
+
 namespace {
 
 using ::testing::HasSubstr;
@@ -141,6 +143,36 @@ TEST_F(ParseCommandTest, FormatFlag) {
   CommandResult forced = Modelmetrics("parse --strict --format openmetrics -", "a 1\n");
   EXPECT_EQ(forced.exit_code, 1);
   EXPECT_THAT(forced.err, HasSubstr("-:2:1: missing # EOF"));
+}
+
+TEST_F(ParseCommandTest, FetchesAUrlAndFollowsItsContentType) {
+  using modelmetrics::net::HttpRequest;
+  using modelmetrics::net::HttpResponse;
+  modelmetrics::net::HttpServer server({});
+  std::string accept_seen;
+  server.Route("GET", "/metrics", [&](const HttpRequest& request) {
+    accept_seen = std::string(request.headers.Get("Accept"));
+    HttpResponse r;
+    r.content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    r.body = "# TYPE c counter\nc_total 3\n# EOF\n";
+    return r;
+  });
+  server.Route("GET", "/broken", [](const HttpRequest&) {
+    return HttpResponse::Text(500, "boom");
+  });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
+
+  CommandResult ok = Modelmetrics("parse --strict " + base + "/metrics");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("openmetrics format, 1 families, 1 samples, 0 errors"));
+  EXPECT_THAT(accept_seen, HasSubstr("application/openmetrics-text"));
+
+  CommandResult failed = Modelmetrics("parse " + base + "/broken");
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_THAT(failed.err, HasSubstr("fetch failed (http_status)"));
+  server.Stop();
 }
 
 TEST_F(ParseCommandTest, UsageErrorsExitTwo) {
