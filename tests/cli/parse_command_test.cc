@@ -157,9 +157,8 @@ TEST_F(ParseCommandTest, FetchesAUrlAndFollowsItsContentType) {
     r.body = "# TYPE c counter\nc_total 3\n# EOF\n";
     return r;
   });
-  server.Route("GET", "/broken", [](const HttpRequest&) {
-    return HttpResponse::Text(500, "boom");
-  });
+  server.Route("GET", "/broken",
+               [](const HttpRequest&) { return HttpResponse::Text(500, "boom"); });
   std::string error;
   ASSERT_TRUE(server.Start(&error)) << error;
   const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
