@@ -27,11 +27,17 @@
 
 namespace modelmetrics {
 
+// How sample values are spelled. kGo is expfmt's `strconv 'g'` form (`2`, `1.5e+06`); kPython adds
+// `.0` to integral values (`2.0`), as Python's prometheus_client does (vLLM's own output).
+enum class FloatStyle : uint8_t { kGo, kPython };
+
 class ExpositionWriter {
  public:
-  ExpositionWriter(std::string* out, Format format) : out_(out), format_(format) {}
+  ExpositionWriter(std::string* out, Format format, FloatStyle style = FloatStyle::kGo)
+      : out_(out), format_(format), style_(style) {}
 
   Format format() const { return format_; }
+  FloatStyle float_style() const { return style_; }
 
   // HELP (when has_help), TYPE and, in OpenMetrics, UNIT (when not empty) lines of a family.
   void BeginFamily(std::string_view name, MetricType type, std::string_view help, bool has_help,
@@ -48,6 +54,11 @@ class ExpositionWriter {
                           std::span<const LabelView> exemplar_labels, double exemplar_value,
                           std::optional<int64_t> exemplar_timestamp_ms);
 
+  // One sample line whose label text (inside the braces, already escaped, e.g.
+  // `a="1",le="0.5"`) the caller rendered; empty text writes no braces. For renderers that
+  // build each series' label text once.
+  void SampleWithLabelText(std::string_view name, std::string_view label_text, double value);
+
   // Appends `# EOF` in OpenMetrics; nothing in text.
   void Finish();
 
@@ -56,8 +67,10 @@ class ExpositionWriter {
   void AppendSampleBody(std::string_view name, std::span<const LabelView> labels, double value,
                         std::optional<int64_t> timestamp_ms);
   void AppendTimestamp(int64_t ms);
+  void AppendValue(double value);
   std::string* out_;
   Format format_;
+  FloatStyle style_;
   MetricType family_type_ = MetricType::kUntyped;  // of the last BeginFamily
 };
 
@@ -67,6 +80,9 @@ void AppendDouble(std::string* out, double value);
 
 // Appends `value` in canonical `le`/`quantile` form: as AppendDouble, plus `.0` on integers.
 void AppendCanonicalDouble(std::string* out, double value);
+
+// Appends a label value with `\\`, `\"` and `\n` escaped.
+void AppendEscapedLabelValue(std::string* out, std::string_view value);
 
 // Renders owned families; in OpenMetrics the output ends with `# EOF`.
 std::string WriteFamilies(std::span<const MetricFamily> families, Format format);

@@ -141,7 +141,7 @@ void ExpositionWriter::AppendSampleBody(std::string_view name, std::span<const L
     AppendLabels(labels, name);
   }
   out_->push_back(' ');
-  AppendDouble(out_, value);
+  AppendValue(value);
   if (timestamp_ms) {
     out_->push_back(' ');
     AppendTimestamp(*timestamp_ms);
@@ -189,6 +189,31 @@ void ExpositionWriter::SampleWithExemplar(std::string_view name, std::span<const
     }
   }
   out_->push_back('\n');
+}
+
+void ExpositionWriter::AppendValue(double value) {
+  if (style_ == FloatStyle::kPython) {
+    AppendCanonicalDouble(out_, value);
+  } else {
+    AppendDouble(out_, value);
+  }
+}
+
+void ExpositionWriter::SampleWithLabelText(std::string_view name, std::string_view label_text,
+                                           double value) {
+  out_->append(name);
+  if (!label_text.empty()) {
+    out_->push_back('{');
+    out_->append(label_text);
+    out_->push_back('}');
+  }
+  out_->push_back(' ');
+  AppendValue(value);
+  out_->push_back('\n');
+}
+
+void AppendEscapedLabelValue(std::string* out, std::string_view value) {
+  AppendEscaped(out, value, true);
 }
 
 void ExpositionWriter::Finish() {

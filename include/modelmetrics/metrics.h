@@ -1,0 +1,216 @@
+// Instruments and the registry: lock-free counters, gauges and fixed-bound histograms, grouped
+// in labelled families, rendered through the format core's ExpositionWriter.
+//
+//   Registry registry(RegistryOptions{.enabled = log_stats});
+//   auto* family = registry.AddCounter({.name = "vllm_omni:requests_success",
+//                                        .help = "...", .labels = {"model_name", "reason"}});
+//   Counter ok = family->Labels({"m", "stop"});   // label look-up once, when the handle is made
+//   ok.Inc();                                    // nanoseconds, lock-free, allocation-free
+//   std::string text = registry.Render(Format::kText);
+//
+// Hot path. A handle is a pointer to its series. Counters and histograms keep one cache-line
+// padded shard per thread slot (see src/metrics/thread_slot.h): a thread owns its slot, so an
+// observation is a plain load/add/store on memory no other thread writes; threads beyond the
+// slot count share one overflow shard guarded by a spin lock. A histogram shard is written under
+// a per-shard sequence counter, so a scrape copies each shard consistently without ever making an
+// observer wait: `_count` is the sum of the buckets (always equal to the `+Inf` bucket) and
+// `_sum` covers exactly the same observations. Gauges are one atomic double (set wins).
+//
+// Gating. A registry built with `enabled = false` hands out inert handles: every observation is a
+// single predictable branch. Children bound eagerly (Family::Bind) still exist and render as
+// zeros; lazily bound ones (Family::Labels) are never created.
+//
+// Thread-safety: handles may be used from any thread. Registry and Family methods are
+// thread-safe (a mutex guards the series maps; observers never take it). A series outlives its
+// handles: removing families (RemovePrefix) stops rendering them but keeps their memory until
+// the registry is destroyed, so stale handles stay safe to call.
+#ifndef MODELMETRICS_METRICS_H_
+#define MODELMETRICS_METRICS_H_
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "modelmetrics/exposition.h"
+#include "modelmetrics/writer.h"
+
+namespace modelmetrics {
+
+namespace metrics_internal {
+struct CounterSeries;
+struct GaugeSeries;
+struct HistogramSeries;
+class FamilyBase;
+}  // namespace metrics_internal
+
+// A monotonically increasing count. Inc()/Add(uint64) take the integer path; Add(double) keeps a
+// separate floating-point sum. Negative, NaN and infinite double amounts are ignored (counters
+// never go down; upstream's `inc(-1)` crash is a documented bug).
+class Counter {
+ public:
+  Counter() = default;  // inert
+  void Inc() const { Add(uint64_t{1}); }
+  void Add(uint64_t amount) const;
+  void Add(double amount) const;
+  double Value() const;  // sum over all shards; 0 for an inert handle
+  bool live() const { return series_ != nullptr; }
+
+ private:
+  friend class metrics_internal::FamilyBase;
+  explicit Counter(metrics_internal::CounterSeries* s) : series_(s) {}
+  metrics_internal::CounterSeries* series_ = nullptr;
+};
+
+class Gauge {
+ public:
+  Gauge() = default;  // inert
+  void Set(double value) const;
+  void Add(double amount) const;
+  void Inc() const { Add(1.0); }
+  void Dec() const { Add(-1.0); }
+  double Value() const;
+  bool live() const { return series_ != nullptr; }
+
+ private:
+  friend class metrics_internal::FamilyBase;
+  explicit Gauge(metrics_internal::GaugeSeries* s) : series_(s) {}
+  metrics_internal::GaugeSeries* series_ = nullptr;
+};
+
+// Fixed upper bounds (strictly increasing, finite); `+Inf` is implicit. A value lands in the first
+// bucket whose bound is >= value (Prometheus `le`); NaN lands in `+Inf` and makes `_sum` NaN.
+class Histogram {
+ public:
+  Histogram() = default;  // inert
+  void Observe(double value) const;
+  bool live() const { return series_ != nullptr; }
+
+  struct Snapshot {
+    std::vector<uint64_t> buckets;  // per bucket (not cumulative), last one is +Inf
+    uint64_t count = 0;             // == sum of buckets
+    double sum = 0;
+  };
+  Snapshot Read() const;
+
+ private:
+  friend class metrics_internal::FamilyBase;
+  explicit Histogram(metrics_internal::HistogramSeries* s) : series_(s) {}
+  metrics_internal::HistogramSeries* series_ = nullptr;
+};
+
+struct FamilyOptions {
+  std::string name;  // counters without `_total` (it is added when rendering, exactly once)
+  std::string help;
+  std::vector<std::string> labels;  // label names, in declaration order
+  std::vector<double> buckets;      // histograms only
+  std::string unit;                 // OpenMetrics UNIT (must be a suffix of the name)
+};
+
+namespace metrics_internal {
+
+// Shared machinery of the three family kinds; see Family<T>.
+class FamilyBase {
+ public:
+  virtual ~FamilyBase();
+  const FamilyOptions& options() const { return options_; }
+  MetricType type() const { return type_; }
+  // Renders this family (all its children, label-sorted) to `writer`.
+  void Render(ExpositionWriter& writer) const;
+
+ protected:
+  FamilyBase(FamilyOptions options, MetricType type, bool enabled);
+  // The series for `values`, created if `create`; nullptr when absent or values mismatch.
+  void* Find(std::span<const std::string_view> values, bool create);
+  bool RemoveChild(std::span<const std::string_view> values);
+  Counter MakeCounter(void* s) const { return Counter(static_cast<CounterSeries*>(s)); }
+  Gauge MakeGauge(void* s) const { return Gauge(static_cast<GaugeSeries*>(s)); }
+  Histogram MakeHistogram(void* s) const { return Histogram(static_cast<HistogramSeries*>(s)); }
+  bool enabled() const { return enabled_; }
+
+ private:
+  struct State;
+  FamilyOptions options_;
+  MetricType type_;
+  bool enabled_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace metrics_internal
+
+// A labelled family of instruments T (Counter, Gauge or Histogram).
+template <typename T>
+class Family : public metrics_internal::FamilyBase {
+ public:
+  // Lazily bound child: created on first use, only when the registry is enabled (else inert).
+  // Values are given in the order of FamilyOptions::labels; a wrong count gives an inert handle.
+  T Labels(std::initializer_list<std::string_view> values) {
+    return Make(Find(std::span(values.begin(), values.size()), enabled()));
+  }
+  T Labels(std::span<const std::string_view> values) { return Make(Find(values, enabled())); }
+  // Eagerly bound child: created now even when disabled (it then renders as zero); the handle is
+  // inert when disabled.
+  T Bind(std::initializer_list<std::string_view> values) {
+    void* s = Find(std::span(values.begin(), values.size()), true);
+    return enabled() ? Make(s) : T();
+  }
+  // Drops a child (e.g. a dead replica's gauge); its handles stay safe and become invisible.
+  bool Remove(std::initializer_list<std::string_view> values) {
+    return RemoveChild(std::span(values.begin(), values.size()));
+  }
+
+  Family(FamilyOptions options, MetricType type, bool enabled)
+      : FamilyBase(std::move(options), type, enabled) {}
+
+ private:
+  T Make(void* s) const;
+};
+
+struct RegistryOptions {
+  bool enabled = true;  // `--log-stats`: false makes every instrument inert
+};
+
+class Registry {
+ public:
+  explicit Registry(RegistryOptions options = {});
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  bool enabled() const { return options_.enabled; }
+
+  // Register a family. Returns nullptr (and sets *error) when the name is invalid, already taken,
+  // or its rendered sample names would collide with another family's; the buckets are not
+  // strictly increasing finite values; or the label names are invalid or repeated.
+  Family<Counter>* AddCounter(FamilyOptions options, std::string* error = nullptr);
+  Family<Gauge>* AddGauge(FamilyOptions options, std::string* error = nullptr);
+  Family<Histogram>* AddHistogram(FamilyOptions options, std::string* error = nullptr);
+
+  // A source rendered after the families, at each scrape (federation, external engines). It
+  // writes whole families through the writer.
+  using Collector = std::function<void(ExpositionWriter&)>;
+  void AddCollector(std::string name, Collector collector);
+
+  // Stops rendering every family whose name starts with `prefix` (e.g. "vllm:" keeps
+  // "vllm_omni:"); returns how many. Their names become free again.
+  size_t RemovePrefix(std::string_view prefix);
+
+  // The whole exposition: families in registration order, then collectors.
+  std::string Render(Format format) const;
+  void Render(ExpositionWriter& writer) const;
+
+ private:
+  template <typename F>
+  F* Add(FamilyOptions options, MetricType type, std::string* error);
+  struct State;
+  RegistryOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace modelmetrics
+
+#endif  // MODELMETRICS_METRICS_H_

@@ -1,0 +1,137 @@
+// Observation paths of Counter, Gauge and Histogram. See series.h for the shard protocol.
+#include <cmath>
+#include <thread>
+
+#include "metrics/series.h"
+#include "modelmetrics/metrics.h"
+
+namespace modelmetrics {
+namespace {
+
+using metrics_internal::BitsToDouble;
+using metrics_internal::DoubleToBits;
+using metrics_internal::HistogramSeries;
+using metrics_internal::kSharedSlot;
+using metrics_internal::kSlots;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Adds to a double stored as bits. Owned slots: plain load + store; shared slot: CAS loop.
+inline void AddDoubleBits(std::atomic<uint64_t>& cell, double amount, bool shared) {
+  if (!shared) {
+    cell.store(DoubleToBits(BitsToDouble(cell.load(std::memory_order_relaxed)) + amount),
+               std::memory_order_relaxed);
+    return;
+  }
+  uint64_t old = cell.load(std::memory_order_relaxed);
+  while (!cell.compare_exchange_weak(old, DoubleToBits(BitsToDouble(old) + amount),
+                                     std::memory_order_relaxed)) {
+  }
+}
+
+// One observation into a histogram shard, as a sequence-counter write section.
+inline void WriteShard(std::atomic<uint64_t>* shard, size_t bucket, double value) {
+  const uint64_t seq = shard[HistogramSeries::kSeq].load(std::memory_order_relaxed);
+  shard[HistogramSeries::kSeq].store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::atomic<uint64_t>& count = shard[HistogramSeries::kFirstBucket + bucket];
+  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  AddDoubleBits(shard[HistogramSeries::kSum], value, false);
+  shard[HistogramSeries::kSeq].store(seq + 2, std::memory_order_release);
+}
+
+}  // namespace
+
+void Counter::Add(uint64_t amount) const {
+  if (series_ == nullptr) return;
+  const int slot = metrics_internal::ThreadSlot();
+  std::atomic<uint64_t>& cell = series_->shards[slot].count;
+  if (slot != kSharedSlot) {
+    cell.store(cell.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+  } else {
+    cell.fetch_add(amount, std::memory_order_relaxed);
+  }
+}
+
+void Counter::Add(double amount) const {
+  if (series_ == nullptr || !(amount > 0) || std::isinf(amount)) return;
+  const int slot = metrics_internal::ThreadSlot();
+  AddDoubleBits(series_->shards[slot].fraction_bits, amount, slot == kSharedSlot);
+}
+
+double Counter::Value() const {
+  if (series_ == nullptr) return 0;
+  uint64_t count = 0;
+  double fraction = 0;
+  for (const auto& shard : series_->shards) {
+    count += shard.count.load(std::memory_order_relaxed);
+    fraction += BitsToDouble(shard.fraction_bits.load(std::memory_order_relaxed));
+  }
+  return static_cast<double>(count) + fraction;
+}
+
+void Gauge::Set(double value) const {
+  if (series_ != nullptr) series_->value.store(value, std::memory_order_relaxed);
+}
+
+void Gauge::Add(double amount) const {
+  if (series_ != nullptr) series_->value.fetch_add(amount, std::memory_order_relaxed);
+}
+
+double Gauge::Value() const {
+  return series_ == nullptr ? 0 : series_->value.load(std::memory_order_relaxed);
+}
+
+void Histogram::Observe(double value) const {
+  if (series_ == nullptr) return;
+  const size_t bucket = series_->BucketOf(value);
+  const int slot = metrics_internal::ThreadSlot();
+  std::atomic<uint64_t>* shard = series_->shard(slot);
+  if (slot != kSharedSlot) {
+    WriteShard(shard, bucket, value);
+    return;
+  }
+  std::atomic<uint64_t>& lock = shard[HistogramSeries::kLock];
+  while (lock.exchange(1, std::memory_order_acquire) != 0) CpuRelax();
+  WriteShard(shard, bucket, value);
+  lock.store(0, std::memory_order_release);
+}
+
+Histogram::Snapshot Histogram::Read() const {
+  Snapshot snap;
+  if (series_ == nullptr) return snap;
+  const size_t n = series_->buckets;
+  snap.buckets.assign(n, 0);
+  std::vector<uint64_t> copy(n);
+  for (int slot = 0; slot < kSlots; ++slot) {
+    const std::atomic<uint64_t>* shard = series_->shard(slot);
+    double sum;
+    for (int attempt = 0;; ++attempt) {
+      const uint64_t before = shard[HistogramSeries::kSeq].load(std::memory_order_acquire);
+      if ((before & 1) == 0) {
+        for (size_t i = 0; i < n; ++i) {
+          copy[i] = shard[HistogramSeries::kFirstBucket + i].load(std::memory_order_relaxed);
+        }
+        sum = BitsToDouble(shard[HistogramSeries::kSum].load(std::memory_order_relaxed));
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (shard[HistogramSeries::kSeq].load(std::memory_order_relaxed) == before) break;
+      }
+      // A writer is mid-observation (a few nanoseconds); it never waits for us.
+      if (attempt < 64) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    for (size_t i = 0; i < n; ++i) snap.buckets[i] += copy[i];
+    snap.sum += sum;
+  }
+  for (uint64_t c : snap.buckets) snap.count += c;
+  return snap;
+}
+
+}  // namespace modelmetrics

@@ -1,0 +1,330 @@
+// Families, children and the registry; rendering.
+//
+// Invariants:
+//   - a child's series is never freed before the registry: Family::Remove and
+//     Registry::RemovePrefix move them to a graveyard, so handles stay valid;
+//   - each child's label text (escaped, sorted by label name as prometheus_client does, without
+//     `le`) is built once when the child is created; rendering only splices `le` in;
+//   - the registry's reserved names hold every family name and every sample name a family
+//     renders, so no two families can emit the same series name.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <variant>
+
+#include "metrics/series.h"
+#include "modelmetrics/metrics.h"
+
+namespace modelmetrics {
+namespace metrics_internal {
+namespace {
+
+bool ValidMetricName(std::string_view name) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+                    (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ValidLabelName(std::string_view name) {
+  if (name.empty() || name.starts_with("__")) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                    (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The sample names a family renders (the registry reserves them).
+std::vector<std::string> SampleNames(const FamilyOptions& o, MetricType type) {
+  switch (type) {
+    case MetricType::kCounter:
+      return {o.name + "_total"};
+    case MetricType::kHistogram:
+      return {o.name + "_bucket", o.name + "_sum", o.name + "_count"};
+    default:
+      return {o.name};
+  }
+}
+
+using AnySeries = std::variant<std::unique_ptr<CounterSeries>, std::unique_ptr<GaugeSeries>,
+                               std::unique_ptr<HistogramSeries>>;
+
+}  // namespace
+
+struct FamilyBase::State {
+  struct Child {
+    std::string key;
+    AnySeries series;
+    std::string before_le;  // label text sorting before `le` (escaped, comma-joined)
+    std::string after_le;   // label text sorting after `le`
+  };
+  mutable std::mutex mu;
+  std::vector<std::unique_ptr<Child>> children;   // live, in creation order
+  std::vector<std::unique_ptr<Child>> graveyard;  // removed; kept for stale handles
+  std::unordered_map<std::string, Child*> by_key;
+  std::vector<size_t> sorted_labels;  // label indices by name
+  size_t le_position = 0;             // how many sorted labels sort before `le`
+  std::vector<std::string> le_text;   // `le="0.05"` per bound, then `le="+Inf"`
+};
+
+FamilyBase::FamilyBase(FamilyOptions options, MetricType type, bool enabled)
+    : options_(std::move(options)), type_(type), enabled_(enabled), state_(new State) {
+  State& st = *state_;
+  st.sorted_labels.resize(options_.labels.size());
+  for (size_t i = 0; i < st.sorted_labels.size(); ++i) st.sorted_labels[i] = i;
+  std::sort(st.sorted_labels.begin(), st.sorted_labels.end(),
+            [&](size_t a, size_t b) { return options_.labels[a] < options_.labels[b]; });
+  for (size_t i : st.sorted_labels) st.le_position += options_.labels[i] < "le";
+  if (type_ == MetricType::kHistogram) {
+    for (double bound : options_.buckets) {
+      std::string text = "le=\"";
+      AppendCanonicalDouble(&text, bound);
+      st.le_text.push_back(text + "\"");
+    }
+    st.le_text.push_back("le=\"+Inf\"");
+  }
+}
+
+FamilyBase::~FamilyBase() = default;
+
+void* FamilyBase::Find(std::span<const std::string_view> values, bool create) {
+  if (values.size() != options_.labels.size()) return nullptr;
+  std::string key;
+  for (std::string_view v : values) {
+    key.append(v);
+    key.push_back('\xff');  // never in UTF-8 text: keys are unambiguous
+  }
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (auto it = st.by_key.find(key); it != st.by_key.end()) {
+    return std::visit([](auto& p) -> void* { return p.get(); }, it->second->series);
+  }
+  if (!create) return nullptr;
+  auto child = std::make_unique<State::Child>();
+  child->key = key;
+  switch (type_) {
+    case MetricType::kCounter:
+      child->series = std::make_unique<CounterSeries>();
+      break;
+    case MetricType::kGauge:
+      child->series = std::make_unique<GaugeSeries>();
+      break;
+    default:
+      child->series = std::make_unique<HistogramSeries>(&options_.buckets);
+      break;
+  }
+  for (size_t rank = 0; rank < st.sorted_labels.size(); ++rank) {
+    const size_t i = st.sorted_labels[rank];
+    std::string& text = rank < st.le_position ? child->before_le : child->after_le;
+    if (!text.empty()) text.push_back(',');
+    text.append(options_.labels[i]);
+    text.append("=\"");
+    AppendEscapedLabelValue(&text, values[i]);
+    text.push_back('"');
+  }
+  void* series = std::visit([](auto& p) -> void* { return p.get(); }, child->series);
+  st.by_key.emplace(key, child.get());
+  st.children.push_back(std::move(child));
+  return series;
+}
+
+bool FamilyBase::RemoveChild(std::span<const std::string_view> values) {
+  std::string key;
+  for (std::string_view v : values) {
+    key.append(v);
+    key.push_back('\xff');
+  }
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mu);
+  auto it = st.by_key.find(key);
+  if (it == st.by_key.end()) return false;
+  State::Child* child = it->second;
+  st.by_key.erase(it);
+  auto pos = std::find_if(st.children.begin(), st.children.end(),
+                          [&](const auto& c) { return c.get() == child; });
+  st.graveyard.push_back(std::move(*pos));
+  st.children.erase(pos);
+  return true;
+}
+
+void FamilyBase::Render(ExpositionWriter& writer) const {
+  const bool om = writer.format() == Format::kOpenMetrics;
+  const std::string& name = options_.name;
+  const bool counter = type_ == MetricType::kCounter;
+  const std::string total = name + "_total";
+  // Text counters carry `_total` in HELP/TYPE (prometheus_client's 0.0.4 output); OpenMetrics
+  // names the family without it.
+  writer.BeginFamily(counter && !om ? total : name, type_, options_.help, !options_.help.empty(),
+                     options_.unit);
+
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mu);
+  std::string labels;
+  for (const auto& child : st.children) {
+    if (type_ != MetricType::kHistogram) {
+      labels = child->before_le;
+      if (!labels.empty() && !child->after_le.empty()) labels.push_back(',');
+      labels.append(child->after_le);
+      const double value = counter ? Counter(std::get<0>(child->series).get()).Value()
+                                   : Gauge(std::get<1>(child->series).get()).Value();
+      writer.SampleWithLabelText(counter ? total : name, labels, value);
+      continue;
+    }
+    const Histogram::Snapshot snap = Histogram(std::get<2>(child->series).get()).Read();
+    uint64_t cumulative = 0;
+    const std::string bucket_name = name + "_bucket";
+    for (size_t b = 0; b < snap.buckets.size(); ++b) {
+      cumulative += snap.buckets[b];
+      labels = child->before_le;
+      if (!labels.empty()) labels.push_back(',');
+      labels.append(st.le_text[b]);
+      if (!child->after_le.empty()) {
+        labels.push_back(',');
+        labels.append(child->after_le);
+      }
+      writer.SampleWithLabelText(bucket_name, labels, static_cast<double>(cumulative));
+    }
+    labels = child->before_le;
+    if (!labels.empty() && !child->after_le.empty()) labels.push_back(',');
+    labels.append(child->after_le);
+    writer.SampleWithLabelText(name + "_count", labels, static_cast<double>(snap.count));
+    writer.SampleWithLabelText(name + "_sum", labels, snap.sum);
+  }
+}
+
+}  // namespace metrics_internal
+
+template <>
+Counter Family<Counter>::Make(void* s) const {
+  return MakeCounter(s);
+}
+template <>
+Gauge Family<Gauge>::Make(void* s) const {
+  return MakeGauge(s);
+}
+template <>
+Histogram Family<Histogram>::Make(void* s) const {
+  return MakeHistogram(s);
+}
+
+struct Registry::State {
+  mutable std::mutex mu;
+  std::vector<std::unique_ptr<metrics_internal::FamilyBase>> families;
+  std::vector<std::unique_ptr<metrics_internal::FamilyBase>> removed;
+  std::set<std::string, std::less<>> reserved;
+  std::vector<std::pair<std::string, Collector>> collectors;
+};
+
+Registry::Registry(RegistryOptions options) : options_(options), state_(new State) {}
+Registry::~Registry() = default;
+
+template <typename F>
+F* Registry::Add(FamilyOptions options, MetricType type, std::string* error) {
+  auto fail = [&](std::string message) -> F* {
+    if (error != nullptr) *error = options.name + ": " + message;
+    return nullptr;
+  };
+  if (type == MetricType::kCounter && options.name.ends_with("_total")) {
+    options.name.resize(options.name.size() - 6);  // `_total` is added exactly once, on render
+  }
+  if (!metrics_internal::ValidMetricName(options.name)) return fail("invalid metric name");
+  std::set<std::string_view> seen;
+  for (const std::string& label : options.labels) {
+    if (!metrics_internal::ValidLabelName(label)) return fail("invalid label name " + label);
+    if (type == MetricType::kHistogram && label == "le") return fail("`le` is reserved");
+    if (!seen.insert(label).second) return fail("repeated label name " + label);
+  }
+  if (type == MetricType::kHistogram) {
+    for (size_t i = 0; i < options.buckets.size(); ++i) {
+      if (!std::isfinite(options.buckets[i]) ||
+          (i > 0 && !(options.buckets[i] > options.buckets[i - 1]))) {
+        return fail("buckets must be finite and strictly increasing");
+      }
+    }
+  } else if (!options.buckets.empty()) {
+    return fail("buckets are for histograms only");
+  }
+  if (!options.unit.empty() && !options.name.ends_with("_" + options.unit)) {
+    return fail("unit must be a suffix of the name");
+  }
+  std::vector<std::string> names = metrics_internal::SampleNames(options, type);
+  names.push_back(options.name);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (const std::string& n : names) {
+    if (state_->reserved.count(n) != 0) return fail("name collides with a registered family");
+  }
+  state_->reserved.insert(names.begin(), names.end());
+  auto family = std::make_unique<F>(std::move(options), type, options_.enabled);
+  F* raw = family.get();
+  state_->families.push_back(std::move(family));
+  return raw;
+}
+
+Family<Counter>* Registry::AddCounter(FamilyOptions options, std::string* error) {
+  return Add<Family<Counter>>(std::move(options), MetricType::kCounter, error);
+}
+Family<Gauge>* Registry::AddGauge(FamilyOptions options, std::string* error) {
+  return Add<Family<Gauge>>(std::move(options), MetricType::kGauge, error);
+}
+Family<Histogram>* Registry::AddHistogram(FamilyOptions options, std::string* error) {
+  return Add<Family<Histogram>>(std::move(options), MetricType::kHistogram, error);
+}
+
+void Registry::AddCollector(std::string name, Collector collector) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->collectors.emplace_back(std::move(name), std::move(collector));
+}
+
+size_t Registry::RemovePrefix(std::string_view prefix) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  size_t removed = 0;
+  auto& families = state_->families;
+  for (auto it = families.begin(); it != families.end();) {
+    if (!(*it)->options().name.starts_with(prefix)) {
+      ++it;
+      continue;
+    }
+    std::vector<std::string> names = metrics_internal::SampleNames((*it)->options(), (*it)->type());
+    names.push_back((*it)->options().name);
+    for (const std::string& n : names) state_->reserved.erase(n);
+    state_->removed.push_back(std::move(*it));
+    it = families.erase(it);
+    ++removed;
+  }
+  return removed;
+}
+
+void Registry::Render(ExpositionWriter& writer) const {
+  // Copy the lists and render outside the registry lock: a collector may take its time (it may
+  // fetch over the network), and families are never freed while the registry lives.
+  std::vector<const metrics_internal::FamilyBase*> families;
+  std::vector<Collector> collectors;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    for (const auto& family : state_->families) families.push_back(family.get());
+    for (const auto& entry : state_->collectors) collectors.push_back(entry.second);
+  }
+  for (const auto* family : families) family->Render(writer);
+  for (const auto& collector : collectors) collector(writer);
+}
+
+std::string Registry::Render(Format format) const {
+  std::string out;
+  out.reserve(64 * 1024);
+  ExpositionWriter writer(&out, format, FloatStyle::kPython);
+  Render(writer);
+  writer.Finish();
+  return out;
+}
+
+}  // namespace modelmetrics

@@ -1,0 +1,95 @@
+// The storage behind instrument handles. Private to src/metrics.
+//
+// Every series keeps kSlots shards, each on its own cache line(s). Shard `slot` is written only by
+// the thread owning that slot (plain relaxed load + store), except kSharedSlot, which is written
+// with atomic read-modify-writes (counters) or under its spin lock (histograms). Readers only load.
+//
+// Histogram shards are written under a sequence counter (even: stable, odd: being written); a
+// reader copies a shard and retries until it saw the same even sequence before and after. Writers
+// never wait for readers.
+#ifndef MODELMETRICS_METRICS_SERIES_H_
+#define MODELMETRICS_METRICS_SERIES_H_
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "metrics/thread_slot.h"
+
+namespace modelmetrics::metrics_internal {
+
+inline constexpr size_t kCacheLine = 64;
+
+inline double BitsToDouble(uint64_t bits) { return std::bit_cast<double>(bits); }
+inline uint64_t DoubleToBits(double v) { return std::bit_cast<uint64_t>(v); }
+
+struct alignas(kCacheLine) CounterShard {
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> fraction_bits{0};  // sum of Add(double) amounts, as double bits
+};
+
+struct CounterSeries {
+  CounterShard shards[kSlots];
+};
+
+struct alignas(kCacheLine) GaugeSeries {
+  std::atomic<double> value{0};
+};
+
+// Words of one histogram shard: [0] sequence, [1] spin lock (shared slot only), [2] sum bits,
+// [3 .. 3+buckets) per-bucket counts (the last bucket is +Inf).
+struct HistogramSeries {
+  static constexpr size_t kSeq = 0, kLock = 1, kSum = 2, kFirstBucket = 3;
+
+  HistogramSeries(const std::vector<double>* upper_bounds)
+      : bounds(upper_bounds),
+        buckets(upper_bounds->size() + 1),
+        stride(((kFirstBucket + buckets) * 8 + kCacheLine - 1) / kCacheLine * kCacheLine / 8),
+        words(static_cast<std::atomic<uint64_t>*>(
+            ::operator new(stride* kSlots * 8, std::align_val_t(kCacheLine)))) {
+    for (size_t i = 0; i < stride * kSlots; ++i) new (&words[i]) std::atomic<uint64_t>(0);
+  }
+  ~HistogramSeries() { ::operator delete(words, std::align_val_t(kCacheLine)); }
+  HistogramSeries(const HistogramSeries&) = delete;
+  HistogramSeries& operator=(const HistogramSeries&) = delete;
+
+  std::atomic<uint64_t>* shard(int slot) const {
+    return words + stride * static_cast<size_t>(slot);
+  }
+
+  // The bucket of `value`: the first bound >= value, or +Inf (also for NaN). A linear scan below
+  // 32 bounds (the omni lists have at most 14), where it beats a binary search; binary above.
+  size_t BucketOf(double value) const {
+    const size_t n = bounds->size();
+    const double* b = bounds->data();
+    if (n == 0 || !(value <= b[n - 1])) return n;
+    if (n > 32) {
+      size_t lo = 0, hi = n - 1;  // invariant: b[hi] >= value
+      while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (b[mid] >= value) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      return lo;
+    }
+    size_t i = 0;
+    while (value > b[i]) ++i;
+    return i;
+  }
+
+  const std::vector<double>* bounds;  // owned by the family
+  const size_t buckets;               // bounds + 1
+  const size_t stride;                // words per shard, a whole number of cache lines
+  std::atomic<uint64_t>* const words;
+};
+
+}  // namespace modelmetrics::metrics_internal
+
+#endif  // MODELMETRICS_METRICS_SERIES_H_

@@ -1,0 +1,51 @@
+#include "metrics/thread_slot.h"
+
+#include <bitset>
+#include <mutex>
+
+namespace modelmetrics::metrics_internal {
+namespace {
+
+std::mutex& SlotMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+std::bitset<kOwnedSlots>& UsedSlots() {
+  static std::bitset<kOwnedSlots> used;
+  return used;
+}
+
+// Returns the thread's owned slot to the pool when the thread exits. The mutex hand-over orders
+// the old owner's last writes before the new owner's first.
+struct SlotReleaser {
+  ~SlotReleaser() {
+    if (tls_thread_slot >= 0 && tls_thread_slot < kOwnedSlots) {
+      std::lock_guard<std::mutex> lock(SlotMutex());
+      UsedSlots().reset(static_cast<size_t>(tls_thread_slot));
+      // Anything this thread still observes (from later thread_local destructors) goes to the
+      // shared slot: the owned one may already belong to a new thread.
+      tls_thread_slot = kSharedSlot;
+    }
+  }
+};
+
+}  // namespace
+
+int AcquireThreadSlot() {
+  thread_local SlotReleaser releaser;  // constructed here, destroyed at thread exit
+  (void)releaser;
+  std::lock_guard<std::mutex> lock(SlotMutex());
+  int slot = kSharedSlot;
+  for (int i = 0; i < kOwnedSlots; ++i) {
+    if (!UsedSlots().test(static_cast<size_t>(i))) {
+      UsedSlots().set(static_cast<size_t>(i));
+      slot = i;
+      break;
+    }
+  }
+  tls_thread_slot = slot;
+  return slot;
+}
+
+}  // namespace modelmetrics::metrics_internal

@@ -1,0 +1,234 @@
+// Registry: registration rules, gating, removal, collectors and the rendered exposition (checked
+// by the project's strict parser and, when installed, by promtool).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "modelmetrics/metrics.h"
+#include "modelmetrics/parser.h"
+
+namespace modelmetrics {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(Registry, RendersCountersWithTotalExactlyOnce) {
+  Registry registry;
+  auto* with = registry.AddCounter({.name = "vllm_omni:a_total", .help = "A.", .labels = {"x"}});
+  auto* without = registry.AddCounter({.name = "vllm_omni:b", .help = "B."});
+  ASSERT_NE(with, nullptr);
+  ASSERT_NE(without, nullptr);
+  with->Labels({"1"}).Add(uint64_t{2});
+  without->Labels({}).Inc();
+  const std::string text = registry.Render(Format::kText);
+  EXPECT_EQ(text,
+            "# HELP vllm_omni:a_total A.\n"
+            "# TYPE vllm_omni:a_total counter\n"
+            "vllm_omni:a_total{x=\"1\"} 2.0\n"
+            "# HELP vllm_omni:b_total B.\n"
+            "# TYPE vllm_omni:b_total counter\n"
+            "vllm_omni:b_total 1.0\n");
+  EXPECT_THAT(text, Not(HasSubstr("_total_total")));
+  const std::string om = registry.Render(Format::kOpenMetrics);
+  EXPECT_EQ(om,
+            "# HELP vllm_omni:a A.\n"
+            "# TYPE vllm_omni:a counter\n"
+            "vllm_omni:a_total{x=\"1\"} 2.0\n"
+            "# HELP vllm_omni:b B.\n"
+            "# TYPE vllm_omni:b counter\n"
+            "vllm_omni:b_total 1.0\n"
+            "# EOF\n");
+}
+
+TEST(Registry, LabelsRenderSortedByNameWithLeSplicedIn) {
+  // prometheus_client sorts label names; `le` sorts among them (reference §1).
+  Registry registry;
+  auto* h = registry.AddHistogram(
+      {.name = "vllm_omni:transfer_size_bytes",
+       .help = "Size.",
+       .labels = {"model_name", "from_stage", "from_replica", "to_stage", "to_replica"},
+       .buckets = {1024, 1048576}});
+  h->Labels({"m", "7", "0", "8", "1"}).Observe(2000);
+  const std::string text = registry.Render(Format::kText);
+  EXPECT_THAT(text, HasSubstr("vllm_omni:transfer_size_bytes_bucket{from_replica=\"0\","
+                              "from_stage=\"7\",le=\"1024.0\",model_name=\"m\",to_replica=\"1\","
+                              "to_stage=\"8\"} 0.0\n"));
+  EXPECT_THAT(text, HasSubstr("le=\"1.048576e+06\",model_name=\"m\",to_replica=\"1\","
+                              "to_stage=\"8\"} 1.0\n"));
+  EXPECT_THAT(text, HasSubstr("le=\"+Inf\",model_name=\"m\",to_replica=\"1\",to_stage=\"8\"} 1.0"));
+  EXPECT_THAT(text, HasSubstr("vllm_omni:transfer_size_bytes_count{from_replica=\"0\","
+                              "from_stage=\"7\",model_name=\"m\",to_replica=\"1\",to_stage=\"8\"} "
+                              "1.0\n"));
+  EXPECT_THAT(text, HasSubstr("_sum{from_replica=\"0\",from_stage=\"7\",model_name=\"m\","
+                              "to_replica=\"1\",to_stage=\"8\"} 2000.0\n"));
+}
+
+TEST(Registry, LabelValuesAreEscaped) {
+  Registry registry;
+  registry.AddGauge({.name = "g", .labels = {"path"}})->Labels({"C:\\a \"b\"\nc"}).Set(1);
+  EXPECT_THAT(registry.Render(Format::kText), HasSubstr("g{path=\"C:\\\\a \\\"b\\\"\\nc\"} 1.0"));
+}
+
+TEST(Registry, RejectsDuplicatesCollisionsAndBadDefinitions) {
+  Registry registry;
+  std::string error;
+  ASSERT_NE(registry.AddCounter({.name = "x"}), nullptr);
+  EXPECT_EQ(registry.AddCounter({.name = "x"}, &error), nullptr);
+  EXPECT_EQ(error, "x: name collides with a registered family");
+  EXPECT_EQ(registry.AddGauge({.name = "x_total"}, &error), nullptr);  // counter x renders it
+  EXPECT_EQ(registry.AddCounter({.name = "x_total"}, &error), nullptr);
+  ASSERT_NE(registry.AddHistogram({.name = "h"}), nullptr);
+  EXPECT_EQ(registry.AddGauge({.name = "h_bucket"}, &error), nullptr);
+  EXPECT_EQ(registry.AddGauge({.name = "9bad"}, &error), nullptr);
+  EXPECT_EQ(error, "9bad: invalid metric name");
+  EXPECT_EQ(registry.AddGauge({.name = "g", .labels = {"a", "a"}}, &error), nullptr);
+  EXPECT_EQ(error, "g: repeated label name a");
+  EXPECT_EQ(registry.AddGauge({.name = "g", .labels = {"__x"}}, &error), nullptr);
+  EXPECT_EQ(registry.AddHistogram({.name = "g", .labels = {"le"}}, &error), nullptr);
+  EXPECT_EQ(registry.AddHistogram({.name = "g", .buckets = {1, 1}}, &error), nullptr);
+  EXPECT_EQ(error, "g: buckets must be finite and strictly increasing");
+  EXPECT_EQ(registry.AddHistogram({.name = "g", .buckets = {1, INFINITY}}, &error), nullptr);
+  EXPECT_EQ(registry.AddGauge({.name = "g", .buckets = {1}}, &error), nullptr);
+  EXPECT_EQ(registry.AddGauge({.name = "g_seconds", .unit = "bytes"}, &error), nullptr);
+  EXPECT_NE(registry.AddGauge({.name = "g"}, &error), nullptr);  // the failures reserved nothing
+}
+
+TEST(Registry, GatedOffEagerChildrenRenderZeroLazyOnesNeverAppear) {
+  Registry registry(RegistryOptions{.enabled = false});
+  auto* running = registry.AddGauge({.name = "vllm_omni:running", .labels = {"model_name"}});
+  auto* success = registry.AddCounter({.name = "vllm_omni:ok", .labels = {"model_name", "r"}});
+  Gauge eager = running->Bind({"m"});
+  Counter lazy = success->Labels({"m", "stop"});
+  eager.Set(5);
+  lazy.Inc();
+  EXPECT_FALSE(eager.live());
+  EXPECT_FALSE(lazy.live());
+  const std::string text = registry.Render(Format::kText);
+  EXPECT_THAT(text, HasSubstr("vllm_omni:running{model_name=\"m\"} 0.0\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE vllm_omni:ok_total counter\n"));
+  EXPECT_THAT(text, Not(HasSubstr("vllm_omni:ok_total{")));
+}
+
+TEST(Registry, RemovePrefixKeepsOmniFamiliesAndStaleHandlesStaySafe) {
+  Registry registry;
+  Counter engine = registry.AddCounter({.name = "vllm:prompt_tokens"})->Labels({});
+  registry.AddGauge({.name = "vllm_omni:running"})->Labels({}).Set(1);
+  engine.Inc();
+  EXPECT_EQ(registry.RemovePrefix("vllm:"), 1u);
+  engine.Inc();  // stale handle: still safe, no longer rendered
+  const std::string text = registry.Render(Format::kText);
+  EXPECT_THAT(text, Not(HasSubstr("vllm:prompt_tokens")));
+  EXPECT_THAT(text, HasSubstr("vllm_omni:running 1.0"));
+  EXPECT_NE(registry.AddCounter({.name = "vllm:prompt_tokens"}), nullptr);  // name free again
+}
+
+TEST(Registry, FamilyRemoveDropsOneChild) {
+  Registry registry;
+  auto* waiting = registry.AddGauge({.name = "w", .labels = {"replica"}});
+  Gauge dead = waiting->Labels({"0"});
+  waiting->Labels({"1"}).Set(3);
+  dead.Set(7);
+  EXPECT_TRUE(waiting->Remove({"0"}));
+  EXPECT_FALSE(waiting->Remove({"0"}));
+  dead.Set(9);  // safe, invisible
+  const std::string text = registry.Render(Format::kText);
+  EXPECT_THAT(text, Not(HasSubstr("replica=\"0\"")));
+  EXPECT_THAT(text, HasSubstr("w{replica=\"1\"} 3.0"));
+  EXPECT_EQ(waiting->Labels({"0"}).Value(), 0);  // a new series
+}
+
+TEST(Registry, CollectorsRenderAfterFamilies) {
+  Registry registry;
+  registry.AddGauge({.name = "a"})->Labels({}).Set(1);
+  registry.AddCollector("extra", [](ExpositionWriter& w) {
+    w.BeginFamily("vllm:external", MetricType::kGauge, "From elsewhere.", true);
+    w.SampleWithLabelText("vllm:external", "stage=\"1\",replica=\"0\"", 4);
+  });
+  EXPECT_EQ(registry.Render(Format::kText),
+            "# TYPE a gauge\na 1.0\n"
+            "# HELP vllm:external From elsewhere.\n# TYPE vllm:external gauge\n"
+            "vllm:external{stage=\"1\",replica=\"0\"} 4.0\n");
+}
+
+// A registry with every instrument kind, checked by the strict parser in both formats.
+TEST(Registry, RenderedExpositionParsesStrictlyInBothFormats) {
+  Registry registry;
+  auto* c = registry.AddCounter({.name = "vllm_omni:requests", .help = "R.", .labels = {"m"}});
+  auto* g = registry.AddGauge({.name = "vllm_omni:waiting", .help = "W \\ \n.", .labels = {"m"}});
+  auto* h = registry.AddHistogram({.name = "vllm_omni:latency_seconds",
+                                   .help = "L.",
+                                   .labels = {"stage", "m"},
+                                   .buckets = {0.05, 0.1, 0.25},
+                                   .unit = "seconds"});
+  c->Labels({"a"}).Add(3.5);
+  g->Labels({"a"}).Set(-2);
+  for (double v : {0.01, 0.07, 0.2, 9.0}) h->Labels({"0", "a"}).Observe(v);
+  for (Format format : {Format::kText, Format::kOpenMetrics}) {
+    const std::string text = registry.Render(format);
+    ParseOptions options;
+    options.format = format;
+    std::vector<ParseError> errors;
+    std::vector<MetricFamily> families = ParseFamilies(text, options, &errors);
+    ASSERT_TRUE(errors.empty()) << errors.front().ToString() << "\n" << text;
+    ASSERT_EQ(families.size(), 3u);
+    EXPECT_EQ(families[0].type, MetricType::kCounter);
+    EXPECT_EQ(families[0].samples.at(0).value, 3.5);
+    EXPECT_EQ(families[1].help, "W \\ \n.");
+    const MetricFamily& hist = families[2];
+    EXPECT_EQ(hist.type, MetricType::kHistogram);
+    ASSERT_EQ(hist.samples.size(), 6u);   // 3 bounds + Inf, count, sum
+    EXPECT_EQ(hist.samples[3].value, 4);  // +Inf
+    EXPECT_EQ(hist.samples[4].name, "vllm_omni:latency_seconds_count");
+    EXPECT_EQ(hist.samples[4].value, 4);
+    EXPECT_DOUBLE_EQ(hist.samples[5].value, 9.28);
+    if (format == Format::kOpenMetrics) {
+      EXPECT_EQ(hist.unit, "seconds");
+    }
+  }
+}
+
+TEST(Registry, PromtoolAcceptsTheExposition) {
+  if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool not installed";
+  Registry registry;
+  registry.AddCounter({.name = "vllm_omni:requests", .help = "Requests.", .labels = {"m"}})
+      ->Labels({"a"})
+      .Inc();
+  registry
+      .AddHistogram({.name = "vllm_omni:e2e_request_latency_s",
+                     .help = "Latency.",
+                     .labels = {"model_name"},
+                     .buckets = {0.05, 0.1}})
+      ->Labels({"a"})
+      .Observe(0.07);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "mm_registry_promtool.prom").string();
+  std::ofstream(path) << registry.Render(Format::kText);
+  const std::string out_path = path + ".out";
+  const int status =
+      std::system(("promtool check metrics < " + path + " > " + out_path + " 2>&1").c_str());
+  std::ifstream out(out_path);
+  const std::string output((std::istreambuf_iterator<char>(out)), {});
+  // promtool 2.42 lints every name with ':' (all vLLM names) and `_s` units (the spec's names);
+  // anything else it prints is a real finding.
+  EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3))
+      << output;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_TRUE(line.ends_with("metric names should not contain ':'") ||
+                line.ends_with("metric names should not contain abbreviated units"))
+        << line;
+  }
+  std::remove(path.c_str());
+  std::remove(out_path.c_str());
+}
+
+}  // namespace
+}  // namespace modelmetrics
