@@ -27,12 +27,13 @@ ninja -C build-asan -j "$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs")
 
-step "TSan (threaded code: net)"
+step "TSan (threaded code: net, metrics stress, federation)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELMETRICS_SANITIZE=thread \
   -DMODELMETRICS_BENCH=OFF >/dev/null
-ninja -C build-tsan -j "$jobs" net_tests
-TSAN_OPTIONS="halt_on_error=1" \
-  ./build-tsan/tests/net/net_tests --gtest_brief=1
+ninja -C build-tsan -j "$jobs" net_tests metrics_tests pipeline_tests
+for suite in net/net_tests metrics/metrics_tests pipeline/pipeline_tests; do
+  TSAN_OPTIONS="halt_on_error=1" "./build-tsan/tests/$suite" --gtest_brief=1
+done
 
 step "fuzz the parser for ${fuzz_seconds}s (clang, libFuzzer, ASan+UBSan)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DMODELMETRICS_FUZZ=ON \
@@ -49,5 +50,6 @@ trap 'rm -rf "$work"' EXIT
 step "benchmark smoke run"
 ./build/bench/parser_speed_test --benchmark_min_time=0.05 \
   --benchmark_filter='generated|tinyllama'
+./build/bench/instruments_speed_test --benchmark_min_time=0.05
 
 step "all tests passed"

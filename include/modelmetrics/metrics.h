@@ -54,23 +54,36 @@ class FamilyBase;
 class Counter {
  public:
   Counter() = default;  // inert
-  void Inc() const { Add(uint64_t{1}); }
-  void Add(uint64_t amount) const;
-  void Add(double amount) const;
+  // The inert check is inline so a gated-off observation costs one predictable branch.
+  void Inc() const {
+    if (series_ != nullptr) AddLive(uint64_t{1});
+  }
+  void Add(uint64_t amount) const {
+    if (series_ != nullptr) AddLive(amount);
+  }
+  void Add(double amount) const {
+    if (series_ != nullptr) AddLive(amount);
+  }
   double Value() const;  // sum over all shards; 0 for an inert handle
   bool live() const { return series_ != nullptr; }
 
  private:
   friend class metrics_internal::FamilyBase;
   explicit Counter(metrics_internal::CounterSeries* s) : series_(s) {}
+  void AddLive(uint64_t amount) const;
+  void AddLive(double amount) const;
   metrics_internal::CounterSeries* series_ = nullptr;
 };
 
 class Gauge {
  public:
   Gauge() = default;  // inert
-  void Set(double value) const;
-  void Add(double amount) const;
+  void Set(double value) const {
+    if (series_ != nullptr) SetLive(value);
+  }
+  void Add(double amount) const {
+    if (series_ != nullptr) AddLive(amount);
+  }
   void Inc() const { Add(1.0); }
   void Dec() const { Add(-1.0); }
   double Value() const;
@@ -79,6 +92,8 @@ class Gauge {
  private:
   friend class metrics_internal::FamilyBase;
   explicit Gauge(metrics_internal::GaugeSeries* s) : series_(s) {}
+  void SetLive(double value) const;
+  void AddLive(double amount) const;
   metrics_internal::GaugeSeries* series_ = nullptr;
 };
 
@@ -87,7 +102,9 @@ class Gauge {
 class Histogram {
  public:
   Histogram() = default;  // inert
-  void Observe(double value) const;
+  void Observe(double value) const {
+    if (series_ != nullptr) ObserveLive(value);
+  }
   bool live() const { return series_ != nullptr; }
 
   struct Snapshot {
@@ -100,6 +117,7 @@ class Histogram {
  private:
   friend class metrics_internal::FamilyBase;
   explicit Histogram(metrics_internal::HistogramSeries* s) : series_(s) {}
+  void ObserveLive(double value) const;
   metrics_internal::HistogramSeries* series_ = nullptr;
 };
 

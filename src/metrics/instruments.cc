@@ -46,8 +46,7 @@ inline void WriteShard(std::atomic<uint64_t>* shard, size_t bucket, double value
 
 }  // namespace
 
-void Counter::Add(uint64_t amount) const {
-  if (series_ == nullptr) return;
+void Counter::AddLive(uint64_t amount) const {
   const int slot = metrics_internal::ThreadSlot();
   std::atomic<uint64_t>& cell = series_->shards[slot].count;
   if (slot != kSharedSlot) {
@@ -57,8 +56,8 @@ void Counter::Add(uint64_t amount) const {
   }
 }
 
-void Counter::Add(double amount) const {
-  if (series_ == nullptr || !(amount > 0) || std::isinf(amount)) return;
+void Counter::AddLive(double amount) const {
+  if (!(amount > 0) || std::isinf(amount)) return;
   const int slot = metrics_internal::ThreadSlot();
   AddDoubleBits(series_->shards[slot].fraction_bits, amount, slot == kSharedSlot);
 }
@@ -74,20 +73,17 @@ double Counter::Value() const {
   return static_cast<double>(count) + fraction;
 }
 
-void Gauge::Set(double value) const {
-  if (series_ != nullptr) series_->value.store(value, std::memory_order_relaxed);
-}
+void Gauge::SetLive(double value) const { series_->value.store(value, std::memory_order_relaxed); }
 
-void Gauge::Add(double amount) const {
-  if (series_ != nullptr) series_->value.fetch_add(amount, std::memory_order_relaxed);
+void Gauge::AddLive(double amount) const {
+  series_->value.fetch_add(amount, std::memory_order_relaxed);
 }
 
 double Gauge::Value() const {
   return series_ == nullptr ? 0 : series_->value.load(std::memory_order_relaxed);
 }
 
-void Histogram::Observe(double value) const {
-  if (series_ == nullptr) return;
+void Histogram::ObserveLive(double value) const {
   const size_t bucket = series_->BucketOf(value);
   const int slot = metrics_internal::ThreadSlot();
   std::atomic<uint64_t>* shard = series_->shard(slot);

@@ -1,0 +1,372 @@
+// The catalog tables. See catalog.h for the contract and sources.
+#include "pipeline/catalog.h"
+
+#include <algorithm>
+
+namespace modelmetrics::pipeline {
+namespace {
+
+using K = Kind;
+constexpr Bind kEager = Bind::kEager;
+constexpr Bind kLazy = Bind::kLazy;
+constexpr std::span<const double> kNoBuckets;
+
+// ---- vllm_omni:* ----
+
+constexpr FamilySpec kOmniFamilies[] = {
+    // Pipeline (§3.1; design "Pipeline" plus the two token counters of the reference).
+    {"vllm_omni:num_requests_running", K::kGauge,
+     "Number of requests currently running across all pipeline stages.", kPipelineLabels,
+     kNoBuckets, kEager, Group::kPipeline},
+    {"vllm_omni:num_requests_waiting", K::kGauge, "Number of requests waiting to be scheduled.",
+     kPipelineLabels, kNoBuckets, kEager, Group::kPipeline},
+    {"vllm_omni:requests_success", K::kCounter,
+     "Count of finished requests by finished_reason; abort includes client disconnects and "
+     "cancellations.",
+     kSuccessLabels, kNoBuckets, kLazy, Group::kPipeline},
+    {"vllm_omni:e2e_request_latency_s", K::kHistogram,
+     "Pipeline end-to-end request latency in seconds, arrival to complete response.",
+     kPipelineLabels, kSecondsBuckets, kEager, Group::kPipeline},
+    {"vllm_omni:prompt_tokens", K::kCounter, "Number of prompt tokens processed across stages.",
+     kPipelineLabels, kNoBuckets, kEager, Group::kPipeline, Guard::kSkipNonPositive},
+    {"vllm_omni:generation_tokens", K::kCounter,
+     "Number of generation tokens produced across stages.", kPipelineLabels, kNoBuckets, kEager,
+     Group::kPipeline, Guard::kSkipNonPositive},
+
+    // Image and diffusion service-level families (§3.1).
+    {"vllm_omni:stage_gen_time_s", K::kHistogram,
+     "Stage submit to finished output in seconds; includes in-stage queueing.", kStageGenTimeLabels,
+     kSecondsBuckets, kLazy, Group::kImage, Guard::kClampNegative},
+    {"vllm_omni:request_queue_wait_s", K::kHistogram,
+     "Orchestration-layer queue wait in seconds, plus diffusion admission wait; a present zero "
+     "is recorded.",
+     kPipelineLabels, kSecondsBuckets, kEager, Group::kImage, Guard::kClampNegative},
+    {"vllm_omni:stage_waiting_requests", K::kGauge,
+     "Sum of the latest waiting-request snapshots across live replicas of the stage.",
+     kDiffusionLabels, kNoBuckets, kLazy, Group::kImage, Guard::kClampNegative},
+    {"vllm_omni:stage_in_queue_s", K::kHistogram,
+     "Diffusion scheduler wait in seconds from enqueue to initial execution admission.",
+     kDiffusionLabels, kSecondsFastBuckets, kLazy, Group::kImage, Guard::kClampNegative},
+    {"vllm_omni:num_inference_steps", K::kHistogram,
+     "Denoising steps per request on diffusion stages.", kPipelineLabels, kInferenceStepsBuckets,
+     kEager, Group::kImage, Guard::kSkipNonPositive},
+    {"vllm_omni:image_count", K::kCounter, "Cumulative number of generated image outputs.",
+     kPipelineLabels, kNoBuckets, kEager, Group::kImage, Guard::kSkipNonPositive},
+    {"vllm_omni:image_pixels", K::kHistogram, "Pixel count per request for image outputs.",
+     kPipelineLabels, kImagePixelsBuckets, kEager, Group::kImage, Guard::kSkipNonPositive},
+    {"vllm_omni:peak_memory_mb", K::kGauge,
+     "Peak GPU memory in MB reported by the stage's engine outputs.", kDiffusionLabels, kNoBuckets,
+     kLazy, Group::kImage, Guard::kClampNegative},
+    {"vllm_omni:requests_failed", K::kCounter,
+     "Request failures by reason (client_abort, client_disconnect, stage_error, unknown).",
+     kFailedLabels, kNoBuckets, kLazy, Group::kImage},
+    {"vllm_omni:kv_wait_s", K::kHistogram,
+     "Completed AR KV-transfer wait intervals in seconds, by connector backend.", kKvWaitLabels,
+     kSecondsBuckets, kLazy, Group::kImage, Guard::kSkipNegative},
+
+    // Diffusion execution breakdown (§3.3), per replica.
+    {"vllm_omni:diffusion_exec_s", K::kHistogram,
+     "Core diffusion-step execution time per request in seconds.", kStageLabels, kSecondsBuckets,
+     kLazy, Group::kDiffusion},
+    {"vllm_omni:diffusion_exec_per_step_s", K::kHistogram,
+     "Core diffusion execution time divided by the inference-step count, in seconds.", kStageLabels,
+     kSecondsFastBuckets, kLazy, Group::kDiffusion},
+    {"vllm_omni:diffusion_preprocess_s", K::kHistogram,
+     "Diffusion input preprocessing time in seconds.", kStageLabels, kSecondsFastBuckets, kLazy,
+     Group::kDiffusion},
+    {"vllm_omni:diffusion_postprocess_s", K::kHistogram,
+     "Diffusion output postprocessing time in seconds.", kStageLabels, kSecondsFastBuckets, kLazy,
+     Group::kDiffusion},
+    {"vllm_omni:vae_decode_s", K::kHistogram,
+     "VAE decode time in seconds, when the engine reports it.", kStageLabels, kSecondsBuckets,
+     kLazy, Group::kDiffusion, Guard::kSkipNegative},
+    {"vllm_omni:diffusion_forward_s", K::kHistogram,
+     "Forward-only denoise-loop time in seconds, when pipeline profiling is enabled.", kStageLabels,
+     kSecondsBuckets, kLazy, Group::kDiffusion, Guard::kSkipNegative},
+    {"vllm_omni:diffusion_kv_load_s", K::kHistogram,
+     "Diffusion-side KV receive/load time in seconds, when upstream KV is used.", kStageLabels,
+     kSecondsFastBuckets, kLazy, Group::kDiffusion, Guard::kSkipNegative},
+    {"vllm_omni:image_ttfp_s", K::kHistogram,
+     "Image-stage submit to first materialized image output, in seconds.", kStageLabels,
+     kSecondsBuckets, kLazy, Group::kDiffusion, Guard::kSkipNegative},
+    {"vllm_omni:denoise_step_latency_s", K::kHistogram,
+     "Mean diffusion forward time per denoise step in seconds, for image output stages.",
+     kStageLabels, kSecondsFastBuckets, kLazy, Group::kDiffusion, Guard::kSkipNonPositive},
+
+    // Audio (§3.2), per replica.
+    {"vllm_omni:audio_ttfp_s", K::kHistogram,
+     "Time from request arrival to the first audio packet, in seconds.", kStageLabels,
+     kSecondsBuckets, kLazy, Group::kAudio},
+    {"vllm_omni:audio_duration_s", K::kHistogram,
+     "Audio content duration in seconds (frames / sample rate).", kStageLabels, kSecondsBuckets,
+     kLazy, Group::kAudio},
+    {"vllm_omni:audio_rtf", K::kHistogram,
+     "Real-time factor, stage generation time / audio duration (SLO < 1).", kStageLabels,
+     kRtfBuckets, kLazy, Group::kAudio},
+    {"vllm_omni:audio_frames", K::kCounter, "Cumulative audio frames generated.", kStageLabels,
+     kNoBuckets, kLazy, Group::kAudio, Guard::kSkipNonPositive},
+    {"vllm_omni:audio_underrun_s", K::kHistogram,
+     "Per-request worst-case player deficit in seconds; > 0 means the listener heard gaps.",
+     kStageLabels, kSecondsFastBuckets, kLazy, Group::kAudio, Guard::kClampNegative},
+    {"vllm_omni:audio_continuity_ok", K::kCounter,
+     "Requests whose worst underrun stayed within threshold_ms.", kAudioContinuityLabels,
+     kNoBuckets, kLazy, Group::kAudio},
+    {"vllm_omni:audio_skipped_requests", K::kCounter,
+     "Requests that returned 200 OK with no audio (silent loss), by reason.", kAudioSkippedLabels,
+     kNoBuckets, kLazy, Group::kAudio},
+
+    // Speech streaming (§3.7, names from the design doc).
+    {"vllm_omni:speech_stream_aborted", K::kCounter,
+     "Interrupted Speech audio generators, including before the first PCM payload, by reason "
+     "(cancelled, closed, engine_dead, error).",
+     kSpeechAbortedLabels, kNoBuckets, kLazy, Group::kSpeech},
+    {"vllm_omni:speech_stream_completed", K::kCounter,
+     "Normally completed Speech audio generators; does not confirm client receipt.",
+     kPipelineLabels, kNoBuckets, kLazy, Group::kSpeech},
+
+    // Cross-stage transfer (§3.4), per replica edge; one observation per physical hop.
+    {"vllm_omni:transfer_size_bytes", K::kHistogram, "Per-transfer payload size in bytes.",
+     kTransferLabels, kBytesBuckets, kLazy, Group::kTransfer},
+    {"vllm_omni:transfer_tx_s", K::kHistogram,
+     "Sender-side transfer time in seconds (serialize + submit to connector).", kTransferLabels,
+     kSecondsFastBuckets, kLazy, Group::kTransfer},
+    {"vllm_omni:transfer_rx_s", K::kHistogram,
+     "Receiver-side transfer time in seconds (receive + deserialize).", kTransferLabels,
+     kSecondsFastBuckets, kLazy, Group::kTransfer},
+    {"vllm_omni:transfer_in_flight_s", K::kHistogram,
+     "Network in-flight time in seconds (TX done to RX receive start).", kTransferLabels,
+     kSecondsFastBuckets, kLazy, Group::kTransfer},
+};
+
+// ---- vllm:* (generated from the V1 fixture; see catalog.h) ----
+
+constexpr std::string_view kRequestSuccessLabels[] = {"model_name", "stage", "replica",
+                                                      "finished_reason"};
+constexpr std::string_view kSleepStateLabels[] = {"model_name", "stage", "replica", "sleep_state"};
+constexpr std::string_view kPromptSourceLabels[] = {"model_name", "stage", "replica", "source"};
+// Upstream builds these from CacheConfig.metrics_info() plus `engine` (last); the key set is the
+// fixture's vLLM version's (alphabetical, as exposed).
+// clang-format off
+constexpr std::string_view kCacheConfigInfoLabels[] = {
+    "_block_size_resolved", "block_size", "cache_dtype", "calculate_kv_scales",
+    "cpu_kvcache_space_bytes", "enable_prefix_caching", "gpu_memory_utilization",
+    "is_attention_free", "kv_cache_memory_bytes", "kv_offloading_backend", "kv_offloading_size",
+    "kv_sharing_fast_prefill", "mamba_block_size", "mamba_cache_dtype", "mamba_cache_mode",
+    "mamba_page_size_padded", "mamba_ssm_cache_dtype", "num_cpu_blocks", "num_gpu_blocks",
+    "num_gpu_blocks_override", "prefix_caching_hash_algo", "sliding_window",
+    "user_specified_block_size", "stage", "replica"};
+// clang-format on
+
+// Upstream derives the token-count lists from max_model_len (1-2-5 series up to it; 2048 for
+// the fixture's TinyLlama) and the others are fixed.
+constexpr double kNixlXferTimeBuckets[] = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
+                                           0.2,   0.3,  0.5,   0.75, 1,     5};
+constexpr double kNixlPostTimeBuckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
+                                           0.2,   0.3,   0.5,  0.75,  1,    5};
+constexpr double kNixlBytesBuckets[] = {2048,      8192,      32768,      131072,
+                                        524288,    2097152,   8388608,    33554432,
+                                        134217728, 536870912, 2147483648, 8589934592};
+constexpr double kNixlDescriptorsBuckets[] = {10,  20,   30,   50,   75,    100,   200,
+                                              400, 1000, 2000, 4000, 10000, 20000, 50000};
+constexpr double kTokenCountBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
+constexpr double kIterationTokensBuckets[] = {1,   8,    16,   32,   64,   128,  256,
+                                              512, 1024, 2048, 4096, 8192, 16384};
+constexpr double kRequestParamsNBuckets[] = {1, 2, 5, 10, 20};
+constexpr double kTtftBuckets[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
+                                   0.25,  0.5,   0.75, 1,    2.5,  5,    7.5,  10,
+                                   20,    40,    80,   160,  640,  2560};
+constexpr double kTokenLatencyBuckets[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                                           0.75, 1,     2.5,  5,     7.5, 10,   20,  40,  80};
+constexpr double kRequestPhaseBuckets[] = {0.3, 0.5, 0.8, 1,  1.5, 2,   2.5, 5,   10,   15,  20,
+                                           30,  40,  50,  60, 120, 240, 480, 960, 1920, 7680};
+
+constexpr FamilySpec kVllmEngineFamilies[] = {
+    {"vllm:nixl_xfer_time_seconds", K::kHistogram,
+     "Histogram of transfer duration for NIXL KV Cache transfers.", kEngineLabels,
+     kNixlXferTimeBuckets, kEager, Group::kEngine},
+    {"vllm:nixl_post_time_seconds", K::kHistogram,
+     "Histogram of transfer post time for NIXL KV Cache transfers.", kEngineLabels,
+     kNixlPostTimeBuckets, kEager, Group::kEngine},
+    {"vllm:nixl_bytes_transferred", K::kHistogram,
+     "Histogram of bytes transferred per NIXL KV Cache transfers.", kEngineLabels,
+     kNixlBytesBuckets, kEager, Group::kEngine},
+    {"vllm:nixl_num_descriptors", K::kHistogram,
+     "Histogram of number of descriptors per NIXL  KV Cache transfers.", kEngineLabels,
+     kNixlDescriptorsBuckets, kEager, Group::kEngine},
+    {"vllm:nixl_num_failed_transfers", K::kCounter, "Number of failed NIXL KV Cache transfers.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:nixl_num_failed_notifications", K::kCounter,
+     "Number of failed NIXL KV Cache notifications.", kEngineLabels, kNoBuckets, kEager,
+     Group::kEngine},
+    {"vllm:nixl_num_kv_expired_reqs", K::kCounter,
+     "Number of requests that had their KV expire. NOTE: This metric is tracked on the P instance.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:estimated_flops_per_gpu", K::kCounter,
+     "Estimated number of floating point operations per GPU (for Model Flops Utilization "
+     "calculations).",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:estimated_read_bytes_per_gpu", K::kCounter,
+     "Estimated number of bytes read from memory per GPU (for Model Flops Utilization "
+     "calculations).",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:estimated_write_bytes_per_gpu", K::kCounter,
+     "Estimated number of bytes written to memory per GPU (for Model Flops Utilization "
+     "calculations).",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:num_requests_running", K::kGauge, "Number of requests in model execution batches.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:num_requests_waiting", K::kGauge, "Number of requests waiting to be processed.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:engine_sleep_state", K::kGauge,
+     "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
+     "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+     kSleepStateLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:kv_cache_usage_perc", K::kGauge, "KV-cache usage. 1 means 100 percent usage.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:prefix_cache_queries", K::kCounter,
+     "Prefix cache queries, in terms of number of queried tokens.", kEngineLabels, kNoBuckets,
+     kEager, Group::kEngine},
+    {"vllm:prefix_cache_hits", K::kCounter,
+     "Prefix cache hits, in terms of number of cached tokens.", kEngineLabels, kNoBuckets, kEager,
+     Group::kEngine},
+    {"vllm:external_prefix_cache_queries", K::kCounter,
+     "External prefix cache queries from KV connector cross-instance cache sharing, in terms "
+     "of number of queried tokens.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:external_prefix_cache_hits", K::kCounter,
+     "External prefix cache hits from KV connector cross-instance cache sharing, in terms of "
+     "number of cached tokens.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:mm_cache_queries", K::kCounter,
+     "Multi-modal cache queries, in terms of number of queried items.", kEngineLabels, kNoBuckets,
+     kEager, Group::kEngine},
+    {"vllm:mm_cache_hits", K::kCounter,
+     "Multi-modal cache hits, in terms of number of cached items.", kEngineLabels, kNoBuckets,
+     kEager, Group::kEngine},
+    {"vllm:num_preemptions", K::kCounter, "Cumulative number of preemption from the engine.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:prompt_tokens", K::kCounter, "Number of prefill tokens processed.", kEngineLabels,
+     kNoBuckets, kEager, Group::kEngine},
+    {"vllm:prompt_tokens_by_source", K::kCounter, "Number of prompt tokens by source.",
+     kPromptSourceLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:prompt_tokens_cached", K::kCounter, "Number of cached prompt tokens (local + external).",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:prompt_tokens_recomputed", K::kCounter,
+     "Number of cached tokens recomputed for forward pass.", kEngineLabels, kNoBuckets, kEager,
+     Group::kEngine},
+    {"vllm:generation_tokens", K::kCounter, "Number of generation tokens processed.", kEngineLabels,
+     kNoBuckets, kEager, Group::kEngine},
+    {"vllm:request_success", K::kCounter, "Count of successfully processed requests.",
+     kRequestSuccessLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:request_prompt_tokens", K::kHistogram, "Number of prefill tokens processed.",
+     kEngineLabels, kTokenCountBuckets, kEager, Group::kEngine},
+    {"vllm:request_generation_tokens", K::kHistogram, "Number of generation tokens processed.",
+     kEngineLabels, kTokenCountBuckets, kEager, Group::kEngine},
+    {"vllm:iteration_tokens_total", K::kHistogram, "Histogram of number of tokens per engine_step.",
+     kEngineLabels, kIterationTokensBuckets, kEager, Group::kEngine},
+    {"vllm:request_max_num_generation_tokens", K::kHistogram,
+     "Histogram of maximum number of requested generation tokens.", kEngineLabels,
+     kTokenCountBuckets, kEager, Group::kEngine},
+    {"vllm:request_params_n", K::kHistogram, "Histogram of the n request parameter.", kEngineLabels,
+     kRequestParamsNBuckets, kEager, Group::kEngine},
+    {"vllm:request_params_max_tokens", K::kHistogram,
+     "Histogram of the max_tokens request parameter.", kEngineLabels, kTokenCountBuckets, kEager,
+     Group::kEngine},
+    {"vllm:time_to_first_token_seconds", K::kHistogram,
+     "Histogram of time to first token in seconds.", kEngineLabels, kTtftBuckets, kEager,
+     Group::kEngine},
+    {"vllm:inter_token_latency_seconds", K::kHistogram,
+     "Histogram of inter-token latency in seconds.", kEngineLabels, kTokenLatencyBuckets, kEager,
+     Group::kEngine},
+    {"vllm:request_time_per_output_token_seconds", K::kHistogram,
+     "Histogram of time_per_output_token_seconds per request.", kEngineLabels, kTokenLatencyBuckets,
+     kEager, Group::kEngine},
+    {"vllm:e2e_request_latency_seconds", K::kHistogram,
+     "Histogram of e2e request latency in seconds.", kEngineLabels, kRequestPhaseBuckets, kEager,
+     Group::kEngine},
+    {"vllm:request_queue_time_seconds", K::kHistogram,
+     "Histogram of time spent in WAITING phase for request.", kEngineLabels, kRequestPhaseBuckets,
+     kEager, Group::kEngine},
+    {"vllm:request_inference_time_seconds", K::kHistogram,
+     "Histogram of time spent in RUNNING phase for request.", kEngineLabels, kRequestPhaseBuckets,
+     kEager, Group::kEngine},
+    {"vllm:request_prefill_time_seconds", K::kHistogram,
+     "Histogram of time spent in PREFILL phase for request.", kEngineLabels, kRequestPhaseBuckets,
+     kEager, Group::kEngine},
+    {"vllm:request_decode_time_seconds", K::kHistogram,
+     "Histogram of time spent in DECODE phase for request.", kEngineLabels, kRequestPhaseBuckets,
+     kEager, Group::kEngine},
+    {"vllm:request_prefill_kv_computed_tokens", K::kHistogram,
+     "Histogram of new KV tokens computed during prefill (excluding cached tokens).", kEngineLabels,
+     kTokenCountBuckets, kEager, Group::kEngine},
+    {"vllm:cache_config_info", K::kGauge, "Information of the LLMEngine CacheConfig",
+     kCacheConfigInfoLabels, kNoBuckets, kEager, Group::kEngine},
+};
+
+const FamilySpec* Find(std::span<const FamilySpec> table, std::string_view name) {
+  auto it = std::find_if(table.begin(), table.end(),
+                         [name](const FamilySpec& f) { return f.name == name; });
+  return it == table.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+std::string_view KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kCounter:
+      return "counter";
+    case Kind::kGauge:
+      return "gauge";
+    case Kind::kHistogram:
+      return "histogram";
+  }
+  return "";
+}
+
+std::string_view BindName(Bind bind) { return bind == Bind::kEager ? "eager" : "lazy"; }
+
+std::string_view GroupName(Group group) {
+  switch (group) {
+    case Group::kPipeline:
+      return "pipeline";
+    case Group::kImage:
+      return "image";
+    case Group::kDiffusion:
+      return "diffusion";
+    case Group::kAudio:
+      return "audio";
+    case Group::kSpeech:
+      return "speech";
+    case Group::kTransfer:
+      return "transfer";
+    case Group::kEngine:
+      return "engine";
+  }
+  return "";
+}
+
+std::string_view GuardName(Guard guard) {
+  switch (guard) {
+    case Guard::kNone:
+      return "none";
+    case Guard::kSkipNonPositive:
+      return "skip <= 0";
+    case Guard::kSkipNegative:
+      return "skip < 0";
+    case Guard::kClampNegative:
+      return "clamp to >= 0";
+  }
+  return "";
+}
+
+std::span<const FamilySpec> OmniFamilies() { return kOmniFamilies; }
+
+std::span<const FamilySpec> VllmEngineFamilies() { return kVllmEngineFamilies; }
+
+const FamilySpec* FindOmniFamily(std::string_view name) { return Find(kOmniFamilies, name); }
+
+const FamilySpec* FindVllmEngineFamily(std::string_view name) {
+  return Find(kVllmEngineFamilies, name);
+}
+
+}  // namespace modelmetrics::pipeline

@@ -1,0 +1,211 @@
+// The pipeline-metrics catalog: every family the pipeline half exposes, as plain data.
+//
+// Contract. This file holds data only: names, types, HELP texts, label names, bucket bounds, the
+// bind rule and the observe guard of each family, plus the constants the observe layer needs
+// (sample-rate defaults, bounded reason sets, the continuity threshold). No instrument logic
+// lives here; the observe layer registers each FamilySpec with the metrics Registry
+// (modelmetrics/metrics.h) and implements the rules the tables name.
+//
+// Sources. The `vllm_omni:*` table follows shared/spec/pipeline-metrics-design.md (the intent,
+// which wins on conflicts) and shared/spec/reference/pipeline-metrics-behaviour.md (cited as
+// §n). The `vllm:*` table was generated once, by a throw-away script, from the real vLLM V1
+// scrape shared/fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt: every `vllm:*`
+// family in it except client_python's `*_created` gauges, with its type, HELP text (byte for
+// byte), label names (`engine` replaced in place by `stage`, `replica`, §4.12) and bucket bounds
+// (the `le` values without `+Inf`). tests/pipeline/catalog_test.cc re-derives both tables from
+// those files at test time. docs/pipeline-metrics.md lists the catalog and every deliberate
+// difference from upstream.
+//
+// Conventions.
+// - Counter names carry no `_total`; the registry appends it exactly once when rendering (§1).
+// - Labels are in declaration order (the order handles are bound with); the exposition sorts them.
+// - Buckets are strictly increasing finite upper bounds; `+Inf` is implicit. Non-histograms have
+//   none.
+// - Bind::kEager families bind one child per model (per (stage, replica) for `vllm:*`) when
+//   their owner is built, so zero-valued samples appear at once, even with stats off (§4.8,
+//   §4.11); Bind::kLazy children appear on first observation.
+//
+// Thread-safety: immutable constant data; safe from any thread.
+#ifndef MODELMETRICS_PIPELINE_CATALOG_H_
+#define MODELMETRICS_PIPELINE_CATALOG_H_
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "modelmetrics/exposition.h"
+
+namespace modelmetrics::pipeline {
+
+enum class Kind : uint8_t { kCounter, kGauge, kHistogram };
+
+enum class Bind : uint8_t {
+  kEager,  // bound when the owning object is built (renders zeros before any observation)
+  kLazy,   // bound on the first observation that passes the guard
+};
+
+// Which part of the catalog a family belongs to.
+enum class Group : uint8_t {
+  kPipeline,   // pipeline-level request counts, latency, tokens (§3.1, first part)
+  kImage,      // image and diffusion service-level families (§3.1, second part)
+  kDiffusion,  // per-replica diffusion execution breakdown (§3.3)
+  kAudio,      // per-replica audio families (§3.2)
+  kSpeech,     // Speech streaming completed/aborted counters (§3.7)
+  kTransfer,   // per-edge cross-stage transfer histograms (§3.4)
+  kEngine,     // upstream per-engine `vllm:*` families, relabelled to stage + replica (§3.6)
+};
+
+// The early-return or clamp rule inside a family's observe function (the reference's Guard
+// column). Caller-side rules (e.g. "called only when > 0") are not encoded here; see
+// docs/pipeline-metrics.md.
+enum class Guard : uint8_t {
+  kNone,             // the value is recorded as given
+  kSkipNonPositive,  // values <= 0 are dropped (a lazy child is then never created)
+  kSkipNegative,     // values < 0 are dropped; zero is a valid observation
+  kClampNegative,    // max(value, 0) is recorded; zero is a valid observation
+};
+
+struct FamilySpec {
+  std::string_view name;  // counters without `_total`
+  Kind kind;
+  std::string_view help;
+  std::span<const std::string_view> labels;  // declaration order
+  std::span<const double> buckets;           // histograms only; `+Inf` implicit
+  Bind bind;
+  Group group;
+  Guard guard = Guard::kNone;
+};
+
+constexpr MetricType ToMetricType(Kind kind) {
+  switch (kind) {
+    case Kind::kCounter:
+      return MetricType::kCounter;
+    case Kind::kGauge:
+      return MetricType::kGauge;
+    case Kind::kHistogram:
+      return MetricType::kHistogram;
+  }
+  return MetricType::kUntyped;
+}
+
+std::string_view KindName(Kind kind);     // "counter", "gauge", "histogram"
+std::string_view BindName(Bind bind);     // "eager", "lazy"
+std::string_view GroupName(Group group);  // "pipeline", "image", ...
+std::string_view GuardName(Guard guard);  // "none", "skip <= 0", "skip < 0", "clamp to >= 0"
+
+// ---- Prefixes (§1) ----
+
+inline constexpr std::string_view kOmniPrefix = "vllm_omni:";
+inline constexpr std::string_view kEnginePrefix = "vllm:";
+
+// ---- Bucket lists (§2.1) ----
+
+// e2e / generation / TTFP style values, 0.05 s – 300 s.
+inline constexpr std::array<double, 13> kSecondsBuckets = {0.05, 0.1,  0.25, 0.5,  1.0,   2.0,  5.0,
+                                                           10.0, 20.0, 30.0, 60.0, 120.0, 300.0};
+// Millisecond-resolution values (transfers, underrun, pre/post-processing), 0.001 s – 60 s.
+inline constexpr std::array<double, 13> kSecondsFastBuckets = {
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0};
+// Real-time factor (SLO < 1).
+inline constexpr std::array<double, 11> kRtfBuckets = {0.1,  0.25, 0.5, 0.75, 0.9, 1.0,
+                                                       1.25, 1.5,  2.0, 5.0,  10.0};
+// Transfer payload sizes, 1 KiB – 256 MiB in powers of 4.
+inline constexpr std::array<double, 10> kBytesBuckets = {
+    1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864, 268435456};
+// prometheus_client's default list. Upstream uses it for num_inference_steps and image_pixels,
+// whose values (20–50, ~1e6) then all land in `+Inf` (§2.1). Kept for reference and the tests;
+// no family of this catalog uses it.
+inline constexpr std::array<double, 14> kPrometheusDefaultBuckets = {
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0};
+// Deliberate difference: denoising steps per request. Bounds sit on the step counts models use
+// (1–8 for distilled/turbo models, 20–50 for the usual schedulers, up to 1000).
+inline constexpr std::array<double, 16> kInferenceStepsBuckets = {
+    1, 2, 4, 8, 16, 20, 25, 30, 40, 50, 75, 100, 150, 200, 500, 1000};
+// Deliberate difference: pixels per request (summed over the request's images). Bounds are the
+// squares of common sides 128…8192, so a square image lands exactly on its own bound
+// (1024x1024 -> le=1048576; 1920x1080 -> le=2359296).
+inline constexpr std::array<double, 10> kImagePixelsBuckets = {
+    16384, 65536, 262144, 589824, 1048576, 2359296, 4194304, 9437184, 16777216, 67108864};
+
+// ---- Other constants (§2.2, §4) ----
+
+inline constexpr double kAudioContinuityDefaultThresholdS = 0.1;  // inclusive: <= is continuous
+inline constexpr int kDefaultAudioSampleRate = 24000;
+inline constexpr int kDefaultAudioChannels = 1;
+inline constexpr int kDefaultAudioSampleWidth = 2;  // bytes per sample (s16le)
+inline constexpr std::string_view kBenchAudioSampleRateEnv = "VLLM_OMNI_BENCH_AUDIO_SAMPLE_RATE";
+inline constexpr std::string_view kBenchAudioChannelsEnv = "VLLM_OMNI_BENCH_AUDIO_CHANNELS";
+inline constexpr std::string_view kBenchContinuityThresholdEnv =
+    "VLLM_OMNI_BENCH_AUDIO_CONTINUITY_THRESHOLD_S";  // §4.1
+inline constexpr std::string_view kDiffusionSchedulerWaitingKey = "scheduler_num_waiting_reqs";
+inline constexpr std::string_view kDiffusionMetricsOnlyRequestId =
+    "__vllm_omni_diffusion_metrics__";
+// Keys tried, in order, to resolve an audio sample rate (§4.4).
+inline constexpr std::array<std::string_view, 5> kSampleRateKeys = {
+    "output_sample_rate", "audio_sample_rate", "sample_rate", "sampling_rate", "sr"};
+
+// Bounded label values.
+// requests_failed{reason}: anything else normalises to "unknown" (§4.6).
+inline constexpr std::array<std::string_view, 4> kFailureReasons = {
+    "client_abort", "client_disconnect", "stage_error", "unknown"};
+inline constexpr std::string_view kUnknownReason = "unknown";
+// requests_success{finished_reason}: the default when an output has none, and the value a
+// failure records (§4.6, §4.7).
+inline constexpr std::string_view kDefaultFinishedReason = "stop";
+inline constexpr std::string_view kAbortFinishedReason = "abort";
+// audio_skipped_requests{reason} from the finalize path (§4.3).
+inline constexpr std::string_view kNoAudioDataReason = "no_audio_data";
+// kv_wait_s{connector_type} when the connector names no type (§4.16).
+inline constexpr std::string_view kUnknownConnectorType = "unknown";
+// speech_stream_aborted{reason} (design doc, §3.7).
+inline constexpr std::array<std::string_view, 4> kSpeechAbortReasons = {"cancelled", "closed",
+                                                                        "engine_dead", "error"};
+
+// Extra-label values upstream binds eagerly for every engine (as seen in the V1 fixture).
+inline constexpr std::array<std::string_view, 5> kEngineFinishedReasons = {
+    "stop", "length", "abort", "error", "repetition"};
+inline constexpr std::array<std::string_view, 3> kEngineSleepStates = {"awake", "weights_offloaded",
+                                                                       "discard_all"};
+inline constexpr std::array<std::string_view, 3> kEnginePromptTokenSources = {
+    "local_compute", "local_cache_hit", "external_kv_transfer"};
+
+// ---- Label sets (§2.3) ----
+
+inline constexpr std::array<std::string_view, 1> kPipelineLabels = {"model_name"};
+inline constexpr std::array<std::string_view, 2> kSuccessLabels = {"model_name", "finished_reason"};
+inline constexpr std::array<std::string_view, 3> kStageLabels = {"model_name", "stage", "replica"};
+inline constexpr std::array<std::string_view, 3> kStageGenTimeLabels = {"model_name", "stage",
+                                                                        "stage_type"};
+// Per-stage service families (stage_waiting_requests, stage_in_queue_s, peak_memory_mb); the
+// diffusion breakdown itself uses kStageLabels.
+inline constexpr std::array<std::string_view, 2> kDiffusionLabels = {"model_name", "stage"};
+inline constexpr std::array<std::string_view, 2> kFailedLabels = {"model_name", "reason"};
+inline constexpr std::array<std::string_view, 2> kKvWaitLabels = {"model_name", "connector_type"};
+inline constexpr std::array<std::string_view, 4> kAudioContinuityLabels = {
+    "model_name", "stage", "replica", "threshold_ms"};
+inline constexpr std::array<std::string_view, 4> kAudioSkippedLabels = {"model_name", "stage",
+                                                                        "replica", "reason"};
+inline constexpr std::array<std::string_view, 5> kTransferLabels = {
+    "model_name", "from_stage", "from_replica", "to_stage", "to_replica"};
+// Not a §2.3 constant: speech_stream_aborted (design doc).
+inline constexpr std::array<std::string_view, 2> kSpeechAbortedLabels = {"model_name", "reason"};
+// `vllm:*` per-engine families: upstream's (model_name, engine) with engine -> stage, replica.
+inline constexpr std::array<std::string_view, 3> kEngineLabels = {"model_name", "stage", "replica"};
+
+// ---- Tables ----
+
+// Every `vllm_omni:*` family: pipeline (6), image/diffusion service (10), diffusion breakdown
+// (9), audio (7), speech streaming (2), cross-stage transfer (4); grouped, in that order.
+std::span<const FamilySpec> OmniFamilies();
+
+// Every upstream per-engine `vllm:*` family of the V1 fixture (43), in fixture order.
+std::span<const FamilySpec> VllmEngineFamilies();
+
+// Look-ups by exact name (counters without `_total`); nullptr when absent.
+const FamilySpec* FindOmniFamily(std::string_view name);
+const FamilySpec* FindVllmEngineFamily(std::string_view name);
+
+}  // namespace modelmetrics::pipeline
+
+#endif  // MODELMETRICS_PIPELINE_CATALOG_H_
