@@ -253,9 +253,8 @@ class Parser::Impl {
   Event ParseLine(const char* p, const char* end);
   Event ParseComment(const char* p, const char* end);
   Event ParseSample(const char* p, const char* end);
-  // Reads a metric name (bare or quoted) at `p`; advances `p`.
-  std::string_view ReadMetricName(const char*& p, const char* end);
-  std::string_view ReadLabelName(const char*& p, const char* end);
+  // Reads a metric (or label) name, bare or quoted, at `p`; advances `p`.
+  std::string_view ReadName(const char*& p, const char* end, bool metric);
   // Reads a quoted string at `p` (which points at the opening quote); advances past the closing
   // quote. `is_help` selects HELP's escape set.
   std::string_view ReadQuoted(const char*& p, const char* end, size_t max_length);
@@ -455,32 +454,21 @@ std::string_view Parser::Impl::ReadQuoted(const char*& p, const char* end, size_
   return Unescape(raw, false);
 }
 
-std::string_view Parser::Impl::ReadMetricName(const char*& p, const char* end) {
+std::string_view Parser::Impl::ReadName(const char*& p, const char* end, bool metric) {
   if (p < end && *p == '"') {
     const char* at = p;
     std::string_view name = ReadQuoted(p, end, limits_.max_name_length);
-    if (name.empty()) Fail(at, "empty quoted metric name");
+    if (name.empty()) Fail(at, metric ? "empty quoted metric name" : "empty quoted label name");
     return name;
   }
+  // Metric names also allow ':'; otherwise the charsets are the same.
+  const uint8_t start_class = metric ? kNameStart : kLabelStart;
+  const uint8_t char_class = metric ? kNameChar : kLabelChar;
   const char* start = p;
-  if (p >= end || !Is(*p, kNameStart)) Fail(p, "invalid metric name");
+  if (p >= end || !Is(*p, start_class))
+    Fail(p, metric ? "invalid metric name" : "invalid label name");
   ++p;
-  while (p < end && Is(*p, kNameChar)) ++p;
-  CheckName(start, std::string_view(start, p - start));
-  return std::string_view(start, p - start);
-}
-
-std::string_view Parser::Impl::ReadLabelName(const char*& p, const char* end) {
-  if (p < end && *p == '"') {
-    const char* at = p;
-    std::string_view name = ReadQuoted(p, end, limits_.max_name_length);
-    if (name.empty()) Fail(at, "empty quoted label name");
-    return name;
-  }
-  const char* start = p;
-  if (p >= end || !Is(*p, kLabelStart)) Fail(p, "invalid label name");
-  ++p;
-  while (p < end && Is(*p, kLabelChar)) ++p;
+  while (p < end && Is(*p, char_class)) ++p;
   CheckName(start, std::string_view(start, p - start));
   return std::string_view(start, p - start);
 }
@@ -508,7 +496,7 @@ void Parser::Impl::ReadLabels(const char*& p, const char* end, std::vector<Label
       }
     }
     const char* item = p;
-    std::string_view label = ReadLabelName(p, end);
+    std::string_view label = ReadName(p, end, false);
     SkipBlanks(p, end);
     if (p < end && *p != '=' && *item == '"' && name != nullptr && first) {
       // `{"metric.name", ...}`: only a quoted string may stand alone as the metric name.
@@ -566,7 +554,7 @@ Event Parser::Impl::ParseComment(const char* p, const char* end) {
   }
   ExpectSeparator(p, end, "the metric name");
   const char* name_at = p;
-  std::string_view name = ReadMetricName(p, end);
+  std::string_view name = ReadName(p, end, true);
   // Family bookkeeping first: a filtered family still switches the current family.
   const bool same = family_open_ && name == family_;
   if (!same) {
@@ -678,7 +666,7 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
       CheckName(p, name);
       p = q;
     } else {
-      name = ReadMetricName(p, end);
+      name = ReadName(p, end, true);
     }
     EnterSampleFamily(name, name_at, starts_with_family);
     family_decided = true;
