@@ -311,17 +311,7 @@ const FamilySpec* Find(std::span<const FamilySpec> table, std::string_view name)
 
 }  // namespace
 
-std::string_view KindName(Kind kind) {
-  switch (kind) {
-    case Kind::kCounter:
-      return "counter";
-    case Kind::kGauge:
-      return "gauge";
-    case Kind::kHistogram:
-      return "histogram";
-  }
-  return "";
-}
+std::string_view KindName(Kind kind) { return MetricTypeName(ToMetricType(kind), Format::kText); }
 
 std::string_view BindName(Bind bind) { return bind == Bind::kEager ? "eager" : "lazy"; }
 
