@@ -1,0 +1,451 @@
+// Engine stats -> upstream `vllm:*` families; see engine_stats.h for the contract.
+#include "pipeline/engine_stats.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+
+#include "pipeline/catalog.h"
+
+namespace modelmetrics::pipeline {
+
+namespace {
+
+constexpr std::string_view kStageLabel = "stage";
+constexpr std::string_view kReplicaLabel = "replica";
+constexpr std::string_view kCacheConfigInfo = "vllm:cache_config_info";
+constexpr std::string_view kNone = "None";
+
+std::string UnknownEngine(size_t index, size_t size) {
+  return "unknown engine index " + std::to_string(index) + " (the stage layout has " +
+         std::to_string(size) + " engines)";
+}
+
+void SetError(std::string* error, std::string message) {
+  if (error != nullptr) *error = std::move(message);
+}
+
+}  // namespace
+
+std::string_view FinishReasonName(FinishReason reason) {
+  return kEngineFinishedReasons[static_cast<size_t>(reason)];
+}
+
+bool SchedulerStatsThrottle::Admit(double now_s) {
+  double last = last_s_.load(std::memory_order_relaxed);
+  while (true) {
+    if (now_s - last < interval_s_) return false;
+    if (last_s_.compare_exchange_weak(last, now_s, std::memory_order_relaxed)) return true;
+  }
+}
+
+// Per (stage, replica): every handle Record touches, bound once.
+struct EngineStatsLogger::EngineHandles {
+  SchedulerStatsThrottle throttle;
+  // Scheduler stats.
+  Gauge running, waiting, kv_cache_usage;
+  Counter prefix_queries, prefix_hits, external_prefix_queries, external_prefix_hits;
+  Histogram nixl_xfer_time, nixl_post_time, nixl_bytes, nixl_descriptors;
+  Counter nixl_failed_transfers, nixl_failed_notifications, nixl_kv_expired;
+  Counter flops, read_bytes, write_bytes;
+  Counter mm_queries, mm_hits;
+  // Iteration stats.
+  Counter preemptions, prompt_tokens, prompt_cached, prompt_recomputed, generation_tokens;
+  std::array<Counter, kEnginePromptTokenSources.size()> prompt_by_source;
+  std::array<Counter, kEngineFinishedReasons.size()> request_success;
+  Histogram iteration_tokens, max_generation_tokens, params_n, params_max_tokens;
+  Histogram ttft, inter_token, time_per_output_token;
+  Histogram e2e, queue_time, inference_time, prefill_time, decode_time;
+  Histogram request_prompt_tokens, request_generation_tokens, prefill_kv_computed;
+  std::array<Gauge, kEngineSleepStates.size()> sleep_state;
+};
+
+EngineStatsLogger::EngineStatsLogger(Registry& registry, EngineStatsOptions options)
+    : registry_(registry), options_(std::move(options)), enabled_(registry.enabled()) {}
+
+EngineStatsLogger::~EngineStatsLogger() = default;
+
+double EngineStatsLogger::Now() const {
+  if (options_.clock) return options_.clock();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::unique_ptr<EngineStatsLogger> EngineStatsLogger::Create(Registry& registry,
+                                                             EngineStatsOptions options,
+                                                             std::string* error) {
+  std::unique_ptr<EngineStatsLogger> logger(new EngineStatsLogger(registry, std::move(options)));
+  if (!logger->enabled_) return logger;  // log-stats off: nothing registered (§4.8)
+  if (!logger->Register(error)) return nullptr;
+  return logger;
+}
+
+bool EngineStatsLogger::Register(std::string* error) {
+  // Upstream's constructor unregisters the previous logger's families; scoped to `vllm:` (§4.10).
+  registry_.RemovePrefix(kEnginePrefix);
+  for (const FamilySpec& spec : VllmEngineFamilies()) {
+    FamilyOptions family{.name = std::string(spec.name),
+                         .help = std::string(spec.help),
+                         .labels = {spec.labels.begin(), spec.labels.end()},
+                         .buckets = {spec.buckets.begin(), spec.buckets.end()},
+                         .unit = {}};
+    std::string why;
+    bool ok = false;
+    switch (spec.kind) {
+      case Kind::kCounter:
+        ok = (counters_[spec.name] = registry_.AddCounter(std::move(family), &why)) != nullptr;
+        break;
+      case Kind::kGauge:
+        ok = (gauges_[spec.name] = registry_.AddGauge(std::move(family), &why)) != nullptr;
+        break;
+      case Kind::kHistogram:
+        ok = (histograms_[spec.name] = registry_.AddHistogram(std::move(family), &why)) != nullptr;
+        break;
+    }
+    if (!ok) {
+      SetError(error, "cannot register " + std::string(spec.name) + ": " + why);
+      return false;
+    }
+  }
+
+  const std::string& model = options_.model_name;
+  auto counter = [&](std::string_view name, size_t e) {
+    return counters_.at(name)->Bind(
+        {model, options_.engines.StageLabel(e), options_.engines.ReplicaLabel(e)});
+  };
+  auto counter_x = [&](std::string_view name, size_t e, std::string_view extra) {
+    return counters_.at(name)->Bind(
+        {model, options_.engines.StageLabel(e), options_.engines.ReplicaLabel(e), extra});
+  };
+  auto gauge = [&](std::string_view name, size_t e) {
+    return gauges_.at(name)->Bind(
+        {model, options_.engines.StageLabel(e), options_.engines.ReplicaLabel(e)});
+  };
+  auto histogram = [&](std::string_view name, size_t e) {
+    return histograms_.at(name)->Bind(
+        {model, options_.engines.StageLabel(e), options_.engines.ReplicaLabel(e)});
+  };
+
+  handles_.reserve(options_.engines.size());
+  for (size_t e = 0; e < options_.engines.size(); ++e) {
+    auto h = std::make_unique<EngineHandles>();
+    // Fixture order.
+    h->nixl_xfer_time = histogram("vllm:nixl_xfer_time_seconds", e);
+    h->nixl_post_time = histogram("vllm:nixl_post_time_seconds", e);
+    h->nixl_bytes = histogram("vllm:nixl_bytes_transferred", e);
+    h->nixl_descriptors = histogram("vllm:nixl_num_descriptors", e);
+    h->nixl_failed_transfers = counter("vllm:nixl_num_failed_transfers", e);
+    h->nixl_failed_notifications = counter("vllm:nixl_num_failed_notifications", e);
+    h->nixl_kv_expired = counter("vllm:nixl_num_kv_expired_reqs", e);
+    h->flops = counter("vllm:estimated_flops_per_gpu", e);
+    h->read_bytes = counter("vllm:estimated_read_bytes_per_gpu", e);
+    h->write_bytes = counter("vllm:estimated_write_bytes_per_gpu", e);
+    h->running = gauge("vllm:num_requests_running", e);
+    h->waiting = gauge("vllm:num_requests_waiting", e);
+    for (size_t i = 0; i < kEngineSleepStates.size(); ++i) {
+      h->sleep_state[i] = gauges_.at("vllm:engine_sleep_state")
+                              ->Bind({model, options_.engines.StageLabel(e),
+                                      options_.engines.ReplicaLabel(e), kEngineSleepStates[i]});
+      h->sleep_state[i].Set(i == 0 ? 1.0 : 0.0);  // awake
+    }
+    h->kv_cache_usage = gauge("vllm:kv_cache_usage_perc", e);
+    h->prefix_queries = counter("vllm:prefix_cache_queries", e);
+    h->prefix_hits = counter("vllm:prefix_cache_hits", e);
+    h->external_prefix_queries = counter("vllm:external_prefix_cache_queries", e);
+    h->external_prefix_hits = counter("vllm:external_prefix_cache_hits", e);
+    h->mm_queries = counter("vllm:mm_cache_queries", e);
+    h->mm_hits = counter("vllm:mm_cache_hits", e);
+    h->preemptions = counter("vllm:num_preemptions", e);
+    h->prompt_tokens = counter("vllm:prompt_tokens", e);
+    for (size_t i = 0; i < kEnginePromptTokenSources.size(); ++i) {
+      h->prompt_by_source[i] =
+          counter_x("vllm:prompt_tokens_by_source", e, kEnginePromptTokenSources[i]);
+    }
+    h->prompt_cached = counter("vllm:prompt_tokens_cached", e);
+    h->prompt_recomputed = counter("vllm:prompt_tokens_recomputed", e);
+    h->generation_tokens = counter("vllm:generation_tokens", e);
+    for (size_t i = 0; i < kEngineFinishedReasons.size(); ++i) {
+      h->request_success[i] = counter_x("vllm:request_success", e, kEngineFinishedReasons[i]);
+    }
+    h->request_prompt_tokens = histogram("vllm:request_prompt_tokens", e);
+    h->request_generation_tokens = histogram("vllm:request_generation_tokens", e);
+    h->iteration_tokens = histogram("vllm:iteration_tokens_total", e);
+    h->max_generation_tokens = histogram("vllm:request_max_num_generation_tokens", e);
+    h->params_n = histogram("vllm:request_params_n", e);
+    h->params_max_tokens = histogram("vllm:request_params_max_tokens", e);
+    h->ttft = histogram("vllm:time_to_first_token_seconds", e);
+    h->inter_token = histogram("vllm:inter_token_latency_seconds", e);
+    h->time_per_output_token = histogram("vllm:request_time_per_output_token_seconds", e);
+    h->e2e = histogram("vllm:e2e_request_latency_seconds", e);
+    h->queue_time = histogram("vllm:request_queue_time_seconds", e);
+    h->inference_time = histogram("vllm:request_inference_time_seconds", e);
+    h->prefill_time = histogram("vllm:request_prefill_time_seconds", e);
+    h->decode_time = histogram("vllm:request_decode_time_seconds", e);
+    h->prefill_kv_computed = histogram("vllm:request_prefill_kv_computed_tokens", e);
+    handles_.push_back(std::move(h));
+  }
+  return true;
+}
+
+bool EngineStatsLogger::Record(StageReplica engine, const SchedulerStats* scheduler,
+                               const IterationStats* iteration,
+                               const MultiModalCacheStats* mm_cache, std::string* error) {
+  const std::optional<size_t> flat = options_.engines.FlatIndex(engine);
+  if (!flat) {
+    SetError(error, "unknown engine stage " + std::to_string(engine.stage) + " replica " +
+                        std::to_string(engine.replica));
+    return false;
+  }
+  return Record(*flat, scheduler, iteration, mm_cache, error);
+}
+
+bool EngineStatsLogger::Record(size_t engine_index, const SchedulerStats* scheduler,
+                               const IterationStats* iteration,
+                               const MultiModalCacheStats* mm_cache, std::string* error) {
+  if (engine_index >= options_.engines.size()) {
+    SetError(error, UnknownEngine(engine_index, options_.engines.size()));
+    return false;
+  }
+  if (!enabled_) return true;
+  EngineHandles& h = *handles_[engine_index];
+
+  if (scheduler != nullptr) {
+    // Gauges: a sample at most once per second per (stage, replica) (§4.9).
+    if (h.throttle.Admit(Now())) {
+      h.running.Set(static_cast<double>(scheduler->num_running_reqs));
+      h.waiting.Set(static_cast<double>(scheduler->num_waiting_reqs));
+      h.kv_cache_usage.Set(scheduler->kv_cache_usage);
+    }
+    // Counters and histograms: every step, so nothing is lost under the throttle (#4802).
+    h.prefix_queries.Add(scheduler->prefix_cache_stats.queries);
+    h.prefix_hits.Add(scheduler->prefix_cache_stats.hits);
+    if (const auto& external = scheduler->connector_prefix_cache_stats) {
+      h.external_prefix_queries.Add(external->queries);
+      h.external_prefix_hits.Add(external->hits);
+    }
+    if (const auto& kv = scheduler->kv_connector_stats) {
+      for (double v : kv->transfer_duration_s) h.nixl_xfer_time.Observe(v);
+      for (double v : kv->post_duration_s) h.nixl_post_time.Observe(v);
+      for (double v : kv->bytes_transferred) h.nixl_bytes.Observe(v);
+      for (double v : kv->num_descriptors) h.nixl_descriptors.Observe(v);
+      h.nixl_failed_transfers.Add(kv->num_failed_transfers);
+      h.nixl_failed_notifications.Add(kv->num_failed_notifications);
+      h.nixl_kv_expired.Add(kv->num_kv_expired_reqs);
+    }
+    if (const auto& perf = scheduler->perf_stats) {
+      h.flops.Add(perf->num_flops_per_gpu);
+      h.read_bytes.Add(perf->num_read_bytes_per_gpu);
+      h.write_bytes.Add(perf->num_write_bytes_per_gpu);
+    }
+  }
+
+  if (mm_cache != nullptr) {
+    h.mm_queries.Add(mm_cache->queries);
+    h.mm_hits.Add(mm_cache->hits);
+  }
+
+  if (iteration == nullptr) return true;
+  const IterationStats& it = *iteration;
+  h.preemptions.Add(it.num_preempted_reqs);
+  h.prompt_tokens.Add(it.num_prompt_tokens);
+  const PromptTokenStats& pts = it.prompt_token_stats;
+  h.prompt_by_source[0].Add(pts.computed);
+  h.prompt_by_source[1].Add(pts.local_cache_hit);
+  h.prompt_by_source[2].Add(pts.external_kv_transfer);
+  h.prompt_cached.Add(pts.cached_tokens);
+  h.prompt_recomputed.Add(pts.recomputed_tokens);
+  h.generation_tokens.Add(it.num_generation_tokens);
+  h.iteration_tokens.Observe(static_cast<double>(it.num_prompt_tokens + it.num_generation_tokens));
+  for (uint64_t v : it.max_num_generation_tokens_iter) {
+    h.max_generation_tokens.Observe(static_cast<double>(v));
+  }
+  for (uint64_t v : it.n_params_iter) h.params_n.Observe(static_cast<double>(v));
+  for (double v : it.time_to_first_tokens_iter) h.ttft.Observe(v);
+  for (double v : it.inter_token_latencies_iter) h.inter_token.Observe(v);
+
+  for (const FinishedRequestStats& r : it.finished_requests) {
+    const auto reason = static_cast<size_t>(r.finish_reason);
+    if (reason < h.request_success.size()) h.request_success[reason].Inc();
+    h.e2e.Observe(r.e2e_latency);
+    h.queue_time.Observe(r.queued_time);
+    h.prefill_time.Observe(r.prefill_time);
+    h.inference_time.Observe(r.inference_time);
+    h.decode_time.Observe(r.decode_time);
+    const int64_t cached = std::max<int64_t>(r.num_cached_tokens, 0);
+    const auto prompt = static_cast<int64_t>(r.num_prompt_tokens);
+    h.prefill_kv_computed.Observe(static_cast<double>(std::max<int64_t>(prompt - cached, 0)));
+    h.request_prompt_tokens.Observe(static_cast<double>(r.num_prompt_tokens));
+    h.request_generation_tokens.Observe(static_cast<double>(r.num_generation_tokens));
+    h.time_per_output_token.Observe(r.mean_time_per_output_token);
+    if (r.max_tokens_param.value_or(0) != 0) {
+      h.params_max_tokens.Observe(static_cast<double>(*r.max_tokens_param));
+    }
+  }
+  return true;
+}
+
+bool EngineStatsLogger::SetSleepState(int sleep, int level, std::optional<size_t> engine_index) {
+  if (engine_index && *engine_index >= options_.engines.size()) return false;
+  if (!enabled_) return true;
+  const double awake = sleep == 1 ? 0.0 : 1.0;
+  const double offloaded = sleep == 1 && level == 1 ? 1.0 : 0.0;
+  const double discard_all = sleep == 1 && level == 2 ? 1.0 : 0.0;
+  for (size_t e = 0; e < handles_.size(); ++e) {
+    if (engine_index && e != *engine_index) continue;
+    handles_[e]->sleep_state[0].Set(awake);
+    handles_[e]->sleep_state[1].Set(offloaded);
+    handles_[e]->sleep_state[2].Set(discard_all);
+  }
+  return true;
+}
+
+bool EngineStatsLogger::LogEngineInitialized(
+    std::span<const std::pair<std::string_view, std::string_view>> info, std::string* error) {
+  const FamilySpec* spec = FindVllmEngineFamily(kCacheConfigInfo);
+  if (spec == nullptr) {
+    SetError(error, "the catalog has no vllm:cache_config_info");
+    return false;
+  }
+  // Values in the family's label order; stage and replica filled per engine.
+  std::vector<std::string_view> values(spec->labels.size(), kNone);
+  size_t stage_at = spec->labels.size();
+  size_t replica_at = spec->labels.size();
+  for (size_t i = 0; i < spec->labels.size(); ++i) {
+    if (spec->labels[i] == kStageLabel) stage_at = i;
+    if (spec->labels[i] == kReplicaLabel) replica_at = i;
+  }
+  for (const auto& [key, value] : info) {
+    const auto it = std::find(spec->labels.begin(), spec->labels.end(), key);
+    if (it == spec->labels.end() || key == kStageLabel || key == kReplicaLabel) {
+      SetError(error, "cache_config_info has no label " + std::string(key));
+      return false;
+    }
+    values[static_cast<size_t>(it - spec->labels.begin())] = value;
+  }
+  if (!enabled_) return true;
+  Family<Gauge>* family = gauges_.at(kCacheConfigInfo);
+  for (size_t e = 0; e < options_.engines.size(); ++e) {
+    values[stage_at] = options_.engines.StageLabel(e);
+    values[replica_at] = options_.engines.ReplicaLabel(e);
+    family->Labels(std::span<const std::string_view>(values)).Set(1.0);
+  }
+  return true;
+}
+
+// ---- Relabel helpers ----
+
+EngineLabelMap::EngineLabelMap(const EngineMap& map) {
+  for (size_t e = 0; e < map.size(); ++e) {
+    Set(e, std::string(map.StageLabel(e)), std::string(map.ReplicaLabel(e)));
+  }
+}
+
+void EngineLabelMap::Set(size_t engine, std::string stage, std::string replica) {
+  entries_[engine] = {std::move(stage), std::move(replica)};
+}
+
+const std::pair<std::string, std::string>* EngineLabelMap::Find(size_t engine) const {
+  const auto it = entries_.find(engine);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+const std::pair<std::string, std::string>* EngineLabelMap::Find(std::string_view engine) const {
+  if (engine.empty() || engine.size() > 18) return nullptr;
+  size_t index = 0;
+  for (const char c : engine) {
+    if (c < '0' || c > '9') return nullptr;
+    index = index * 10 + static_cast<size_t>(c - '0');
+  }
+  return Find(index);
+}
+
+RelabeledNames RewriteEngineLabelNames(std::span<const std::string_view> names) {
+  RelabeledNames out;
+  out.original_size = names.size();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == "engine" && !out.engine_position) {
+      out.engine_position = i;
+      out.names.emplace_back(kStageLabel);
+      out.names.emplace_back(kReplicaLabel);
+    } else {
+      out.names.emplace_back(names[i]);
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> TranslateEngineLabelValues(
+    const RelabeledNames& names, std::span<const std::string_view> values,
+    const EngineLabelMap& map, std::string* error) {
+  if (values.size() == names.names.size())
+    return std::vector<std::string>(
+        values.begin(), values.end());  // already rewritten (per_engine_labelvalues 3-tuples)
+  if (!names.engine_position || values.size() != names.original_size) {
+    SetError(error, "incorrect label count " + std::to_string(values.size()) + " (expected " +
+                        std::to_string(names.names.size()) + ")");
+    return std::nullopt;
+  }
+  const size_t at = *names.engine_position;
+  const auto* labels = map.Find(values[at]);
+  if (labels == nullptr) {
+    SetError(error, "unknown engine " + std::string(values[at]));
+    return std::nullopt;
+  }
+  std::vector<std::string> out(values.begin(), values.begin() + static_cast<ptrdiff_t>(at));
+  out.push_back(labels->first);
+  out.push_back(labels->second);
+  out.insert(out.end(), values.begin() + static_cast<ptrdiff_t>(at) + 1, values.end());
+  return out;
+}
+
+std::optional<std::vector<std::string>> TranslateEngineLabelPairs(
+    const RelabeledNames& names, std::span<const std::pair<std::string_view, std::string_view>> kv,
+    const EngineLabelMap& map, std::string* error) {
+  std::vector<std::optional<std::string>> slots(names.names.size());
+  auto put = [&](std::string_view name, std::string_view value) {
+    const auto it = std::find(names.names.begin(), names.names.end(), name);
+    if (it == names.names.end()) return false;
+    auto& slot = slots[static_cast<size_t>(it - names.names.begin())];
+    if (slot) return false;
+    slot = std::string(value);
+    return true;
+  };
+  for (const auto& [name, value] : kv) {
+    if (name == "engine" && names.engine_position) {
+      const auto* labels = map.Find(value);
+      if (labels == nullptr) {
+        SetError(error, "unknown engine " + std::string(value));
+        return std::nullopt;
+      }
+      if (!put(kStageLabel, labels->first) || !put(kReplicaLabel, labels->second)) {
+        SetError(error, "stage/replica given twice");
+        return std::nullopt;
+      }
+    } else if (!put(name, value)) {
+      SetError(error, "unexpected or repeated label " + std::string(name));
+      return std::nullopt;
+    }
+  }
+  std::vector<std::string> out;
+  out.reserve(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!slots[i]) {
+      SetError(error, "missing label " + names.names[i]);
+      return std::nullopt;
+    }
+    out.push_back(std::move(*slots[i]));
+  }
+  return out;
+}
+
+std::map<size_t, std::vector<std::string>> RewritePerEngineLabelValues(
+    const std::map<size_t, std::vector<std::string>>& per_engine, const EngineLabelMap& map) {
+  std::map<size_t, std::vector<std::string>> out;
+  for (const auto& [index, values] : per_engine) {
+    const auto* labels = map.Find(index);
+    if (labels == nullptr || values.empty()) continue;
+    out[index] = {values.front(), labels->first, labels->second};
+  }
+  return out;
+}
+
+}  // namespace modelmetrics::pipeline
