@@ -1,0 +1,606 @@
+// The audio and Speech streaming observe layer. See audio_metrics.h for the contract.
+#include "pipeline/audio_metrics.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+namespace modelmetrics::pipeline {
+namespace {
+
+constexpr std::string_view kAudioOutputType = "audio";
+constexpr std::string_view kAbortFallbackReason = "error";
+
+// The catalog's Guard column applied to a value; nullopt means "drop" (no child is created).
+// Comparisons mirror Python's (`if x <= 0: return`), so NaN passes a skip guard as it does there.
+std::optional<double> ApplyGuard(const FamilySpec* spec, double value) {
+  switch (spec == nullptr ? Guard::kNone : spec->guard) {
+    case Guard::kNone:
+      return value;
+    case Guard::kSkipNonPositive:
+      if (value <= 0) return std::nullopt;
+      return value;
+    case Guard::kSkipNegative:
+      if (value < 0) return std::nullopt;
+      return value;
+    case Guard::kClampNegative:
+      return std::max(value, 0.0);  // max(NaN, 0) stays NaN, as in Python
+  }
+  return value;
+}
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+// Python int(str) for ASCII input: surrounding whitespace, one sign, digits with single
+// underscores between them. nullopt on anything else or beyond int64.
+std::optional<int64_t> ParsePythonInt(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  bool negative = false;
+  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
+    negative = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty() || s.front() == '_' || s.back() == '_') return std::nullopt;
+  uint64_t value = 0;
+  char prev = 0;
+  for (char c : s) {
+    if (c == '_') {
+      if (prev == '_') return std::nullopt;
+    } else if (c >= '0' && c <= '9') {
+      const uint64_t digit = static_cast<uint64_t>(c - '0');
+      if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return std::nullopt;
+      value = value * 10 + digit;
+    } else {
+      return std::nullopt;
+    }
+    prev = c;
+  }
+  if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+  const auto v = static_cast<int64_t>(value);
+  return negative ? -v : v;
+}
+
+// The first coercible key of one source (`resolve_int_by_sequential_keys`).
+std::optional<int64_t> ResolveOne(const SampleRateKeys& keys) {
+  for (const std::optional<MetaValue>* key : {&keys.output_sample_rate, &keys.audio_sample_rate,
+                                              &keys.sample_rate, &keys.sampling_rate, &keys.sr}) {
+    if (!key->has_value()) continue;
+    if (std::optional<int64_t> v = CoercePositiveInt(**key)) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// ---- Metadata helpers ----
+
+MetaValue MetaValue::List(std::vector<MetaValue> items) {
+  MetaValue v;
+  v.type_ = Type::kList;
+  v.items_ = std::move(items);
+  return v;
+}
+
+MetaValue MetaValue::Tensor(std::optional<MetaValue> item) {
+  MetaValue v;
+  v.type_ = Type::kTensor;
+  if (item.has_value()) v.items_.push_back(std::move(*item));
+  return v;
+}
+
+std::optional<int64_t> CoercePositiveInt(const MetaValue& value) {
+  std::optional<int64_t> out;
+  switch (value.type_) {
+    case MetaValue::Type::kNone:
+      return std::nullopt;
+    case MetaValue::Type::kList:
+      for (const MetaValue& item : value.items_) {
+        if (std::optional<int64_t> v = CoercePositiveInt(item)) return v;
+      }
+      return std::nullopt;
+    case MetaValue::Type::kTensor:
+      if (value.items_.empty()) return std::nullopt;  // item() raised
+      return CoercePositiveInt(value.items_.front());
+    case MetaValue::Type::kBool:
+    case MetaValue::Type::kInt:
+      out = value.int_;
+      break;
+    case MetaValue::Type::kFloat:
+      // int(float) truncates; NaN raises ValueError (-> none); upstream lets int(inf)'s
+      // OverflowError escape, here it is simply none.
+      if (!std::isfinite(value.float_) || std::fabs(value.float_) >= 9.2e18) return std::nullopt;
+      out = static_cast<int64_t>(value.float_);
+      break;
+    case MetaValue::Type::kString:
+      out = ParsePythonInt(value.string_);
+      break;
+  }
+  if (out.has_value() && *out > 0) return out;
+  return std::nullopt;
+}
+
+std::optional<int64_t> ResolveAudioSampleRateOrNone(std::span<const SampleRateKeys> sources) {
+  for (const SampleRateKeys& source : sources) {
+    if (std::optional<int64_t> v = ResolveOne(source)) return v;
+  }
+  return std::nullopt;
+}
+
+int64_t ResolveAudioSampleRate(std::span<const SampleRateKeys> sources, int64_t default_rate) {
+  return ResolveAudioSampleRateOrNone(sources).value_or(default_rate);
+}
+
+int64_t CountAudioChunkFrames(const AudioChunk& chunk) {
+  if (!chunk.shape.empty()) return chunk.shape.back();
+  if (chunk.length.has_value()) return *chunk.length;
+  return 1;
+}
+
+int64_t CountAudioFrames(const MultimodalAudio& mm) {
+  const std::optional<std::vector<AudioChunk>>& chunks = mm.audio ? mm.audio : mm.model_outputs;
+  if (!chunks) return 0;
+  int64_t total = 0;
+  for (const AudioChunk& chunk : *chunks) total += CountAudioChunkFrames(chunk);
+  return total;
+}
+
+// ---- Families ----
+
+std::optional<AudioFamilies> AudioFamilies::Register(Registry& registry, std::string* error) {
+  AudioFamilies f;
+  struct Target {
+    std::string_view name;
+    Family<Counter>** counter;
+    Family<Histogram>** histogram;
+  };
+  const Target targets[] = {
+      {"vllm_omni:audio_ttfp_s", nullptr, &f.ttfp_s},
+      {"vllm_omni:audio_duration_s", nullptr, &f.duration_s},
+      {"vllm_omni:audio_rtf", nullptr, &f.rtf},
+      {"vllm_omni:audio_frames", &f.frames, nullptr},
+      {"vllm_omni:audio_underrun_s", nullptr, &f.underrun_s},
+      {"vllm_omni:audio_continuity_ok", &f.continuity_ok, nullptr},
+      {"vllm_omni:audio_skipped_requests", &f.skipped, nullptr},
+      {"vllm_omni:speech_stream_aborted", &f.speech_aborted, nullptr},
+      {"vllm_omni:speech_stream_completed", &f.speech_completed, nullptr},
+  };
+  auto fail = [error](std::string message) -> std::optional<AudioFamilies> {
+    if (error != nullptr) *error = std::move(message);
+    return std::nullopt;
+  };
+  for (const FamilySpec& spec : OmniFamilies()) {
+    if (spec.group != Group::kAudio && spec.group != Group::kSpeech) continue;
+    const Target* target = nullptr;
+    for (const Target& t : targets) {
+      if (t.name == spec.name) target = &t;
+    }
+    if (target == nullptr) return fail(std::string(spec.name) + ": not an audio/speech family");
+    FamilyOptions options{.name = std::string(spec.name),
+                          .help = std::string(spec.help),
+                          .labels = {spec.labels.begin(), spec.labels.end()},
+                          .buckets = {spec.buckets.begin(), spec.buckets.end()}};
+    std::string why;
+    if (spec.kind == Kind::kCounter && target->counter != nullptr) {
+      *target->counter = registry.AddCounter(std::move(options), &why);
+      if (*target->counter == nullptr) return fail(why);
+    } else if (spec.kind == Kind::kHistogram && target->histogram != nullptr) {
+      *target->histogram = registry.AddHistogram(std::move(options), &why);
+      if (*target->histogram == nullptr) return fail(why);
+    } else {
+      return fail(std::string(spec.name) + ": unexpected metric kind");
+    }
+  }
+  for (const Target& t : targets) {
+    const bool missing = t.counter != nullptr ? *t.counter == nullptr : *t.histogram == nullptr;
+    if (missing) return fail(std::string(t.name) + ": missing from the catalog");
+  }
+  return f;
+}
+
+// ---- Handle cache ----
+
+// A handle created on first use: the fast path is one acquire load; creation is serialised by
+// the owner's mutex so a lazy child is created once, and only when an observation passes its
+// guard.
+template <typename T>
+class AudioMetrics::LazyHandle {
+ public:
+  template <typename Make>
+  T Get(std::mutex& mu, Make&& make) {
+    if (ready_.load(std::memory_order_acquire)) return handle_;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!ready_.load(std::memory_order_relaxed)) {
+      handle_ = make();
+      ready_.store(true, std::memory_order_release);
+    }
+    return handle_;
+  }
+  // Eager binding at construction (before any concurrent use).
+  void Set(T handle) {
+    handle_ = handle;
+    ready_.store(true, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<bool> ready_{false};
+  T handle_;
+};
+
+// The cached handles of one (stage, replica) label pair.
+struct AudioMetrics::Slot {
+  Slot(std::string s, std::string r) : stage(std::move(s)), replica(std::move(r)) {}
+  const std::string stage;
+  const std::string replica;
+  LazyHandle<Histogram> ttfp;
+  LazyHandle<Histogram> duration;
+  LazyHandle<Histogram> rtf;
+  LazyHandle<Counter> frames;
+  LazyHandle<Histogram> underrun;
+  LazyHandle<Counter> continuity_ok;     // at the configured threshold
+  LazyHandle<Counter> skipped_no_audio;  // reason="no_audio_data"
+};
+
+// ---- AudioMetrics ----
+
+AudioMetrics::AudioMetrics(Registry& registry, std::string model_name, AudioMetricsOptions options)
+    : model_name_(std::move(model_name)) {
+  if (std::optional<AudioFamilies> f = AudioFamilies::Register(registry, &error_)) {
+    families_ = *f;
+    ok_ = true;
+  }
+  Init(registry, std::move(options));
+}
+
+AudioMetrics::AudioMetrics(const Registry& registry, const AudioFamilies& families,
+                           std::string model_name, AudioMetricsOptions options)
+    : families_(families), model_name_(std::move(model_name)) {
+  ok_ = families_.ttfp_s && families_.duration_s && families_.rtf && families_.frames &&
+        families_.underrun_s && families_.continuity_ok && families_.skipped &&
+        families_.speech_aborted && families_.speech_completed;
+  if (!ok_) error_ = "incomplete AudioFamilies";
+  Init(registry, std::move(options));
+}
+
+AudioMetrics::~AudioMetrics() = default;
+
+void AudioMetrics::Init(const Registry& registry, AudioMetricsOptions options) {
+  live_ = ok_ && registry.enabled();
+  const double t = options.continuity_threshold_s;
+  threshold_s_ = (std::isfinite(t) && t >= 0) ? t : kAudioContinuityDefaultThresholdS;
+  threshold_ms_ = ThresholdMs(threshold_s_);
+  resolver_ = std::move(options.replica_resolver);
+  frames_spec_ = FindOmniFamily("vllm_omni:audio_frames");
+  underrun_spec_ = FindOmniFamily("vllm_omni:audio_underrun_s");
+
+  layout_slots_.resize(options.replicas_per_stage.size());
+  for (size_t s = 0; s < options.replicas_per_stage.size(); ++s) {
+    const int replicas = std::max(options.replicas_per_stage[s], 0);
+    for (int r = 0; r < replicas; ++r) {
+      layout_slots_[s].push_back(std::make_unique<Slot>(std::to_string(s), std::to_string(r)));
+    }
+  }
+
+  speech_completed_ = std::make_unique<LazyHandle<Counter>>();
+  for (auto& handle : speech_aborted_) handle = std::make_unique<LazyHandle<Counter>>();
+  // Model-only families bind eagerly when the catalog says so (none today: §3.7 counters are
+  // lazy). The stage-labelled audio families are lazy by §3.2 and have no eager path.
+  const FamilySpec* completed = FindOmniFamily("vllm_omni:speech_stream_completed");
+  if (ok_ && completed != nullptr && completed->bind == Bind::kEager) {
+    speech_completed_->Set(families_.speech_completed->Bind({model_name_}));
+  }
+}
+
+AudioMetrics::Slot* AudioMetrics::SlotFor(int stage, int replica) {
+  if (stage >= 0 && static_cast<size_t>(stage) < layout_slots_.size() && replica >= 0 &&
+      static_cast<size_t>(replica) < layout_slots_[stage].size()) {
+    return layout_slots_[stage][replica].get();
+  }
+  return SlotFor(std::to_string(stage), std::to_string(replica));
+}
+
+AudioMetrics::Slot* AudioMetrics::SlotFor(std::string_view stage, std::string_view replica) {
+  // Length-prefixed so no pair of label values can collide.
+  std::string key = std::to_string(stage.size());
+  key += ':';
+  key += stage;
+  key += replica;
+  std::lock_guard<std::mutex> lock(overflow_mu_);
+  auto it = overflow_.find(key);
+  if (it == overflow_.end()) {
+    it = overflow_
+             .emplace(std::move(key),
+                      std::make_unique<Slot>(std::string(stage), std::string(replica)))
+             .first;
+  }
+  return it->second.get();
+}
+
+void AudioMetrics::ObserveTtfp(Slot& slot, double seconds) {
+  slot.ttfp
+      .Get(handles_mu_,
+           [&] {
+             return families_.ttfp_s->Labels({model_name_, slot.stage, slot.replica});
+           })
+      .Observe(seconds);
+}
+
+void AudioMetrics::ObserveDuration(Slot& slot, double seconds) {
+  slot.duration
+      .Get(handles_mu_,
+           [&] {
+             return families_.duration_s->Labels({model_name_, slot.stage, slot.replica});
+           })
+      .Observe(seconds);
+}
+
+void AudioMetrics::ObserveRtf(Slot& slot, double rtf) {
+  slot.rtf
+      .Get(handles_mu_,
+           [&] {
+             return families_.rtf->Labels({model_name_, slot.stage, slot.replica});
+           })
+      .Observe(rtf);
+}
+
+void AudioMetrics::IncFrames(Slot& slot, int64_t frames) {
+  if (!ApplyGuard(frames_spec_, static_cast<double>(frames)) || frames <= 0) return;
+  slot.frames
+      .Get(handles_mu_,
+           [&] {
+             return families_.frames->Labels({model_name_, slot.stage, slot.replica});
+           })
+      .Add(static_cast<uint64_t>(frames));
+}
+
+void AudioMetrics::ObserveUnderrun(Slot& slot, double seconds) {
+  const std::optional<double> value = ApplyGuard(underrun_spec_, seconds);
+  if (!value) return;
+  slot.underrun
+      .Get(handles_mu_,
+           [&] {
+             return families_.underrun_s->Labels({model_name_, slot.stage, slot.replica});
+           })
+      .Observe(*value);
+}
+
+void AudioMetrics::IncContinuityOk(Slot& slot, int64_t threshold_ms) {
+  const std::string label = std::to_string(threshold_ms);
+  if (threshold_ms != threshold_ms_) {  // an unusual threshold: no cached handle
+    families_.continuity_ok->Labels({model_name_, slot.stage, slot.replica, label}).Inc();
+    return;
+  }
+  slot.continuity_ok
+      .Get(handles_mu_,
+           [&] {
+             return families_.continuity_ok->Labels({model_name_, slot.stage, slot.replica, label});
+           })
+      .Inc();
+}
+
+void AudioMetrics::IncSkipped(Slot& slot, std::string_view reason) {
+  if (reason == kNoAudioDataReason) {
+    slot.skipped_no_audio
+        .Get(handles_mu_,
+             [&] {
+               return families_.skipped->Labels(
+                   {model_name_, slot.stage, slot.replica, kNoAudioDataReason});
+             })
+        .Inc();
+    return;
+  }
+  const std::string_view label = reason.empty() ? kUnknownReason : reason;  // reason or "unknown"
+  families_.skipped->Labels({model_name_, slot.stage, slot.replica, label}).Inc();
+}
+
+void AudioMetrics::Continuity(Slot& slot, std::span<const double> arrivals_s,
+                              std::span<const uint64_t> chunk_bytes, const PcmFormat& format,
+                              double threshold_s) {
+  const ContinuityStats stats =
+      ComputeContinuityStats(arrivals_s, chunk_bytes, format, threshold_s);
+  ObserveUnderrun(slot, stats.max_underrun_s);
+  if (stats.is_continuous) IncContinuityOk(slot, ThresholdMs(threshold_s));
+}
+
+// ---- Direct observe API ----
+
+void AudioMetrics::ObserveAudioTtfp(std::string_view stage, std::string_view replica,
+                                    double seconds) {
+  if (live_) ObserveTtfp(*SlotFor(stage, replica), seconds);
+}
+
+void AudioMetrics::ObserveAudioDuration(std::string_view stage, std::string_view replica,
+                                        double seconds) {
+  if (live_) ObserveDuration(*SlotFor(stage, replica), seconds);
+}
+
+void AudioMetrics::ObserveAudioRtf(std::string_view stage, std::string_view replica, double rtf) {
+  if (live_) ObserveRtf(*SlotFor(stage, replica), rtf);
+}
+
+void AudioMetrics::IncAudioFrames(std::string_view stage, std::string_view replica,
+                                  int64_t frames) {
+  if (live_ && frames > 0) IncFrames(*SlotFor(stage, replica), frames);
+}
+
+void AudioMetrics::ObserveAudioUnderrun(std::string_view stage, std::string_view replica,
+                                        double seconds) {
+  if (live_) ObserveUnderrun(*SlotFor(stage, replica), seconds);
+}
+
+void AudioMetrics::IncAudioContinuityOk(std::string_view stage, std::string_view replica,
+                                        int64_t threshold_ms) {
+  if (live_) IncContinuityOk(*SlotFor(stage, replica), threshold_ms);
+}
+
+void AudioMetrics::IncAudioSkipped(std::string_view stage, std::string_view replica,
+                                   std::string_view reason) {
+  if (live_) IncSkipped(*SlotFor(stage, replica), reason);
+}
+
+void AudioMetrics::IncSpeechStreamCompleted() {
+  if (!live_) return;
+  speech_completed_
+      ->Get(handles_mu_, [&] { return families_.speech_completed->Labels({model_name_}); })
+      .Inc();
+}
+
+void AudioMetrics::IncSpeechStreamAborted(std::string_view reason) {
+  if (!live_) return;
+  const std::string_view label = NormalizeAbortReason(reason);
+  const size_t index = std::find(kSpeechAbortReasons.begin(), kSpeechAbortReasons.end(), label) -
+                       kSpeechAbortReasons.begin();
+  speech_aborted_[index]
+      ->Get(handles_mu_,
+            [&] {
+              return families_.speech_aborted->Labels({model_name_, label});
+            })
+      .Inc();
+}
+
+std::string_view AudioMetrics::NormalizeAbortReason(std::string_view reason) {
+  for (std::string_view known : kSpeechAbortReasons) {
+    if (reason == known) return known;
+  }
+  return kAbortFallbackReason;
+}
+
+// ---- Request-level helpers ----
+
+void AudioMetrics::ObserveAudioFirstPacket(int stage, std::optional<int> replica, double arrival_ts,
+                                           double now_ts) {
+  if (!live_ || !replica || !(arrival_ts > 0)) return;
+  ObserveTtfp(*SlotFor(stage, *replica), std::max(now_ts - arrival_ts, 0.0));
+}
+
+void AudioMetrics::ObserveAudioStreamingFinalize(int stage, std::optional<int> replica,
+                                                 std::span<const double> arrivals_s,
+                                                 std::span<const uint64_t> chunk_bytes,
+                                                 const PcmFormat& format,
+                                                 std::optional<double> threshold_s) {
+  if (!live_ || !replica || arrivals_s.empty()) return;
+  // Upstream scores a mismatched timeline as (0, 0, continuous) and so reports a broken
+  // recording as perfect playback (cf. #6914); here it emits nothing, like an empty one.
+  if (arrivals_s.size() != chunk_bytes.size()) return;
+  double threshold = threshold_s_;
+  if (threshold_s && std::isfinite(*threshold_s) && *threshold_s >= 0) threshold = *threshold_s;
+  Continuity(*SlotFor(stage, *replica), arrivals_s, chunk_bytes, format, threshold);
+}
+
+void AudioMetrics::ObserveFinalize(int stage, std::optional<int> replica,
+                                   const AudioFinalize& input) {
+  if (!live_ || !replica || !input.has_stage_metrics) return;
+  if (input.output_type != kAudioOutputType) return;
+  Slot& slot = *SlotFor(stage, *replica);
+  const SampleRateKeys sources[] = {input.mm.rate};
+  const int64_t sample_rate = ResolveAudioSampleRate(sources);
+  int64_t frames = input.audio_generated_frames;
+  if (frames == 0) frames = CountAudioFrames(input.mm);
+  IncFrames(slot, frames);  // drops <= 0
+  const double duration =
+      sample_rate > 0 ? static_cast<double>(frames) / static_cast<double>(sample_rate) : 0.0;
+  if (duration > 0) {
+    ObserveDuration(slot, duration);
+    ObserveRtf(slot, ComputeAudioRtf(input.stage_gen_time_ms / 1000.0, duration));
+  } else {
+    IncSkipped(slot, kNoAudioDataReason);
+  }
+}
+
+// ---- Streams ----
+
+bool AudioMetrics::BeginStream(std::string_view request_id, StreamKind kind) {
+  if (!live_) return false;
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  if (streams_.find(request_id) != streams_.end()) return false;
+  Stream stream;
+  stream.kind = kind;
+  streams_.emplace(std::string(request_id), std::move(stream));
+  return true;
+}
+
+bool AudioMetrics::OnPcmChunk(std::string_view request_id, const PcmChunk& chunk) {
+  if (!live_) return false;
+  bool resolve = false;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    auto it = streams_.find(request_id);
+    if (it == streams_.end()) return false;
+    if (chunk.bytes == 0) return true;  // header-only or empty payload: not audio
+    resolve = !it->second.labels_known && !chunk.replica.has_value() && resolver_ != nullptr;
+  }
+  std::optional<int> replica = chunk.replica;
+  if (resolve) replica = resolver_(chunk.stage, request_id);  // no lock held
+
+  bool observe_ttfp = false;
+  int stage = 0;
+  int replica_id = 0;
+  double ttfp = 0;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    auto it = streams_.find(request_id);
+    if (it == streams_.end()) return false;  // ended meanwhile
+    Stream& s = it->second;
+    if (!s.have_first_pcm) {
+      s.have_first_pcm = true;
+      s.first_pcm_wall_ts = chunk.wall_ts;
+    }
+    s.arrivals_s.push_back(chunk.mono_ts);
+    s.chunk_bytes.push_back(chunk.bytes);
+    if (!s.labels_known && replica.has_value()) {
+      s.labels_known = true;
+      s.stage = chunk.stage;
+      s.replica = *replica;
+    }
+    if (!s.ttfp_done && s.labels_known && chunk.request_arrival_ts > 0) {
+      s.ttfp_done = true;
+      observe_ttfp = true;
+      stage = s.stage;
+      replica_id = s.replica;
+      ttfp = std::max(s.first_pcm_wall_ts - chunk.request_arrival_ts, 0.0);
+    }
+  }
+  if (observe_ttfp) ObserveTtfp(*SlotFor(stage, replica_id), ttfp);
+  return true;
+}
+
+bool AudioMetrics::CompleteStream(std::string_view request_id, const PcmFormat& format) {
+  if (!live_) return false;
+  Stream s;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    auto it = streams_.find(request_id);
+    if (it == streams_.end()) return false;
+    s = std::move(it->second);
+    streams_.erase(it);
+  }
+  if (s.kind == StreamKind::kSpeech) IncSpeechStreamCompleted();
+  if (s.labels_known && !s.arrivals_s.empty()) {
+    Continuity(*SlotFor(s.stage, s.replica), s.arrivals_s, s.chunk_bytes, format, threshold_s_);
+  }
+  return true;
+}
+
+bool AudioMetrics::AbortStream(std::string_view request_id, std::string_view reason) {
+  if (!live_) return false;
+  StreamKind kind;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    auto it = streams_.find(request_id);
+    if (it == streams_.end()) return false;
+    kind = it->second.kind;
+    streams_.erase(it);
+  }
+  if (kind == StreamKind::kSpeech) IncSpeechStreamAborted(reason);
+  return true;
+}
+
+size_t AudioMetrics::open_streams() const {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  return streams_.size();
+}
+
+}  // namespace modelmetrics::pipeline
