@@ -1,0 +1,600 @@
+// The pipeline observe layer. See omni_metrics.h for the contract.
+#include "pipeline/omni_metrics.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+
+namespace modelmetrics::pipeline {
+namespace {
+
+double SystemNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The catalog Guard column: false when the value is dropped; clamps in place.
+bool ApplyGuard(Guard guard, double& value) {
+  if (std::isnan(value)) return false;
+  switch (guard) {
+    case Guard::kNone:
+      return true;
+    case Guard::kSkipNonPositive:
+      return value > 0;
+    case Guard::kSkipNegative:
+      return value >= 0;
+    case Guard::kClampNegative:
+      value = std::max(value, 0.0);
+      return true;
+  }
+  return true;
+}
+
+bool InGroups(Group group) {
+  return group == Group::kPipeline || group == Group::kImage || group == Group::kDiffusion ||
+         group == Group::kTransfer;
+}
+
+}  // namespace
+
+std::string_view NormalizeFailureReason(std::optional<std::string_view> reason) {
+  if (reason.has_value()) {
+    for (std::string_view known : kFailureReasons) {
+      if (*reason == known) return known;
+    }
+  }
+  return kUnknownReason;
+}
+
+std::string_view FinishedReasonOrDefault(std::optional<std::string_view> reason) {
+  return reason.has_value() && !reason->empty() ? *reason : kDefaultFinishedReason;
+}
+
+std::string_view ConnectorTypeOrUnknown(std::optional<std::string_view> type) {
+  return type.has_value() && !type->empty() ? *type : kUnknownConnectorType;
+}
+
+std::optional<double> ExtractQueueWaitS(const Timings* pipeline_timings,
+                                        const Timings* diffusion_metrics) {
+  std::optional<double> result;
+  if (pipeline_timings != nullptr) {
+    if (auto it = pipeline_timings->find("queue_wait_ms"); it != pipeline_timings->end()) {
+      result = it->second / 1000.0;
+    }
+  }
+  if (diffusion_metrics != nullptr) {
+    if (auto it = diffusion_metrics->find("scheduler_queue_wait_s");
+        it != diffusion_metrics->end()) {
+      result = result.value_or(0.0) + it->second;
+    }
+  }
+  return result;
+}
+
+// ---- KvWaitTimers ----
+
+void KvWaitTimers::Start(std::string_view request_id, double now_s) {
+  std::lock_guard lock(mu_);
+  start_.insert_or_assign(std::string(request_id), now_s);
+}
+
+std::optional<double> KvWaitTimers::Extract(std::string_view request_id, double now_s) {
+  std::lock_guard lock(mu_);
+  auto it = start_.find(request_id);
+  if (it == start_.end()) return std::nullopt;
+  double wait = std::max(now_s - it->second, 0.0);
+  start_.erase(it);
+  return wait;
+}
+
+void KvWaitTimers::Discard(std::span<const std::string> request_ids) {
+  std::lock_guard lock(mu_);
+  for (const std::string& id : request_ids) start_.erase(id);
+}
+
+size_t KvWaitTimers::size() const {
+  std::lock_guard lock(mu_);
+  return start_.size();
+}
+
+bool KvWaitTimers::contains(std::string_view request_id) const {
+  std::lock_guard lock(mu_);
+  return start_.find(request_id) != start_.end();
+}
+
+// ---- OmniMetrics ----
+
+template <typename T>
+class OmniMetrics::LazySlots {
+ public:
+  explicit LazySlots(size_t n) : slots_(std::make_unique<Slot[]>(n)), size_(n) {}
+  size_t size() const { return size_; }
+  template <typename Make>
+  T Get(size_t index, Make&& make) {
+    Slot& slot = slots_[index];
+    std::call_once(slot.once, [&] { slot.handle = make(); });
+    return slot.handle;
+  }
+
+ private:
+  struct Slot {
+    std::once_flag once;
+    T handle;
+  };
+  std::unique_ptr<Slot[]> slots_;
+  size_t size_;
+};
+
+OmniMetrics::OmniMetrics(Registry& registry, Options options)
+    : options_(std::move(options)),
+      enabled_(registry.enabled()),
+      aggregator_(OrchestratorAggregator::Options{
+          .num_stages = static_cast<int>(std::max<size_t>(options_.replicas_per_stage.size(), 1)),
+          .log_stats = registry.enabled(),
+          .wall_start_ts = options_.clock ? options_.clock() : SystemNow(),
+          .clock = options_.clock,
+          .emitter = nullptr,
+          .replica_resolver = options_.replica_resolver,
+          .sink = options_.log_sink}) {
+  aggregator_.SetEmitter(this);
+
+  std::map<std::string_view, std::pair<void*, Guard>> made;
+  for (const FamilySpec& spec : OmniFamilies()) {
+    if (!InGroups(spec.group)) continue;
+    FamilyOptions fo{.name = std::string(spec.name),
+                     .help = std::string(spec.help),
+                     .labels = {spec.labels.begin(), spec.labels.end()},
+                     .buckets = {spec.buckets.begin(), spec.buckets.end()},
+                     .unit = {}};
+    void* family = nullptr;
+    switch (spec.kind) {
+      case Kind::kCounter:
+        family = registry.AddCounter(std::move(fo));
+        break;
+      case Kind::kGauge:
+        family = registry.AddGauge(std::move(fo));
+        break;
+      case Kind::kHistogram:
+        family = registry.AddHistogram(std::move(fo));
+        break;
+    }
+    made[spec.name] = {family, spec.guard};
+  }
+  auto get = [&made]<typename T>(Guarded<T>& out, std::string_view name) {
+    auto it = made.find(name);
+    if (it == made.end()) return;
+    out.family = static_cast<Family<T>*>(it->second.first);
+    out.guard = it->second.second;
+  };
+  get(running_family_, "vllm_omni:num_requests_running");
+  get(waiting_family_, "vllm_omni:num_requests_waiting");
+  get(success_family_, "vllm_omni:requests_success");
+  get(e2e_family_, "vllm_omni:e2e_request_latency_s");
+  get(prompt_family_, "vllm_omni:prompt_tokens");
+  get(generation_family_, "vllm_omni:generation_tokens");
+  get(stage_gen_time_family_, "vllm_omni:stage_gen_time_s");
+  get(queue_wait_family_, "vllm_omni:request_queue_wait_s");
+  get(stage_waiting_family_, "vllm_omni:stage_waiting_requests");
+  get(stage_in_queue_family_, "vllm_omni:stage_in_queue_s");
+  get(steps_family_, "vllm_omni:num_inference_steps");
+  get(image_count_family_, "vllm_omni:image_count");
+  get(image_pixels_family_, "vllm_omni:image_pixels");
+  get(peak_memory_family_, "vllm_omni:peak_memory_mb");
+  get(failed_family_, "vllm_omni:requests_failed");
+  get(kv_wait_family_, "vllm_omni:kv_wait_s");
+  get(diffusion_exec_family_, "vllm_omni:diffusion_exec_s");
+  get(diffusion_exec_per_step_family_, "vllm_omni:diffusion_exec_per_step_s");
+  get(diffusion_preprocess_family_, "vllm_omni:diffusion_preprocess_s");
+  get(diffusion_postprocess_family_, "vllm_omni:diffusion_postprocess_s");
+  get(vae_decode_family_, "vllm_omni:vae_decode_s");
+  get(diffusion_forward_family_, "vllm_omni:diffusion_forward_s");
+  get(diffusion_kv_load_family_, "vllm_omni:diffusion_kv_load_s");
+  get(image_ttfp_family_, "vllm_omni:image_ttfp_s");
+  get(denoise_step_family_, "vllm_omni:denoise_step_latency_s");
+  get(transfer_size_family_, "vllm_omni:transfer_size_bytes");
+  get(transfer_tx_family_, "vllm_omni:transfer_tx_s");
+  get(transfer_rx_family_, "vllm_omni:transfer_rx_s");
+  get(transfer_in_flight_family_, "vllm_omni:transfer_in_flight_s");
+
+  // Eager children (§4.11): the model_name-only families.
+  const std::string_view model = options_.model_name;
+  auto bind = [model]<typename T>(const Guarded<T>& g) {
+    return g.family != nullptr ? g.family->Bind({model}) : T();
+  };
+  running_ = bind(running_family_);
+  waiting_ = bind(waiting_family_);
+  e2e_ = bind(e2e_family_);
+  prompt_tokens_ = bind(prompt_family_);
+  generation_tokens_ = bind(generation_family_);
+  queue_wait_ = bind(queue_wait_family_);
+  steps_ = bind(steps_family_);
+  image_count_ = bind(image_count_family_);
+  image_pixels_ = bind(image_pixels_family_);
+
+  const size_t stages = options_.replicas_per_stage.size();
+  for (int n : options_.replicas_per_stage) stage_replica_slots_ += static_cast<size_t>(n);
+  stage_waiting_slots_ = std::make_unique<LazySlots<Gauge>>(stages);
+  stage_in_queue_slots_ = std::make_unique<LazySlots<Histogram>>(stages);
+  peak_memory_slots_ = std::make_unique<LazySlots<Gauge>>(stages);
+  for (auto* slots :
+       {&exec_slots_, &exec_per_step_slots_, &preprocess_slots_, &postprocess_slots_, &vae_slots_,
+        &forward_slots_, &kv_load_slots_, &image_ttfp_slots_, &denoise_slots_}) {
+    *slots = std::make_unique<LazySlots<Histogram>>(stage_replica_slots_);
+  }
+}
+
+OmniMetrics::~OmniMetrics() { aggregator_.SetEmitter(nullptr); }
+
+double OmniMetrics::Now() const { return options_.clock ? options_.clock() : SystemNow(); }
+
+template <typename T>
+T OmniMetrics::StageChild(Family<T>* family, LazySlots<T>* slots, int stage) {
+  if (family == nullptr) return T();
+  auto make = [&] {
+    std::string s = std::to_string(stage);
+    return family->Labels({options_.model_name, s});
+  };
+  if (stage >= 0 && static_cast<size_t>(stage) < slots->size()) return slots->Get(stage, make);
+  return make();
+}
+
+void OmniMetrics::ObserveStageReplica(const Guarded<Histogram>& g, LazySlots<Histogram>* slots,
+                                      int stage, int replica, double seconds) {
+  if (!enabled_ || g.family == nullptr || !ApplyGuard(g.guard, seconds)) return;
+  auto make = [&] {
+    std::string s = std::to_string(stage);
+    std::string r = std::to_string(replica);
+    return g.family->Labels({options_.model_name, s, r});
+  };
+  const auto& layout = options_.replicas_per_stage;
+  if (stage >= 0 && static_cast<size_t>(stage) < layout.size() && replica >= 0 &&
+      replica < layout[stage]) {
+    size_t index = static_cast<size_t>(replica);
+    for (int i = 0; i < stage; ++i) index += static_cast<size_t>(layout[i]);
+    slots->Get(index, make).Observe(seconds);
+    return;
+  }
+  make().Observe(seconds);
+}
+
+void OmniMetrics::ObserveEdge(const Guarded<Histogram>& g, const TransferEdge& edge, double value) {
+  if (!enabled_ || g.family == nullptr || !ApplyGuard(g.guard, value)) return;
+  std::string fs = std::to_string(edge.from_stage);
+  std::string fr = std::to_string(edge.from_replica);
+  std::string ts = std::to_string(edge.to_stage);
+  std::string tr = std::to_string(edge.to_replica);
+  g.family->Labels({options_.model_name, fs, fr, ts, tr}).Observe(value);
+}
+
+// ---- Pipeline families ----
+
+void OmniMetrics::RequestSucceeded(double e2e_s, std::string_view finished_reason) {
+  if (!enabled_ || success_family_.family == nullptr) return;
+  success_family_.family->Labels({options_.model_name, FinishedReasonOrDefault(finished_reason)})
+      .Inc();
+  e2e_.Observe(e2e_s);
+}
+
+void OmniMetrics::RequestFailed() {
+  if (!enabled_ || success_family_.family == nullptr) return;
+  success_family_.family->Labels({options_.model_name, kAbortFinishedReason}).Inc();
+}
+
+void OmniMetrics::IncRequestsFailed(std::optional<std::string_view> reason) {
+  if (!enabled_ || failed_family_.family == nullptr) return;
+  failed_family_.family->Labels({options_.model_name, NormalizeFailureReason(reason)}).Inc();
+}
+
+void OmniMetrics::ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens) const {
+  // Guard kSkipNonPositive on both (counters never take negative amounts, #1477/#1478).
+  if (prompt_tokens > 0) prompt_tokens_.Add(static_cast<uint64_t>(prompt_tokens));
+  if (generation_tokens > 0) generation_tokens_.Add(static_cast<uint64_t>(generation_tokens));
+}
+
+// ---- Image / diffusion service families ----
+
+void OmniMetrics::ObserveStageGenTime(int stage, std::string_view stage_type, double seconds) {
+  const auto& g = stage_gen_time_family_;
+  if (!enabled_ || g.family == nullptr || !ApplyGuard(g.guard, seconds)) return;
+  std::string s = std::to_string(stage);
+  g.family->Labels({options_.model_name, s, stage_type}).Observe(seconds);
+}
+
+void OmniMetrics::ObserveQueueWait(double seconds) const {
+  if (ApplyGuard(queue_wait_family_.guard, seconds)) queue_wait_.Observe(seconds);
+}
+
+void OmniMetrics::SetStageWaitingRequests(int stage, double n) {
+  const auto& g = stage_waiting_family_;
+  if (!enabled_ || !ApplyGuard(g.guard, n)) return;
+  StageChild(g.family, stage_waiting_slots_.get(), stage).Set(n);
+}
+
+void OmniMetrics::ObserveStageInQueue(int stage, double seconds) {
+  const auto& g = stage_in_queue_family_;
+  if (!enabled_ || !ApplyGuard(g.guard, seconds)) return;
+  StageChild(g.family, stage_in_queue_slots_.get(), stage).Observe(seconds);
+}
+
+void OmniMetrics::ObserveNumInferenceSteps(double steps) const {
+  if (ApplyGuard(steps_family_.guard, steps)) steps_.Observe(steps);
+}
+
+void OmniMetrics::IncImageCount(int64_t count) const {
+  if (count > 0) image_count_.Add(static_cast<uint64_t>(count));  // kSkipNonPositive
+}
+
+void OmniMetrics::ObserveImagePixels(double pixels) const {
+  if (ApplyGuard(image_pixels_family_.guard, pixels)) image_pixels_.Observe(pixels);
+}
+
+void OmniMetrics::SetPeakMemory(int stage, double mb) {
+  const auto& g = peak_memory_family_;
+  if (!enabled_ || !ApplyGuard(g.guard, mb)) return;
+  StageChild(g.family, peak_memory_slots_.get(), stage).Set(mb);
+}
+
+void OmniMetrics::ObserveKvWait(std::optional<std::string_view> connector_type, double seconds) {
+  const auto& g = kv_wait_family_;
+  if (!enabled_ || g.family == nullptr || !ApplyGuard(g.guard, seconds)) return;
+  g.family->Labels({options_.model_name, ConnectorTypeOrUnknown(connector_type)}).Observe(seconds);
+}
+
+// ---- Diffusion breakdown ----
+
+void OmniMetrics::ObserveDiffusionExec(int stage, int replica, double seconds) {
+  ObserveStageReplica(diffusion_exec_family_, exec_slots_.get(), stage, replica, seconds);
+}
+void OmniMetrics::ObserveDiffusionExecPerStep(int stage, int replica, double seconds) {
+  ObserveStageReplica(diffusion_exec_per_step_family_, exec_per_step_slots_.get(), stage, replica,
+                      seconds);
+}
+void OmniMetrics::ObserveDiffusionPreprocess(int stage, int replica, double seconds) {
+  ObserveStageReplica(diffusion_preprocess_family_, preprocess_slots_.get(), stage, replica,
+                      seconds);
+}
+void OmniMetrics::ObserveDiffusionPostprocess(int stage, int replica, double seconds) {
+  ObserveStageReplica(diffusion_postprocess_family_, postprocess_slots_.get(), stage, replica,
+                      seconds);
+}
+void OmniMetrics::ObserveVaeDecode(int stage, int replica, double seconds) {
+  ObserveStageReplica(vae_decode_family_, vae_slots_.get(), stage, replica, seconds);
+}
+void OmniMetrics::ObserveDiffusionForward(int stage, int replica, double seconds) {
+  ObserveStageReplica(diffusion_forward_family_, forward_slots_.get(), stage, replica, seconds);
+}
+void OmniMetrics::ObserveDiffusionKvLoad(int stage, int replica, double seconds) {
+  ObserveStageReplica(diffusion_kv_load_family_, kv_load_slots_.get(), stage, replica, seconds);
+}
+void OmniMetrics::ObserveImageTtfp(int stage, int replica, double seconds) {
+  ObserveStageReplica(image_ttfp_family_, image_ttfp_slots_.get(), stage, replica, seconds);
+}
+void OmniMetrics::ObserveDenoiseStepLatency(int stage, int replica, double seconds) {
+  ObserveStageReplica(denoise_step_family_, denoise_slots_.get(), stage, replica, seconds);
+}
+
+void OmniMetrics::ObserveDiffusionFinalize(const StageRequestStats& stats) {
+  if (!stats.replica_id.has_value() || !stats.diffusion_metrics.has_value() ||
+      stats.diffusion_metrics->empty()) {
+    return;
+  }
+  const Timings& dm = *stats.diffusion_metrics;
+  const int stage = stats.stage_id;
+  const int replica = *stats.replica_id;
+  auto get = [&dm](std::string_view key) -> std::optional<double> {
+    auto it = dm.find(key);
+    return it == dm.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  int64_t steps = stats.num_inference_steps;
+  if (steps == 0) steps = static_cast<int64_t>(get("num_inference_steps").value_or(0));
+  if (auto exec = get("diffusion_engine_exec_time_s")) {
+    ObserveDiffusionExec(stage, replica, *exec);
+    if (steps > 0) ObserveDiffusionExecPerStep(stage, replica, *exec / steps);
+  }
+  if (auto pre = get("preprocess_time_s")) ObserveDiffusionPreprocess(stage, replica, *pre);
+  if (auto post = get("postprocess_time_s")) ObserveDiffusionPostprocess(stage, replica, *post);
+  if (auto vae = get("vae_decode_time_s")) ObserveVaeDecode(stage, replica, *vae);
+  if (auto forward = get("forward_time_s")) {
+    ObserveDiffusionForward(stage, replica, *forward);
+    if (steps > 0 && stats.output_unit_type == "image") {
+      ObserveDenoiseStepLatency(stage, replica, *forward / steps);
+    }
+  }
+  if (auto kv = get("kv_recv_time_s")) ObserveDiffusionKvLoad(stage, replica, *kv);
+}
+
+// ---- Transfer ----
+
+void OmniMetrics::ObserveTransferSize(const TransferEdge& edge, double bytes) {
+  ObserveEdge(transfer_size_family_, edge, bytes);
+}
+void OmniMetrics::ObserveTransferTxTime(const TransferEdge& edge, double seconds) {
+  ObserveEdge(transfer_tx_family_, edge, seconds);
+}
+void OmniMetrics::ObserveTransferRxTime(const TransferEdge& edge, double seconds) {
+  ObserveEdge(transfer_rx_family_, edge, seconds);
+}
+void OmniMetrics::ObserveTransferInFlightTime(const TransferEdge& edge, double seconds) {
+  ObserveEdge(transfer_in_flight_family_, edge, seconds);
+}
+
+// ---- Orchestrator / entrypoint events ----
+
+void OmniMetrics::OnRequestAdded(std::string_view request_id) {
+  std::lock_guard lock(mu_);
+  RequestState& state = requests_[std::string(request_id)];
+  state.start_ts = Now();
+  PublishRequestGaugesLocked(requests_.size());
+}
+
+void OmniMetrics::OnRequestDispatched(std::string_view request_id) {
+  std::lock_guard lock(mu_);
+  auto it = requests_.find(request_id);
+  if (it == requests_.end() || it->second.dispatched) return;
+  it->second.dispatched = true;
+  ++running_counter_;
+  PublishRequestGaugesLocked(requests_.size());
+}
+
+void OmniMetrics::OnStageSubmitted(int stage_id) { aggregator_.OnStageSubmit(stage_id); }
+
+StageMessageResult OmniMetrics::OnStageMessage(StageMessage message) {
+  StageMessageResult result;
+  if (!message.finished) return result;
+  std::lock_guard lock(mu_);
+  auto it = requests_.find(message.stats.request_id);
+  if (it == requests_.end()) return result;
+  RequestState& state = it->second;
+  if (!state.consumed_messages.insert(message.message_id).second) return result;  // replay
+  result.consumed = true;
+
+  const std::string& rid = message.stats.request_id;
+  aggregator_.AccumulateDiffusionMetrics(message.stage_type, rid, message.engine_metrics);
+  StageRequestStats stats = aggregator_.OnStageMetrics(std::move(message.stats));
+  const int stage = stats.stage_id;
+  if (stage == 0) state.prompt_tokens += std::max<int64_t>(stats.num_tokens_in, 0);
+  state.generation_tokens += std::max<int64_t>(stats.num_tokens_out, 0);
+
+  if (message.peak_memory_mb > 0) SetPeakMemory(stage, message.peak_memory_mb);
+  ObserveStageGenTime(stage, message.stage_type, stats.stage_gen_time_ms / 1000.0);
+  // Workload scope: steps on diffusion stages; pixels and count on image outputs.
+  if (message.stage_type == "diffusion") {
+    ObserveNumInferenceSteps(static_cast<double>(stats.num_inference_steps));
+  }
+  const bool image = stats.output_unit_type == "image";
+  if (image) {
+    ObserveImagePixels(static_cast<double>(stats.image_pixels));
+    IncImageCount(stats.output_unit_count);
+  }
+  const Timings* dm = stats.diffusion_metrics ? &*stats.diffusion_metrics : nullptr;
+  if (dm != nullptr) {
+    if (auto q = dm->find("scheduler_queue_wait_s"); q != dm->end()) {
+      ObserveStageInQueue(stage, q->second);
+    }
+  }
+  if (image && stats.replica_id.has_value()) {
+    ObserveImageTtfp(stage, *stats.replica_id, stats.image_time_to_first_output_ms / 1000.0);
+  }
+  std::optional<double> queue_wait_s = ExtractQueueWaitS(&stats.pipeline_timings, dm);
+  if (queue_wait_s.has_value()) result.queue_wait_ms = *queue_wait_s * 1000.0;
+
+  if (message.final_stage && !state.e2e_done) {
+    FinalizeLocked(state, stats, queue_wait_s);
+    result.finalized = true;
+  }
+  return result;
+}
+
+void OmniMetrics::FinalizeLocked(RequestState& state, const StageRequestStats& stats,
+                                 std::optional<double> queue_wait_s) {
+  aggregator_.OnFinalizeRequest(stats.stage_id, stats.request_id, state.start_ts);
+  state.e2e_done = true;
+  std::optional<std::string_view> reason;
+  if (stats.finish_reason.has_value()) reason = *stats.finish_reason;
+  RequestSucceeded(Now() - state.start_ts, FinishedReasonOrDefault(reason));
+  ObserveTokens(state.prompt_tokens, state.generation_tokens);
+  if (queue_wait_s.has_value()) ObserveQueueWait(*queue_wait_s);
+  ObserveDiffusionFinalize(stats);
+  if (options_.on_finalize && stats.replica_id.has_value()) options_.on_finalize(stats);
+  PublishRequestGaugesLocked(requests_.size() - 1);
+}
+
+void OmniMetrics::RecordFailureLocked(RequestState& state, std::optional<std::string_view> reason) {
+  if (state.e2e_done || state.failure_recorded) return;
+  state.failure_recorded = true;
+  RequestFailed();
+  IncRequestsFailed(NormalizeFailureReason(reason));
+}
+
+void OmniMetrics::OnRequestFailure(std::string_view request_id,
+                                   std::optional<std::string_view> reason) {
+  std::lock_guard lock(mu_);
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  RecordFailureLocked(it->second, reason);
+}
+
+void OmniMetrics::OnRequestCleanup(std::string_view request_id,
+                                   std::optional<std::string_view> reason) {
+  std::lock_guard lock(mu_);
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  RecordFailureLocked(it->second, reason);
+  if (it->second.dispatched) running_counter_ = std::max<int64_t>(running_counter_ - 1, 0);
+  requests_.erase(it);
+  PublishRequestGaugesLocked(requests_.size());
+}
+
+void OmniMetrics::PublishRequestGaugesLocked(size_t total_size) {
+  const auto total = static_cast<int64_t>(total_size);
+  const int64_t dispatched = running_counter_;
+  const int64_t w = std::clamp<int64_t>(engines_waiting_, 0, std::max<int64_t>(dispatched, 0));
+  SetRunning(static_cast<double>(std::max<int64_t>(0, dispatched - w)));
+  SetWaiting(static_cast<double>(std::max<int64_t>(0, total - dispatched) + w));
+}
+
+void OmniMetrics::PublishStageWaitingLocked(int stage) {
+  int64_t sum = 0;
+  engines_waiting_ = 0;
+  for (const auto& [key, n] : waiting_snapshots_) {
+    if (key.first == stage) sum += n;
+    engines_waiting_ += n;
+  }
+  SetStageWaitingRequests(stage, static_cast<double>(sum));
+}
+
+void OmniMetrics::OnWaitingSnapshot(int stage, int replica, int64_t num_waiting) {
+  std::lock_guard lock(mu_);
+  waiting_snapshots_[{stage, replica}] = std::max<int64_t>(num_waiting, 0);
+  PublishStageWaitingLocked(stage);
+  PublishRequestGaugesLocked(requests_.size());
+}
+
+void OmniMetrics::OnReplicaDead(int stage, int replica) {
+  std::lock_guard lock(mu_);
+  if (waiting_snapshots_.erase({stage, replica}) == 0) return;
+  PublishStageWaitingLocked(stage);
+  PublishRequestGaugesLocked(requests_.size());
+}
+
+void OmniMetrics::OnKvWaitStart(std::string_view request_id, double now_s) {
+  kv_wait_.Start(request_id, now_s);
+}
+
+std::optional<double> OmniMetrics::OnKvWaitExtracted(std::string_view request_id,
+                                                     std::optional<std::string_view> connector_type,
+                                                     double now_s) {
+  std::optional<double> wait = kv_wait_.Extract(request_id, now_s);
+  if (wait.has_value()) ObserveKvWait(connector_type, *wait);
+  return wait;
+}
+
+void OmniMetrics::OnKvWaitDiscard(std::span<const std::string> request_ids) {
+  kv_wait_.Discard(request_ids);
+}
+
+void OmniMetrics::OnForward(int from_stage, int to_stage, std::string_view request_id,
+                            int64_t size_bytes, double tx_ms, bool used_shm) {
+  aggregator_.OnForward(from_stage, to_stage, request_id, size_bytes, tx_ms, used_shm);
+}
+
+// ---- Introspection ----
+
+size_t OmniMetrics::num_request_states() const {
+  std::lock_guard lock(mu_);
+  return requests_.size();
+}
+
+int64_t OmniMetrics::running_counter() const {
+  std::lock_guard lock(mu_);
+  return running_counter_;
+}
+
+std::optional<int64_t> OmniMetrics::waiting_snapshot(int stage, int replica) const {
+  std::lock_guard lock(mu_);
+  auto it = waiting_snapshots_.find({stage, replica});
+  if (it == waiting_snapshots_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace modelmetrics::pipeline

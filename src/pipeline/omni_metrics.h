@@ -1,0 +1,297 @@
+// The observe layer of the pipeline-level `vllm_omni:*` families: pipeline (§3.1 first part),
+// image/diffusion service (§3.1 second part), diffusion execution breakdown (§3.3) and
+// cross-stage transfer (§3.4) of shared/spec/reference/pipeline-metrics-behaviour.md, plus the
+// orchestrator-side request lifecycle that feeds them and the log path (stats_tables.h).
+//
+// Contract.
+// - The constructor registers the catalog families of those four groups (catalog.h) with the
+//   Registry and binds the eager children for its model (§4.11). Lazy children appear on the
+//   first observation that passes the family's guard. One OmniMetrics per Registry (the
+//   families are registered once; a second instance on the same registry gets inert handles).
+// - Gating (§4.8): a disabled Registry (`--log-stats` off) gives inert handles, so eager children
+//   render zeros, lazy ones never appear, and the log tables are empty. Transfer families are
+//   gated too (a deliberate difference: upstream's transfer class has no gate).
+// - The Observe*/Set*/Inc* methods are upstream's observe functions, one per family, each with
+//   its catalog Guard. The On* methods are the orchestrator/entrypoint events: request
+//   lifecycle (§4.6, §4.7, §4.15), finished stage messages (§4.17, consumed once per message
+//   id), waiting snapshots and dead replicas (§4.15), kv-wait timers (§4.16) and forwards
+//   (§4.13). "Missing" is std::nullopt or an absent Timings key; a present 0 is observed where
+//   the reference says so (§4.14).
+// - Times: durations in seconds unless the name says _ms; timestamps come from Options::clock
+//   (wall seconds, upstream's time.time()).
+//
+// Thread-safety: every method may be called from any thread. Request state, snapshots and
+// kv-wait timers are under one mutex; observations go to lock-free handles (eager and
+// per-(stage, replica) children are cached; reason-, connector- and edge-keyed lazy children go
+// through Family::Labels).
+#ifndef MODELMETRICS_PIPELINE_OMNI_METRICS_H_
+#define MODELMETRICS_PIPELINE_OMNI_METRICS_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "modelmetrics/metrics.h"
+#include "pipeline/catalog.h"
+#include "pipeline/stats_tables.h"
+
+namespace modelmetrics::pipeline {
+
+// §4.6: the reason if it is one of kFailureReasons, else "unknown" (also for nullopt and "").
+std::string_view NormalizeFailureReason(std::optional<std::string_view> reason);
+// §4.7: outputs[0].finish_reason when present and non-empty, else "stop".
+std::string_view FinishedReasonOrDefault(std::optional<std::string_view> reason);
+// §4.16: the connector config's type when non-empty, else "unknown".
+std::string_view ConnectorTypeOrUnknown(std::optional<std::string_view> type);
+// §4.17 extract_queue_wait_s: queue_wait_ms/1000 (when the key exists) plus the diffusion
+// scheduler_queue_wait_s (when present); nullopt when neither exists.
+std::optional<double> ExtractQueueWaitS(const Timings* pipeline_timings,
+                                        const Timings* diffusion_metrics);
+
+// §4.16: the AR scheduler's kv-wait start timestamps (monotonic seconds).
+class KvWaitTimers {
+ public:
+  void Start(std::string_view request_id, double now_s);
+  // Pops the start and returns max(now - start, 0); nullopt (and nothing popped) without one.
+  std::optional<double> Extract(std::string_view request_id, double now_s);
+  // finish_requests (abort, error, removal): drops exactly these ids' starts; idempotent.
+  void Discard(std::span<const std::string> request_ids);
+  size_t size() const;
+  bool contains(std::string_view request_id) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, double, std::less<>> start_;
+};
+
+// A finished (or streamed) stage output as the entrypoint sees it (§4.17).
+struct StageMessage {
+  uint64_t message_id = 0;  // identity of the message; a replay carries the same id
+  std::string stage_type;   // "llm", "diffusion", ...
+  bool finished = true;
+  bool final_stage = false;   // stage_id == the request's final stage for e2e
+  double peak_memory_mb = 0;  // engine_outputs.peak_memory_mb
+  Timings engine_metrics;     // engine_outputs[0].metrics (diffusion: *_ms keys)
+  StageRequestStats stats;    // request_id, stage_id, replica_id, tokens, units, timings, ...
+};
+
+struct StageMessageResult {
+  bool consumed = false;                // false for a replay or an unknown request
+  bool finalized = false;               // this message completed the request (success path)
+  std::optional<double> queue_wait_ms;  // stage_durations["queue_wait_ms"] for the client
+};
+
+class OmniMetrics final : public TransferEmitter {
+ public:
+  struct Options {
+    std::string model_name;
+    std::vector<int> replicas_per_stage;  // stage layout: stage i has replicas_per_stage[i]
+    std::function<double()> clock;        // wall seconds; default: system clock
+    ReplicaResolver replica_resolver;     // stage pools' sticky binding (§4.13)
+    std::ostream* log_sink = nullptr;     // where BuildAndLogSummary writes
+    // Runs at request finalize after the diffusion breakdown, when the final stage has a
+    // replica (the audio finalize, §4.3). Called with the internal mutex held: it must not call
+    // back into this OmniMetrics.
+    std::function<void(const StageRequestStats&)> on_finalize;
+  };
+
+  OmniMetrics(Registry& registry, Options options);
+  ~OmniMetrics() override;
+  OmniMetrics(const OmniMetrics&) = delete;
+  OmniMetrics& operator=(const OmniMetrics&) = delete;
+
+  bool log_stats() const { return enabled_; }
+  const std::string& model_name() const { return options_.model_name; }
+
+  // ---- Pipeline families (§3.1) ----
+  void SetRunning(double n) const { running_.Set(n); }
+  void SetWaiting(double n) const { waiting_.Set(n); }
+  // requests_success_total{finished_reason} (default "stop") and e2e latency.
+  void RequestSucceeded(double e2e_s, std::string_view finished_reason = "stop");
+  // requests_success_total{finished_reason="abort"}; no e2e observation.
+  void RequestFailed();
+  // requests_failed_total{reason}, normalised (§4.6).
+  void IncRequestsFailed(std::optional<std::string_view> reason);
+  void ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens) const;
+
+  // ---- Image / diffusion service families (§3.1) ----
+  void ObserveStageGenTime(int stage, std::string_view stage_type, double seconds);
+  void ObserveQueueWait(double seconds) const;
+  void SetStageWaitingRequests(int stage, double n);
+  void ObserveStageInQueue(int stage, double seconds);
+  void ObserveNumInferenceSteps(double steps) const;
+  void IncImageCount(int64_t count) const;
+  void ObserveImagePixels(double pixels) const;
+  void SetPeakMemory(int stage, double mb);
+  void ObserveKvWait(std::optional<std::string_view> connector_type, double seconds);
+
+  // ---- Diffusion execution breakdown (§3.3), per (stage, replica) ----
+  void ObserveDiffusionExec(int stage, int replica, double seconds);
+  void ObserveDiffusionExecPerStep(int stage, int replica, double seconds);
+  void ObserveDiffusionPreprocess(int stage, int replica, double seconds);
+  void ObserveDiffusionPostprocess(int stage, int replica, double seconds);
+  void ObserveVaeDecode(int stage, int replica, double seconds);
+  void ObserveDiffusionForward(int stage, int replica, double seconds);
+  void ObserveDiffusionKvLoad(int stage, int replica, double seconds);
+  void ObserveImageTtfp(int stage, int replica, double seconds);
+  void ObserveDenoiseStepLatency(int stage, int replica, double seconds);
+  // §4.17 observe_diffusion_finalize: needs a non-empty stats.diffusion_metrics and a replica.
+  void ObserveDiffusionFinalize(const StageRequestStats& stats);
+
+  // ---- Cross-stage transfer (§3.4), one observation per physical hop ----
+  void ObserveTransferSize(const TransferEdge& edge, double bytes) override;
+  void ObserveTransferTxTime(const TransferEdge& edge, double seconds) override;
+  void ObserveTransferRxTime(const TransferEdge& edge, double seconds) override;
+  void ObserveTransferInFlightTime(const TransferEdge& edge, double seconds) override;
+
+  // ---- Orchestrator / entrypoint events ----
+  // A new request: its state (start time = now) and the pipeline gauges.
+  void OnRequestAdded(std::string_view request_id);
+  // Dispatch to the first stage: the orchestrator's running counter += 1.
+  void OnRequestDispatched(std::string_view request_id);
+  // A stage submit (the stage's first-input timestamp for the log tables).
+  void OnStageSubmitted(int stage_id);
+  // §4.17 per-stage emissions, once per message id; on the final stage's finished message the
+  // request finalize (§4.7: success counter, e2e, tokens, queue wait, diffusion breakdown).
+  StageMessageResult OnStageMessage(StageMessage message);
+  // §4.6 _record_request_failure_once: no-op for unknown, succeeded or already-failed requests.
+  void OnRequestFailure(std::string_view request_id, std::optional<std::string_view> reason);
+  // §4.6/§4.15 _log_summary_and_cleanup: records `reason` once if the request never succeeded,
+  // drops its state, decrements the running counter (clamped) and republishes the gauges.
+  void OnRequestCleanup(std::string_view request_id,
+                        std::optional<std::string_view> reason = "stage_error");
+  // §4.15 waiting snapshots: AR scheduler_stats.num_waiting_reqs, or a diffusion output's
+  // scheduler_num_waiting_reqs. Publishes the stage's sum and the pipeline gauges.
+  void OnWaitingSnapshot(int stage, int replica, int64_t num_waiting);
+  // §4.15 a dead replica: its snapshot is removed and the sums republished.
+  void OnReplicaDead(int stage, int replica);
+  // §4.16 kv-wait timers (monotonic seconds); Extracted observes kv_wait_s and returns it.
+  void OnKvWaitStart(std::string_view request_id, double now_s);
+  std::optional<double> OnKvWaitExtracted(std::string_view request_id,
+                                          std::optional<std::string_view> connector_type,
+                                          double now_s);
+  void OnKvWaitDiscard(std::span<const std::string> request_ids);
+  // §4.13 a forward between stages: the TX record and emit (size observed only when known).
+  void OnForward(int from_stage, int to_stage, std::string_view request_id, int64_t size_bytes,
+                 double tx_ms, bool used_shm);
+
+  // §5: the log tables ("" when stats are off).
+  std::string BuildAndLogSummary() { return aggregator_.BuildAndLogSummary(); }
+  OrchestratorAggregator& aggregator() { return aggregator_; }
+
+  // Introspection for tests.
+  size_t num_request_states() const;
+  int64_t running_counter() const;
+  std::optional<int64_t> waiting_snapshot(int stage, int replica) const;
+  const KvWaitTimers& kv_wait_timers() const { return kv_wait_; }
+
+ private:
+  struct RequestState {
+    double start_ts = 0;
+    bool e2e_done = false;
+    bool failure_recorded = false;
+    std::set<uint64_t> consumed_messages;
+    int64_t prompt_tokens = 0;
+    int64_t generation_tokens = 0;
+    bool dispatched = false;
+  };
+  // A handle per index, created on first use (thread-safe).
+  template <typename T>
+  class LazySlots;
+
+  template <typename T>
+  struct Guarded;
+  template <typename T>
+  T StageChild(Family<T>* family, LazySlots<T>* slots, int stage);
+  void ObserveStageReplica(const Guarded<Histogram>& family, LazySlots<Histogram>* slots, int stage,
+                           int replica, double seconds);
+  void ObserveEdge(const Guarded<Histogram>& family, const TransferEdge& edge, double value);
+  void PublishRequestGaugesLocked(size_t total);
+  void PublishStageWaitingLocked(int stage);
+  void FinalizeLocked(RequestState& state, const StageRequestStats& stats,
+                      std::optional<double> queue_wait_s);
+  void RecordFailureLocked(RequestState& state, std::optional<std::string_view> reason);
+  double Now() const;
+
+  Options options_;
+  bool enabled_;
+  size_t stage_replica_slots_ = 0;
+
+  // A family with its catalog guard (family nullptr when registration failed).
+  template <typename T>
+  struct Guarded {
+    Family<T>* family = nullptr;
+    Guard guard = Guard::kNone;
+  };
+
+  Guarded<Gauge> running_family_;
+  Guarded<Gauge> waiting_family_;
+  Guarded<Counter> success_family_;
+  Guarded<Histogram> e2e_family_;
+  Guarded<Counter> prompt_family_;
+  Guarded<Counter> generation_family_;
+  Guarded<Histogram> stage_gen_time_family_;
+  Guarded<Histogram> queue_wait_family_;
+  Guarded<Gauge> stage_waiting_family_;
+  Guarded<Histogram> stage_in_queue_family_;
+  Guarded<Histogram> steps_family_;
+  Guarded<Counter> image_count_family_;
+  Guarded<Histogram> image_pixels_family_;
+  Guarded<Gauge> peak_memory_family_;
+  Guarded<Counter> failed_family_;
+  Guarded<Histogram> kv_wait_family_;
+  Guarded<Histogram> diffusion_exec_family_;
+  Guarded<Histogram> diffusion_exec_per_step_family_;
+  Guarded<Histogram> diffusion_preprocess_family_;
+  Guarded<Histogram> diffusion_postprocess_family_;
+  Guarded<Histogram> vae_decode_family_;
+  Guarded<Histogram> diffusion_forward_family_;
+  Guarded<Histogram> diffusion_kv_load_family_;
+  Guarded<Histogram> image_ttfp_family_;
+  Guarded<Histogram> denoise_step_family_;
+  Guarded<Histogram> transfer_size_family_;
+  Guarded<Histogram> transfer_tx_family_;
+  Guarded<Histogram> transfer_rx_family_;
+  Guarded<Histogram> transfer_in_flight_family_;
+
+  // Eager handles (§4.11).
+  Gauge running_;
+  Gauge waiting_;
+  Histogram e2e_;
+  Counter prompt_tokens_;
+  Counter generation_tokens_;
+  Histogram queue_wait_;
+  Histogram steps_;
+  Counter image_count_;
+  Histogram image_pixels_;
+
+  // Lazy per-stage / per-(stage, replica) handle caches.
+  std::unique_ptr<LazySlots<Gauge>> stage_waiting_slots_;
+  std::unique_ptr<LazySlots<Histogram>> stage_in_queue_slots_;
+  std::unique_ptr<LazySlots<Gauge>> peak_memory_slots_;
+  std::unique_ptr<LazySlots<Histogram>> exec_slots_, exec_per_step_slots_, preprocess_slots_,
+      postprocess_slots_, vae_slots_, forward_slots_, kv_load_slots_, image_ttfp_slots_,
+      denoise_slots_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, RequestState, std::less<>> requests_;
+  std::map<std::pair<int, int>, int64_t> waiting_snapshots_;
+  int64_t running_counter_ = 0;
+  int64_t engines_waiting_ = 0;
+  KvWaitTimers kv_wait_;
+  OrchestratorAggregator aggregator_;
+};
+
+}  // namespace modelmetrics::pipeline
+
+#endif  // MODELMETRICS_PIPELINE_OMNI_METRICS_H_
