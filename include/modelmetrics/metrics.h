@@ -27,6 +27,7 @@
 #ifndef MODELMETRICS_METRICS_H_
 #define MODELMETRICS_METRICS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -219,6 +220,8 @@ class Registry {
 
   // The whole exposition: families in registration order, then collectors.
   std::string Render(Format format) const;
+  // Appends the exposition to `*out`; a caller that keeps `out` between scrapes reuses its memory.
+  void Render(Format format, std::string* out) const;
   void Render(ExpositionWriter& writer) const;
 
  private:
@@ -227,6 +230,7 @@ class Registry {
   struct State;
   RegistryOptions options_;
   std::unique_ptr<State> state_;
+  mutable std::atomic<size_t> last_render_bytes_{0};  // sizing hint for the next render
 };
 
 }  // namespace modelmetrics

@@ -57,6 +57,14 @@ void AppendDouble(std::string* out, double value) {
     out->append(value > 0 ? "+Inf" : "-Inf");
     return;
   }
+  // Integers below 1e6 (counts, the common case) print as themselves.
+  if (value == std::trunc(value) && std::fabs(value) < 1e6 &&
+      !(value == 0 && std::signbit(value))) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(value));
+    out->append(buf, r.ptr);
+    return;
+  }
   // Go's strconv 'g' with the shortest precision: exponent form when the decimal exponent is
   // below -4 or at least 6 (the digits are std::to_chars' shortest round-trip digits either way).
   char buf[40];
@@ -73,6 +81,14 @@ void AppendDouble(std::string* out, double value) {
 }
 
 void AppendCanonicalDouble(std::string* out, double value) {
+  if (value == std::trunc(value) && std::fabs(value) < 1e6 &&
+      !(value == 0 && std::signbit(value))) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(value));
+    out->append(buf, r.ptr);
+    out->append(".0");
+    return;
+  }
   const size_t start = out->size();
   AppendDouble(out, value);
   if (!std::isfinite(value)) return;

@@ -66,7 +66,9 @@ double Counter::Value() const {
   if (series_ == nullptr) return 0;
   uint64_t count = 0;
   double fraction = 0;
-  for (const auto& shard : series_->shards) {
+  const int slots = metrics_internal::SlotsInUse();
+  for (int i = 0; i < slots; ++i) {
+    const auto& shard = series_->shards[i];
     count += shard.count.load(std::memory_order_relaxed);
     fraction += BitsToDouble(shard.fraction_bits.load(std::memory_order_relaxed));
   }
@@ -103,7 +105,8 @@ Histogram::Snapshot Histogram::Read() const {
   const size_t n = series_->buckets;
   snap.buckets.assign(n, 0);
   std::vector<uint64_t> copy(n);
-  for (int slot = 0; slot < kSlots; ++slot) {
+  const int slots = metrics_internal::SlotsInUse();
+  for (int slot = 0; slot < slots; ++slot) {
     const std::atomic<uint64_t>* shard = series_->shard(slot);
     double sum;
     for (int attempt = 0;; ++attempt) {

@@ -318,12 +318,20 @@ void Registry::Render(ExpositionWriter& writer) const {
   for (const auto& collector : collectors) collector(writer);
 }
 
-std::string Registry::Render(Format format) const {
-  std::string out;
-  out.reserve(64 * 1024);
-  ExpositionWriter writer(&out, format, FloatStyle::kPython);
+void Registry::Render(Format format, std::string* out) const {
+  // One allocation per scrape: reserve what the last render needed, plus room to grow.
+  const size_t hint = last_render_bytes_.load(std::memory_order_relaxed);
+  out->reserve(out->size() + hint + hint / 8 + 4096);
+  const size_t start = out->size();
+  ExpositionWriter writer(out, format, FloatStyle::kPython);
   Render(writer);
   writer.Finish();
+  last_render_bytes_.store(out->size() - start, std::memory_order_relaxed);
+}
+
+std::string Registry::Render(Format format) const {
+  std::string out;
+  Render(format, &out);
   return out;
 }
 

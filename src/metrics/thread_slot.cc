@@ -1,5 +1,6 @@
 #include "metrics/thread_slot.h"
 
+#include <atomic>
 #include <bitset>
 #include <mutex>
 
@@ -30,7 +31,11 @@ struct SlotReleaser {
   }
 };
 
+std::atomic<int> g_slots_in_use{0};
+
 }  // namespace
+
+int SlotsInUse() { return g_slots_in_use.load(std::memory_order_acquire); }
 
 int AcquireThreadSlot() {
   thread_local SlotReleaser releaser;  // constructed here, destroyed at thread exit
@@ -45,6 +50,10 @@ int AcquireThreadSlot() {
     }
   }
   tls_thread_slot = slot;
+  // Raised before the slot's first write, so a reader that sees the write also sees the mark.
+  if (slot + 1 > g_slots_in_use.load(std::memory_order_relaxed)) {
+    g_slots_in_use.store(slot + 1, std::memory_order_release);
+  }
   return slot;
 }
 

@@ -18,6 +18,11 @@ inline constexpr int kOwnedSlots = kSlots - 1;
 
 int AcquireThreadSlot();  // slow path: assigns the calling thread's slot
 
+// One past the highest slot ever handed out (owned slots are taken lowest-first, and the shared
+// slot counts as kSlots). Shards at or above it were never written, so readers skip them: a
+// process with few threads reads a few shards per series, not kSlots.
+int SlotsInUse();
+
 // Constant-initialised, so reading it needs no TLS guard.
 inline thread_local int tls_thread_slot = -1;
 
