@@ -202,9 +202,11 @@ class Registry {
 
   bool enabled() const { return options_.enabled; }
 
-  // Register a family. Returns nullptr (and sets *error) when the name is invalid, already taken,
-  // or its rendered sample names would collide with another family's; the buckets are not
-  // strictly increasing finite values; or the label names are invalid or repeated.
+  // Register a family. Registering an identical definition (name, type, help, labels, buckets,
+  // unit) again returns the existing family, so several owners can share it. Returns nullptr
+  // (and sets *error) when the name is invalid, taken by a different definition, or its rendered
+  // sample names would collide with another family's; the buckets are not strictly increasing
+  // finite values; or the label names are invalid or repeated.
   Family<Counter>* AddCounter(FamilyOptions options, std::string* error = nullptr);
   Family<Gauge>* AddGauge(FamilyOptions options, std::string* error = nullptr);
   Family<Histogram>* AddHistogram(FamilyOptions options, std::string* error = nullptr);

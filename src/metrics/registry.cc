@@ -260,6 +260,15 @@ F* Registry::Add(FamilyOptions options, MetricType type, std::string* error) {
   std::vector<std::string> names = metrics_internal::SampleNames(options, type);
   names.push_back(options.name);
   std::lock_guard<std::mutex> lock(state_->mu);
+  // Registering an identical family again returns the existing one, so several owners (e.g. two
+  // models' observe layers) share it; any other overlap is a collision.
+  for (const auto& existing : state_->families) {
+    const FamilyOptions& o = existing->options();
+    if (o.name == options.name && existing->type() == type && o.help == options.help &&
+        o.labels == options.labels && o.buckets == options.buckets && o.unit == options.unit) {
+      return static_cast<F*>(existing.get());
+    }
+  }
   for (const std::string& n : names) {
     if (state_->reserved.count(n) != 0) return fail("name collides with a registered family");
   }

@@ -51,6 +51,9 @@
 // families of the federated names (e.g. the catalog's `vllm:*` engine families): the collector
 // cannot see them, and the exposition would carry the family twice.
 //
+// One live Federation per registry: two would both write their families (a Federation destroyed
+// earlier detaches, so a new one may take its place and share its counter families).
+//
 // Thread-safety: EngineMap is immutable after construction; RelabelEngines is a pure function
 // (the writer is the caller's). Federation's collector may run concurrently from any number of
 // threads (concurrent renders fetch independently). The Registry must outlive the Federation; the
@@ -185,9 +188,9 @@ inline constexpr std::string_view kDroppedSamplesFamily = "vllm_omni:federation_
 class Federation {
  public:
   // Registers the two counter families and the collector on `registry`. Returns nullptr (and sets
-  // *error) when a family cannot be added (e.g. a second Federation on the same registry) or the
-  // HTTP client cannot start. A disabled registry (log_stats off) gets nothing registered, as the
-  // reference then never builds its wrap: the Federation is inert and /metrics has no `vllm:*`.
+  // *error) when a family cannot be added (e.g. its names are taken by different definitions) or
+  // the HTTP client cannot start. A disabled registry (log_stats off) gets nothing registered, as
+  // the reference then never builds its wrap: the Federation is inert and /metrics has no `vllm:*`.
   static std::unique_ptr<Federation> Create(Registry& registry, FederationOptions options,
                                             std::string* error = nullptr);
   ~Federation();

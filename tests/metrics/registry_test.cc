@@ -80,11 +80,14 @@ TEST(Registry, LabelValuesAreEscaped) {
 TEST(Registry, RejectsDuplicatesCollisionsAndBadDefinitions) {
   Registry registry;
   std::string error;
-  ASSERT_NE(registry.AddCounter({.name = "x"}), nullptr);
-  EXPECT_EQ(registry.AddCounter({.name = "x"}, &error), nullptr);
+  Family<Counter>* x = registry.AddCounter({.name = "x"});
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(registry.AddCounter({.name = "x"}), x);        // identical definition: shared
+  EXPECT_EQ(registry.AddCounter({.name = "x_total"}), x);  // the same counter, spelled with _total
+  EXPECT_EQ(registry.AddCounter({.name = "x", .help = "other"}, &error), nullptr);
   EXPECT_EQ(error, "x: name collides with a registered family");
+  EXPECT_EQ(registry.AddGauge({.name = "x"}, &error), nullptr);
   EXPECT_EQ(registry.AddGauge({.name = "x_total"}, &error), nullptr);  // counter x renders it
-  EXPECT_EQ(registry.AddCounter({.name = "x_total"}, &error), nullptr);
   ASSERT_NE(registry.AddHistogram({.name = "h"}), nullptr);
   EXPECT_EQ(registry.AddGauge({.name = "h_bucket"}, &error), nullptr);
   EXPECT_EQ(registry.AddGauge({.name = "9bad"}, &error), nullptr);

@@ -808,17 +808,23 @@ TEST(AudioMetrics, SharedFamiliesServeSeveralModels) {
   Registry registry;
   AudioMetrics first(registry, "a");
   ASSERT_TRUE(first.ok());
-  AudioMetrics clash(registry, "b");  // same registry: names taken
-  EXPECT_FALSE(clash.ok());
-  EXPECT_THAT(clash.error(), HasSubstr("vllm_omni:audio_ttfp_s"));
-  clash.ObserveAudioTtfp("0", "0", 1.0);  // inert, no crash
-  AudioMetrics second(registry, first.families(), "b");
+  AudioMetrics second(registry, "b");  // same registry: the identical families are shared
   ASSERT_TRUE(second.ok());
+  AudioMetrics third(registry, first.families(), "c");  // or handed over explicitly
+  ASSERT_TRUE(third.ok());
   first.ObserveAudioFirstPacket(0, 0, 100.0, 100.5);
   second.ObserveAudioFirstPacket(0, 0, 100.0, 101.0);
+  third.ObserveAudioFirstPacket(0, 0, 100.0, 102.0);
   const std::string out = registry.Render(Format::kText);
   EXPECT_EQ(SampleValue(out, "vllm_omni:audio_ttfp_s_sum" + StageLabels("a", "0", "0")), 0.5);
   EXPECT_EQ(SampleValue(out, "vllm_omni:audio_ttfp_s_sum" + StageLabels("b", "0", "0")), 1.0);
+  EXPECT_EQ(SampleValue(out, "vllm_omni:audio_ttfp_s_sum" + StageLabels("c", "0", "0")), 2.0);
+  size_t type_lines = 0;
+  for (size_t at = out.find("# TYPE vllm_omni:audio_ttfp_s "); at != std::string::npos;
+       at = out.find("# TYPE vllm_omni:audio_ttfp_s ", at + 1)) {
+    ++type_lines;
+  }
+  EXPECT_EQ(type_lines, 1u);
 }
 
 TEST(AudioMetrics, ConcurrentStreamsAcrossLayoutAndOverflowSlots) {
