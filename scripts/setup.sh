@@ -12,7 +12,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus                                     # promtool and a real Prometheus for tests
-  openssl ca-certificates locales
+  openssl ca-certificates locales curl
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -20,6 +20,9 @@ git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
 step "unit and integration tests"
 (cd build && ctest --output-on-failure -j "$jobs")
 
+step "real Prometheus scrapes the pipeline simulator"
+bash scripts/prometheus_pipeline_check.sh
+
 step "ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMODELMETRICS_SANITIZE=address,undefined \
   -DMODELMETRICS_BENCH=OFF >/dev/null

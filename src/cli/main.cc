@@ -2,12 +2,14 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/parse_command.h"
+#include "cli/simulate_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"modelmetrics: metrics for multi-stage model serving"};
   app.require_subcommand(1);
   int exit_code = 0;
   modelmetrics::cli::AddParseCommand(app, &exit_code);
+  modelmetrics::cli::AddSimulateCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

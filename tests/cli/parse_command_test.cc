@@ -16,6 +16,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct CommandResult {
   int exit_code = -1;
@@ -172,6 +173,22 @@ TEST_F(ParseCommandTest, FetchesAUrlAndFollowsItsContentType) {
   EXPECT_EQ(failed.exit_code, 1);
   EXPECT_THAT(failed.err, HasSubstr("fetch failed (http_status)"));
   server.Stop();
+}
+
+TEST_F(ParseCommandTest, SimulatePipelineServesAndPrintsTables) {
+  CommandResult on = Modelmetrics(
+      "simulate pipeline --listen 127.0.0.1:0 --duration 1500ms --log-interval 1s --seed 7");
+  EXPECT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_THAT(on.out, HasSubstr("serving /metrics on http://127.0.0.1:"));
+  EXPECT_THAT(on.out, HasSubstr("(log-stats on)"));
+  EXPECT_THAT(on.out, HasSubstr("[Overall Summary]"));
+  CommandResult off = Modelmetrics(
+      "simulate pipeline --no-log-stats --listen 127.0.0.1:0 --duration 500ms --log-interval 1s");
+  EXPECT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_THAT(off.out, HasSubstr("(log-stats off)"));
+  EXPECT_THAT(off.out, Not(HasSubstr("[Overall Summary]")));  // tables are off with the stats
+  EXPECT_EQ(Modelmetrics("simulate pipeline --duration soon").exit_code, 2);
+  EXPECT_EQ(Modelmetrics("simulate pipeline --listen nowhere --duration 1s").exit_code, 2);
 }
 
 TEST_F(ParseCommandTest, UsageErrorsExitTwo) {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# End-to-end check with a real Prometheus: Debian's `prometheus` runs on loopback, scrapes the
+# pipeline simulator every second for about 16 s, and its HTTP API must answer with data for the
+# pipeline's key series; `promtool check metrics` on the simulator's exposition must report only
+# the lints that the catalog's names carry by specification (':' in every vLLM name, the `_s`
+# unit suffix of the vllm_omni names, upstream's histogram `vllm:iteration_tokens_total`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=./build/src/cli/modelmetrics
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  for _ in $(seq 1 100); do
+    local p=$((20000 + RANDOM % 30000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+  done
+  return 1
+}
+sim_port=$(free_port)
+prom_port=$(free_port)
+
+"$bin" simulate pipeline --listen "127.0.0.1:$sim_port" --duration 60s --log-interval 0 \
+  --rate 4 >"$work/sim.log" 2>&1 &
+pids+=($!)
+cat >"$work/prometheus.yml" <<YAML
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: pipeline
+    static_configs:
+      - targets: ['127.0.0.1:$sim_port']
+YAML
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
+  --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
+pids+=($!)
+sleep 16
+
+status=0
+queries=(
+  'vllm_omni:e2e_request_latency_s_count'
+  'histogram_quantile(0.9, sum by (le) (rate(vllm_omni:audio_rtf_bucket[10s])))'
+  'vllm_omni:transfer_tx_s_count'
+  'vllm:time_to_first_token_seconds_count{stage="0",replica="1"}'
+)
+for q in "${queries[@]}"; do
+  answer=$(curl -sf -G --data-urlencode "query=$q" "http://127.0.0.1:$prom_port/api/v1/query" || true)
+  if [[ "$answer" == *'"result":[{'* && "$answer" != *'"NaN"'* ]]; then
+    echo "ok: $q -> ${answer:0:160}"
+  else
+    echo "FAIL: no data for $q: $answer"
+    status=1
+  fi
+done
+
+curl -sf "http://127.0.0.1:$sim_port/metrics" >"$work/metrics.prom"
+"$bin" parse --strict "$work/metrics.prom" | tail -n 1
+promtool check metrics <"$work/metrics.prom" >"$work/promtool.out" 2>&1 || true
+unexpected=$(grep -v -e "metric names should not contain ':'" \
+  -e 'metric names should not contain abbreviated units' \
+  -e '^vllm:iteration_tokens_total non-counter metrics should not have "_total" suffix$' \
+  "$work/promtool.out" || true)
+if [ -n "$unexpected" ]; then
+  echo "FAIL: promtool reports:"; echo "$unexpected"; status=1
+else
+  echo "ok: promtool check metrics reports only the specified names' lints"
+fi
+if [ $status -ne 0 ]; then
+  echo "--- simulator log"; tail -n 20 "$work/sim.log"
+  echo "--- prometheus log"; tail -n 20 "$work/prometheus.log"
+fi
+exit $status

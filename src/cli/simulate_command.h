@@ -1,0 +1,14 @@
+// `modelmetrics simulate pipeline`: runs the pipeline simulator (src/sim/pipeline_sim.h) and
+// serves its /metrics until --duration has passed.
+#ifndef MODELMETRICS_CLI_SIMULATE_COMMAND_H_
+#define MODELMETRICS_CLI_SIMULATE_COMMAND_H_
+
+#include <CLI/CLI.hpp>
+
+namespace modelmetrics::cli {
+
+void AddSimulateCommand(CLI::App& app, int* exit_code);
+
+}  // namespace modelmetrics::cli
+
+#endif  // MODELMETRICS_CLI_SIMULATE_COMMAND_H_

@@ -1,0 +1,454 @@
+#include "sim/pipeline_sim.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "modelmetrics/metrics.h"
+#include "net/http_server.h"
+#include "pipeline/audio_metrics.h"
+#include "pipeline/engine_stats.h"
+#include "pipeline/metrics_endpoint.h"
+#include "pipeline/omni_metrics.h"
+
+namespace modelmetrics::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using pipeline::StageMessage;
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double MonoSeconds() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+// Sticky (stage, request) -> replica bindings: the stage pools' routing, which the metrics layer
+// resolves transfer and audio labels through.
+class Bindings {
+ public:
+  void Bind(int stage, const std::string& request, int replica) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_[{stage, request}] = replica;
+  }
+  std::optional<int> Resolve(int stage, std::string_view request) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find({stage, std::string(request)});
+    if (it == map_.end()) return std::nullopt;
+    return it->second;
+  }
+  void Forget(const std::string& request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = map_.begin(); it != map_.end();) {
+      it = it->first.second == request ? map_.erase(it) : std::next(it);
+    }
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<int, std::string>, int> map_;
+};
+
+// A real-time event loop on one thread: events run at their due time, in order.
+class EventLoop {
+ public:
+  void At(Clock::time_point when, std::function<void()> fn) {
+    queue_.push(Event{when, next_++, std::move(fn)});
+  }
+  void After(double seconds, std::function<void()> fn) {
+    At(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::duration<double>(std::max(seconds, 0.0))),
+       std::move(fn));
+  }
+  void RunUntil(Clock::time_point end) {
+    while (!queue_.empty() && queue_.top().when < end) {
+      Event e = queue_.top();
+      queue_.pop();
+      std::this_thread::sleep_until(e.when);
+      e.fn();
+    }
+    std::this_thread::sleep_until(end);
+  }
+
+ private:
+  struct Event {
+    Clock::time_point when;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator<(const Event& o) const {
+      return when != o.when ? when > o.when : seq > o.seq;  // min-heap by time, then order
+    }
+  };
+  std::priority_queue<Event> queue_;
+  uint64_t next_ = 0;
+};
+
+constexpr int kSampleRate = 24000;
+constexpr int kBytesPerSecond = kSampleRate * 2;  // mono s16le
+
+class Simulation {
+ public:
+  Simulation(const PipelineSimOptions& options, Registry& registry)
+      : options_(options),
+        rng_(options.seed),
+        speech_(registry, SpeechOptions()),
+        image_(registry, ImageOptions()),
+        audio_(registry, kSpeechModel,
+               pipeline::AudioMetricsOptions{.replicas_per_stage = {2, 1, 2},
+                                             .replica_resolver =
+                                                 [this](int stage, std::string_view request) {
+                                                   return speech_bindings_.Resolve(stage, request);
+                                                 }}),
+        engines_(pipeline::EngineStatsLogger::Create(
+            registry, {.model_name = kSpeechModel, .engines = pipeline::EngineMap{2, 1}})) {}
+
+  void Start() {
+    loop_.After(0, [this] { SpeechArrival(); });
+    loop_.After(0.1, [this] { ImageArrival(); });
+    loop_.After(0.05, [this] { EngineStep(); });
+    loop_.After(0.5, [this] { WaitingSnapshots(); });
+    if (options_.log_interval.count() > 0) {
+      loop_.After(options_.log_interval.count() / 1000.0, [this] { PrintTables(); });
+    }
+  }
+  void Run(Clock::time_point end) { loop_.RunUntil(end); }
+  void PrintTables() {
+    std::ostream& out = *options_.out;
+    const std::string speech = speech_.BuildAndLogSummary();
+    const std::string image = image_.BuildAndLogSummary();
+    if (!speech.empty()) out << "[speech " << kSpeechModel << "]\n" << speech << "\n";
+    if (!image.empty()) out << "[image " << kImageModel << "]\n" << image << "\n";
+    out.flush();
+    if (options_.log_interval.count() > 0) {
+      loop_.After(options_.log_interval.count() / 1000.0, [this] { PrintTables(); });
+    }
+  }
+
+ private:
+  static constexpr const char* kSpeechModel = "Qwen/Qwen2.5-Omni-7B";
+  static constexpr const char* kImageModel = "Qwen/Qwen-Image";
+
+  pipeline::OmniMetrics::Options SpeechOptions() {
+    pipeline::OmniMetrics::Options o;
+    o.model_name = kSpeechModel;
+    o.replicas_per_stage = {2, 1, 2};
+    o.replica_resolver = [this](int stage, std::string_view request) {
+      return speech_bindings_.Resolve(stage, request);
+    };
+    // The audio finalize of a finished request (§4.3), from the same message.
+    o.on_finalize = [this](const pipeline::StageRequestStats& stats) {
+      pipeline::AudioFinalize finalize;
+      finalize.output_type = stats.final_output_type;
+      finalize.stage_gen_time_ms = stats.stage_gen_time_ms;
+      finalize.audio_generated_frames = stats.audio_generated_frames;
+      audio_.ObserveFinalize(stats.stage_id, stats.replica_id, finalize);
+    };
+    return o;
+  }
+  pipeline::OmniMetrics::Options ImageOptions() {
+    pipeline::OmniMetrics::Options o;
+    o.model_name = kImageModel;
+    o.replicas_per_stage = {1, 2};
+    o.replica_resolver = [this](int stage, std::string_view request) {
+      return image_bindings_.Resolve(stage, request);
+    };
+    return o;
+  }
+
+  double Uniform(double lo, double hi) { return std::uniform_real_distribution<>(lo, hi)(rng_); }
+  bool Chance(double p) { return Uniform(0, 1) < p; }
+  int Pick(int n) { return std::uniform_int_distribution<>(0, n - 1)(rng_); }
+  double NextArrival() {
+    return std::exponential_distribution<>(options_.requests_per_second)(rng_);
+  }
+
+  pipeline::StageRequestStats Stats(const std::string& id, int stage, int replica) {
+    pipeline::StageRequestStats s;
+    s.request_id = id;
+    s.stage_id = stage;
+    s.replica_id = replica;
+    s.batch_id = ++batch_;
+    s.batch_size = 1 + Pick(4);
+    return s;
+  }
+
+  // A failure path: the request is counted once with its reason and cleaned up.
+  void Fail(pipeline::OmniMetrics& metrics, Bindings& bindings, const std::string& id,
+            std::string_view reason, bool audio_stream) {
+    metrics.OnRequestFailure(id, reason);
+    metrics.OnKvWaitDiscard(std::vector<std::string>{id});
+    metrics.OnRequestCleanup(id, reason);
+    if (audio_stream) audio_.AbortStream(id, reason == "client_disconnect" ? "disconnect" : reason);
+    bindings.Forget(id);
+  }
+
+  // ---- speech: thinker -> talker -> code2wav, streaming PCM ----
+  void SpeechArrival() {
+    const std::string id = "speech-" + std::to_string(++requests_);
+    const double arrival_wall = WallSeconds();
+    speech_.OnRequestAdded(id);
+    speech_.OnRequestDispatched(id);
+    speech_.OnStageSubmitted(0);
+    // Half the streams come through the Speech API (completed/aborted counters), half through Chat.
+    audio_.BeginStream(id,
+                       Chance(0.5) ? pipeline::StreamKind::kSpeech : pipeline::StreamKind::kChat);
+    const int thinker = Pick(2);
+    speech_bindings_.Bind(0, id, thinker);
+    const double think_s = Uniform(0.15, 0.6);
+    loop_.After(think_s, [this, id, thinker, think_s, arrival_wall] {
+      if (Chance(0.02)) return Fail(speech_, speech_bindings_, id, "stage_error", true);
+      StageMessage m;
+      m.message_id = ++messages_;
+      m.stage_type = "llm";
+      m.stats = Stats(id, 0, thinker);
+      m.stats.num_tokens_in = 200 + Pick(800);
+      m.stats.num_tokens_out = 40 + Pick(200);
+      m.stats.stage_gen_time_ms = think_s * 1000;
+      m.stats.pipeline_timings["queue_wait_ms"] = Uniform(0, 30);
+      speech_.OnStageMessage(m);
+      if (Chance(0.05)) speech_.OnStageMessage(m);  // a replayed message: counted once
+      speech_bindings_.Bind(1, id, 0);
+      speech_.OnForward(0, 1, id, 20000 + Pick(200000), Uniform(0.2, 3), Chance(0.5));
+      speech_.OnKvWaitStart(id, MonoSeconds());
+      const double talk_s = Uniform(0.2, 0.5);
+      const double kv_wait_s = Uniform(0.005, 0.05);
+      loop_.After(kv_wait_s, [this, id] { speech_.OnKvWaitExtracted(id, "nixl", MonoSeconds()); });
+      loop_.After(talk_s, [this, id, talk_s, arrival_wall] {
+        if (Chance(0.02)) return Fail(speech_, speech_bindings_, id, "client_abort", true);
+        StageMessage t;
+        t.message_id = ++messages_;
+        t.stage_type = "llm";
+        t.stats = Stats(id, 1, 0);
+        t.stats.num_tokens_in = 100 + Pick(100);
+        t.stats.num_tokens_out = 300 + Pick(600);
+        t.stats.stage_gen_time_ms = talk_s * 1000;
+        t.stats.rx_transfer_bytes = 20000 + Pick(200000);
+        t.stats.rx_decode_time_ms = Uniform(0.1, 2);
+        t.stats.rx_in_flight_time_ms = Uniform(0.2, 4);
+        speech_.OnStageMessage(t);
+        const int code2wav = Pick(2);
+        speech_bindings_.Bind(2, id, code2wav);
+        speech_.OnForward(1, 2, id, 4000 + Pick(40000), Uniform(0.1, 1.5), false);
+        StreamAudio(id, code2wav, arrival_wall, MonoSeconds());
+      });
+    });
+    loop_.After(NextArrival(), [this] { SpeechArrival(); });
+  }
+
+  // code2wav streams chunks of 0.4 s audio; each arrives 0.25-0.42 s after the previous one, so
+  // a late chunk now and then makes the player run dry (an underrun).
+  void StreamAudio(const std::string& id, int replica, double arrival_wall, double start_mono) {
+    const int chunks = 3 + Pick(8);
+    auto next = std::make_shared<std::function<void(int)>>();
+    *next = [this, id, replica, arrival_wall, start_mono, chunks, next](int index) {
+      if (index == 1 && Chance(0.02)) {
+        return Fail(speech_, speech_bindings_, id, "client_disconnect", true);
+      }
+      pipeline::PcmChunk chunk;
+      chunk.stage = 2;
+      chunk.replica = replica;
+      chunk.bytes = static_cast<uint64_t>(0.4 * kBytesPerSecond);
+      chunk.request_arrival_ts = arrival_wall;
+      chunk.wall_ts = WallSeconds();
+      chunk.mono_ts = MonoSeconds();
+      audio_.OnPcmChunk(id, chunk);
+      if (index + 1 < chunks) {
+        const double gap = Chance(0.1) ? Uniform(0.42, 0.6) : Uniform(0.25, 0.4);
+        loop_.After(gap, [next, index] { (*next)(index + 1); });
+        return;
+      }
+      StageMessage m;
+      m.message_id = ++messages_;
+      m.stage_type = "audio";
+      m.final_stage = true;
+      m.stats = Stats(id, 2, replica);
+      m.stats.final_output_type = "audio";
+      m.stats.output_unit_type = "audio";
+      m.stats.finish_reason = Chance(0.9) ? "stop" : "length";
+      m.stats.stage_gen_time_ms = (MonoSeconds() - start_mono) * 1000;
+      m.stats.audio_generated_frames = static_cast<int64_t>(chunks * 0.4 * kSampleRate);
+      m.stats.audio_sample_rate = kSampleRate;
+      m.stats.audio_duration_s = chunks * 0.4;
+      m.stats.rx_transfer_bytes = 4000 + Pick(40000);
+      m.stats.rx_decode_time_ms = Uniform(0.1, 1);
+      m.stats.rx_in_flight_time_ms = Uniform(0.1, 2);
+      speech_.OnStageMessage(m);
+      audio_.CompleteStream(id);
+      speech_.OnRequestCleanup(id);
+      speech_bindings_.Forget(id);
+    };
+    (*next)(0);
+  }
+
+  // ---- image: AR -> diffusion ----
+  void ImageArrival() {
+    const std::string id = "image-" + std::to_string(++requests_);
+    image_.OnRequestAdded(id);
+    image_.OnRequestDispatched(id);
+    image_.OnStageSubmitted(0);
+    image_bindings_.Bind(0, id, 0);
+    const double ar_s = Uniform(0.1, 0.3);
+    loop_.After(ar_s, [this, id, ar_s] {
+      StageMessage m;
+      m.message_id = ++messages_;
+      m.stage_type = "llm";
+      m.stats = Stats(id, 0, 0);
+      m.stats.num_tokens_in = 50 + Pick(200);
+      m.stats.num_tokens_out = 30 + Pick(100);
+      m.stats.stage_gen_time_ms = ar_s * 1000;
+      image_.OnStageMessage(m);
+      const int diffusion = Pick(2);
+      image_bindings_.Bind(1, id, diffusion);
+      image_.OnForward(0, 1, id, 50000 + Pick(100000), Uniform(0.2, 2), true);
+      image_.OnWaitingSnapshot(1, diffusion, Pick(3));
+      const int steps = Chance(0.5) ? 30 : 50;
+      const double step_s = Uniform(0.03, 0.06);
+      const double gen_s = steps * step_s + Uniform(0.1, 0.3);
+      loop_.After(gen_s, [this, id, diffusion, steps, step_s, gen_s] {
+        if (Chance(0.03)) return Fail(image_, image_bindings_, id, "stage_error", false);
+        StageMessage d;
+        d.message_id = ++messages_;
+        d.stage_type = "diffusion";
+        d.final_stage = true;
+        d.peak_memory_mb = 18000 + Pick(4000);
+        d.engine_metrics = {{"preprocess_time_ms", Uniform(5, 20)},
+                            {"diffusion_engine_exec_time_ms", gen_s * 1000},
+                            {"forward_time_ms", steps * step_s * 1000},
+                            {"vae_decode_time_ms", Uniform(50, 120)},
+                            {"postprocess_time_ms", Uniform(5, 15)},
+                            {"scheduler_queue_wait_ms", Uniform(0, 40)}};
+        d.stats = Stats(id, 1, diffusion);
+        d.stats.final_output_type = "image";
+        d.stats.output_unit_type = "image";
+        d.stats.output_unit_count = 1;
+        d.stats.image_pixels = Chance(0.5) ? 1024 * 1024 : 768 * 768;
+        d.stats.num_inference_steps = steps;
+        d.stats.stage_gen_time_ms = gen_s * 1000;
+        d.stats.image_time_to_first_output_ms = gen_s * 1000;
+        d.stats.rx_transfer_bytes = 50000 + Pick(100000);
+        d.stats.rx_decode_time_ms = Uniform(0.5, 3);
+        d.stats.rx_in_flight_time_ms = Uniform(0.5, 5);
+        d.stats.pipeline_timings["queue_wait_ms"] = Uniform(0, 50);
+        image_.OnStageMessage(d);
+        image_.OnRequestCleanup(id);
+        image_bindings_.Forget(id);
+      });
+    });
+    loop_.After(NextArrival(), [this] { ImageArrival(); });
+  }
+
+  // ---- periodic engine and scheduler reports ----
+  void EngineStep() {
+    for (size_t engine = 0; engine < 3; ++engine) {
+      pipeline::SchedulerStats sched;
+      sched.num_running_reqs = static_cast<uint64_t>(Pick(8));
+      sched.num_waiting_reqs = static_cast<uint64_t>(Pick(4));
+      sched.kv_cache_usage = Uniform(0.05, 0.8);
+      sched.prefix_cache_stats = {.queries = 200, .hits = static_cast<uint64_t>(Pick(200))};
+      pipeline::IterationStats iter;
+      iter.num_prompt_tokens = static_cast<uint64_t>(Pick(400));
+      iter.num_generation_tokens = static_cast<uint64_t>(8 + Pick(24));
+      iter.time_to_first_tokens_iter = {Uniform(0.02, 0.4)};
+      iter.inter_token_latencies_iter = {Uniform(0.008, 0.03), Uniform(0.008, 0.03)};
+      if (Chance(0.3)) {
+        pipeline::FinishedRequestStats done;
+        done.finish_reason =
+            Chance(0.9) ? pipeline::FinishReason::kStop : pipeline::FinishReason::kLength;
+        done.e2e_latency = Uniform(0.3, 3);
+        done.num_prompt_tokens = 200 + Pick(600);
+        done.num_generation_tokens = 50 + Pick(400);
+        done.queued_time = Uniform(0, 0.05);
+        done.prefill_time = Uniform(0.02, 0.2);
+        done.decode_time = Uniform(0.2, 2);
+        done.inference_time = done.prefill_time + done.decode_time;
+        iter.finished_requests.push_back(done);
+      }
+      if (engines_) (void)engines_->Record(engine, &sched, &iter);
+      speech_.OnWaitingSnapshot(engine < 2 ? 0 : 1, engine < 2 ? static_cast<int>(engine) : 0,
+                                static_cast<int64_t>(sched.num_waiting_reqs));
+    }
+    loop_.After(0.1, [this] { EngineStep(); });
+  }
+
+  void WaitingSnapshots() {
+    for (int replica = 0; replica < 2; ++replica) {
+      speech_.OnWaitingSnapshot(2, replica, Pick(2));
+      image_.OnWaitingSnapshot(1, replica, Pick(3));
+    }
+    image_.OnWaitingSnapshot(0, 0, Pick(2));
+    loop_.After(0.5, [this] { WaitingSnapshots(); });
+  }
+
+  const PipelineSimOptions& options_;
+  std::mt19937_64 rng_;
+  EventLoop loop_;
+  Bindings speech_bindings_;
+  Bindings image_bindings_;
+  pipeline::OmniMetrics speech_;
+  pipeline::OmniMetrics image_;
+  pipeline::AudioMetrics audio_;
+  std::unique_ptr<pipeline::EngineStatsLogger> engines_;
+  uint64_t requests_ = 0;
+  uint64_t messages_ = 0;
+  int64_t batch_ = 0;
+};
+
+bool SplitHostPort(const std::string& listen, std::string* host, uint16_t* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = listen.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  try {
+    const int p = std::stoi(listen.substr(colon + 1));
+    if (p < 0 || p > 65535) return false;
+    *port = static_cast<uint16_t>(p);
+  } catch (...) {
+    return false;
+  }
+  return !host->empty();
+}
+
+}  // namespace
+
+int RunPipelineSimulator(const PipelineSimOptions& in) {
+  PipelineSimOptions options = in;
+  if (options.out == nullptr) options.out = &std::cout;
+  net::ServerOptions server_options;
+  if (!SplitHostPort(options.listen, &server_options.address, &server_options.port)) {
+    std::cerr << "simulate pipeline: --listen must be HOST:PORT, got " << options.listen << "\n";
+    return 2;
+  }
+  Registry registry(RegistryOptions{.enabled = options.log_stats});
+  Simulation simulation(options, registry);
+  pipeline::MetricsEndpoint endpoint(registry);
+  net::HttpServer server(server_options);
+  endpoint.Install(server);
+  std::string error;
+  if (!server.Start(&error)) {
+    std::cerr << "simulate pipeline: " << error << "\n";
+    return 1;
+  }
+  *options.out << "serving /metrics on http://" << server_options.address << ":" << server.port()
+               << "/metrics (log-stats " << (options.log_stats ? "on" : "off") << ")\n";
+  options.out->flush();
+  simulation.Start();
+  simulation.Run(Clock::now() + options.duration);
+  server.Stop();
+  simulation.PrintTables();
+  return 0;
+}
+
+}  // namespace modelmetrics::sim
