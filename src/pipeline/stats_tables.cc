@@ -634,4 +634,64 @@ std::vector<RequestE2EStats> OrchestratorAggregator::e2e_events() const {
   return e2e_events_;
 }
 
+StageRequestStats MergeStageMetricEvents(std::span<const StageRequestStats> events) {
+  if (events.empty()) return {};
+  StageRequestStats merged = events.front();
+  double tpot_weighted = 0, tpot_weight = 0;
+  auto add_tpot = [&](const StageRequestStats& e) {
+    if (e.vllm_tpot_ms > 0) {
+      const double w = static_cast<double>(std::max<int64_t>(e.num_tokens_out - 1, 1));
+      tpot_weighted += e.vllm_tpot_ms * w;
+      tpot_weight += w;
+    }
+  };
+  add_tpot(merged);
+  auto first_positive = [](double& into, double value) {
+    if (!(into > 0) && value > 0) into = value;
+  };
+  for (size_t i = 1; i < events.size(); ++i) {
+    const StageRequestStats& e = events[i];
+    merged.num_tokens_in += e.num_tokens_in;
+    merged.num_tokens_out += e.num_tokens_out;
+    merged.stage_gen_time_ms += e.stage_gen_time_ms;
+    merged.postprocess_time_ms += e.postprocess_time_ms;
+    merged.audio_generated_frames += e.audio_generated_frames;
+    merged.audio_duration_s += e.audio_duration_s;
+    merged.image_pixels += e.image_pixels;
+    merged.output_unit_count += e.output_unit_count;
+    if (merged.audio_sample_rate <= 0 && e.audio_sample_rate > 0) {
+      merged.audio_sample_rate = e.audio_sample_rate;
+    }
+    first_positive(merged.serving_time_to_first_output_ms, e.serving_time_to_first_output_ms);
+    first_positive(merged.image_time_to_first_output_ms, e.image_time_to_first_output_ms);
+    first_positive(merged.vllm_ttft_ms, e.vllm_ttft_ms);
+    if (e.finish_reason.has_value()) merged.finish_reason = e.finish_reason;
+    if (!e.output_unit_type.empty()) merged.output_unit_type = e.output_unit_type;
+    if (!e.final_output_type.empty()) merged.final_output_type = e.final_output_type;
+    if (e.denoise_step_latency_ms > 0) merged.denoise_step_latency_ms = e.denoise_step_latency_ms;
+    merged.inter_output_latencies_ms.insert(merged.inter_output_latencies_ms.end(),
+                                            e.inter_output_latencies_ms.begin(),
+                                            e.inter_output_latencies_ms.end());
+    merged.vllm_itls_ms.insert(merged.vllm_itls_ms.end(), e.vllm_itls_ms.begin(),
+                               e.vllm_itls_ms.end());
+    add_tpot(e);
+  }
+  auto mean = [](const std::vector<double>& v, double fallback) {
+    if (v.empty()) return fallback;
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  merged.inter_output_latency_ms =
+      mean(merged.inter_output_latencies_ms, merged.inter_output_latency_ms);
+  merged.vllm_itl_ms = mean(merged.vllm_itls_ms, merged.vllm_itl_ms);
+  merged.vllm_tpot_ms = tpot_weight > 0 ? tpot_weighted / tpot_weight : 0;
+  merged.time_per_output_unit_ms =
+      merged.output_unit_count > 1
+          ? std::max(merged.stage_gen_time_ms - merged.serving_time_to_first_output_ms, 0.0) /
+                static_cast<double>(merged.output_unit_count - 1)
+          : 0;
+  return merged;
+}
+
 }  // namespace modelmetrics::pipeline

@@ -29,6 +29,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -82,6 +83,16 @@ struct StageRequestStats {
   double tokens_per_s() const;
   double rx_mbps() const;
 };
+
+// Merges the streamed snapshots of one stage (upstream `_merge_stage_metric_event`, §5.4), in
+// order: tokens, gen and postprocess ms, audio frames and duration, image pixels and output unit
+// count are summed; sample rate, serving/image time-to-first-output and vLLM TTFT keep their first
+// positive value; finish reason, output/final types and denoise step latency keep the last
+// present (positive) value; inter-output and vLLM ITL lists are concatenated and their means
+// recomputed; vLLM TPOT is token-weighted (weight max(tokens_out - 1, 1) when tpot > 0); and
+// time_per_output_unit_ms = max(gen - ttfo, 0) / (count - 1) when count > 1, else 0. The first
+// event's other fields (ids, stage, replica) are kept.
+StageRequestStats MergeStageMetricEvents(std::span<const StageRequestStats> events);
 
 // Per (from_stage, to_stage, request) accumulator (§4.13).
 struct TransferEdgeStats {

@@ -299,5 +299,61 @@ TEST(StatsTablesGating, OmniMetricsFeedsTheTables) {
             std::string::npos);
 }
 
+// test_stats.py: "TPOT merge = (10*3 + 20*5)/8" (§5.4 worked value 16.25).
+TEST(TestStats, TpotMergeIsTokenWeighted) {
+  StageRequestStats a, b;
+  a.vllm_tpot_ms = 10;
+  a.num_tokens_out = 4;
+  b.vllm_tpot_ms = 20;
+  b.num_tokens_out = 6;
+  std::vector<StageRequestStats> events = {a, b};
+  EXPECT_DOUBLE_EQ(MergeStageMetricEvents(events).vllm_tpot_ms, 16.25);
+}
+
+// §5.4: the other merge rules, each in one snapshot pair.
+TEST(TestStats, StageSnapshotMergeRules) {
+  StageRequestStats a, b;
+  a.request_id = "r1";
+  a.num_tokens_in = 3;
+  a.num_tokens_out = 2;
+  a.stage_gen_time_ms = 100;
+  a.audio_generated_frames = 240;
+  a.output_unit_count = 1;
+  a.serving_time_to_first_output_ms = 0;  // not positive: the later value wins
+  a.vllm_ttft_ms = 12;
+  a.finish_reason = "length";
+  a.output_unit_type = "audio";
+  a.inter_output_latencies_ms = {10, 20};
+  b.num_tokens_in = 1;
+  b.num_tokens_out = 5;
+  b.stage_gen_time_ms = 50;
+  b.audio_generated_frames = 480;
+  b.output_unit_count = 2;
+  b.serving_time_to_first_output_ms = 30;
+  b.vllm_ttft_ms = 99;  // first positive kept
+  b.audio_sample_rate = 24000;
+  b.inter_output_latencies_ms = {30};
+  b.denoise_step_latency_ms = 7;
+  std::vector<StageRequestStats> events = {a, b};
+  const StageRequestStats m = MergeStageMetricEvents(events);
+  EXPECT_EQ(m.request_id, "r1");
+  EXPECT_EQ(m.num_tokens_in, 4);
+  EXPECT_EQ(m.num_tokens_out, 7);
+  EXPECT_EQ(m.stage_gen_time_ms, 150);
+  EXPECT_EQ(m.audio_generated_frames, 720);
+  EXPECT_EQ(m.output_unit_count, 3);
+  EXPECT_EQ(m.serving_time_to_first_output_ms, 30);
+  EXPECT_EQ(m.vllm_ttft_ms, 12);
+  EXPECT_EQ(m.audio_sample_rate, 24000);
+  EXPECT_EQ(m.finish_reason, "length");  // b has none: the last present one stays
+  EXPECT_EQ(m.output_unit_type, "audio");
+  EXPECT_EQ(m.denoise_step_latency_ms, 7);
+  EXPECT_EQ(m.inter_output_latencies_ms, (std::vector<double>{10, 20, 30}));
+  EXPECT_EQ(m.inter_output_latency_ms, 20);
+  EXPECT_EQ(m.time_per_output_unit_ms, (150.0 - 30.0) / 2);
+  EXPECT_EQ(m.vllm_tpot_ms, 0);  // no positive tpot
+  EXPECT_EQ(MergeStageMetricEvents({}).request_id, "");
+}
+
 }  // namespace
 }  // namespace modelmetrics::pipeline
