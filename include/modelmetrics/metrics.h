@@ -165,12 +165,15 @@ class FamilyBase {
 template <typename T>
 class Family : public metrics_internal::FamilyBase {
  public:
-  // Lazily bound child: created on first use, only when the registry is enabled (else inert).
+  // Lazily bound child: created on first use, only when the registry is enabled; when disabled
+  // the handle is inert, even for a child bound eagerly.
   // Values are given in the order of FamilyOptions::labels; a wrong count gives an inert handle.
   T Labels(std::initializer_list<std::string_view> values) {
-    return Make(Find(std::span(values.begin(), values.size()), enabled()));
+    return Labels(std::span(values.begin(), values.size()));
   }
-  T Labels(std::span<const std::string_view> values) { return Make(Find(values, enabled())); }
+  T Labels(std::span<const std::string_view> values) {
+    return enabled() ? Make(Find(values, true)) : T();
+  }
   // Eagerly bound child: created now even when disabled (it then renders as zero); the handle is
   // inert when disabled.
   T Bind(std::initializer_list<std::string_view> values) {
@@ -188,6 +191,14 @@ class Family : public metrics_internal::FamilyBase {
  private:
   T Make(void* s) const;
 };
+
+// Defined in registry.cc; declared here so every user sees the explicit specialisations.
+template <>
+Counter Family<Counter>::Make(void* s) const;
+template <>
+Gauge Family<Gauge>::Make(void* s) const;
+template <>
+Histogram Family<Histogram>::Make(void* s) const;
 
 struct RegistryOptions {
   bool enabled = true;  // `--log-stats`: false makes every instrument inert

@@ -133,8 +133,14 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create) {
     text.push_back('"');
   }
   void* series = std::visit([](auto& p) -> void* { return p.get(); }, child->series);
-  st.by_key.emplace(key, child.get());
+  // Owner first, index second: if either throws, no index entry points at a freed child.
   st.children.push_back(std::move(child));
+  try {
+    st.by_key.emplace(std::move(key), st.children.back().get());
+  } catch (...) {
+    st.children.pop_back();
+    throw;
+  }
   return series;
 }
 
@@ -272,10 +278,10 @@ F* Registry::Add(FamilyOptions options, MetricType type, std::string* error) {
   for (const std::string& n : names) {
     if (state_->reserved.count(n) != 0) return fail("name collides with a registered family");
   }
-  state_->reserved.insert(names.begin(), names.end());
   auto family = std::make_unique<F>(std::move(options), type, options_.enabled);
   F* raw = family.get();
   state_->families.push_back(std::move(family));
+  state_->reserved.insert(names.begin(), names.end());  // after the family is in place
   return raw;
 }
 

@@ -42,7 +42,11 @@ struct MetricsEndpoint::Worker {
         job = std::move(jobs.front());
         jobs.pop_front();
       }
-      job();
+      // A render that throws must not end the process: the job's dropped Responder answers 500.
+      try {
+        job();
+      } catch (...) {
+      }
     }
   }
 };

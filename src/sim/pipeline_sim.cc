@@ -250,8 +250,11 @@ class Simulation {
   // a late chunk now and then makes the player run dry (an underrun).
   void StreamAudio(const std::string& id, int replica, double arrival_wall, double start_mono) {
     const int chunks = 3 + Pick(8);
+    // The chunk step schedules itself through a weak reference: the queued event holds the only
+    // strong one, so the closure is freed when the stream ends (no self-owning cycle).
     auto next = std::make_shared<std::function<void(int)>>();
-    *next = [this, id, replica, arrival_wall, start_mono, chunks, next](int index) {
+    std::weak_ptr<std::function<void(int)>> weak_next = next;
+    *next = [this, id, replica, arrival_wall, start_mono, chunks, weak_next](int index) {
       if (index == 1 && Chance(0.02)) {
         return Fail(speech_, speech_bindings_, id, "client_disconnect", true);
       }
@@ -265,7 +268,7 @@ class Simulation {
       audio_.OnPcmChunk(id, chunk);
       if (index + 1 < chunks) {
         const double gap = Chance(0.1) ? Uniform(0.42, 0.6) : Uniform(0.25, 0.4);
-        loop_.After(gap, [next, index] { (*next)(index + 1); });
+        loop_.After(gap, [self = weak_next.lock(), index] { (*self)(index + 1); });
         return;
       }
       StageMessage m;

@@ -114,6 +114,7 @@ TEST(Registry, GatedOffEagerChildrenRenderZeroLazyOnesNeverAppear) {
   lazy.Inc();
   EXPECT_FALSE(eager.live());
   EXPECT_FALSE(lazy.live());
+  EXPECT_FALSE(running->Labels({"m"}).live());  // the eager child exists, but handles are inert
   const std::string text = registry.Render(Format::kText);
   EXPECT_THAT(text, HasSubstr("vllm_omni:running{model_name=\"m\"} 0.0\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE vllm_omni:ok_total counter\n"));
