@@ -713,6 +713,48 @@ TEST(OmniMetricsDiffusion, FinalizeObservesBreakdownZeroVersusMissing) {
   EXPECT_NO_SUBSTR(text, "diffusion_kv_load_s_count{");
 }
 
+// test_modality.py, diffusion part: direct observations sum per (stage, replica); a log_stats=False
+// instance creates no series.
+TEST(TestModalityTestDiffusion, DiffusionSumsAndGatedOffNoSeries) {
+  Fixture f;
+  f.metrics.ObserveDiffusionExec(1, 0, 1.25);
+  f.metrics.ObserveDiffusionPreprocess(1, 0, 0.03);
+  f.metrics.ObserveDiffusionPostprocess(1, 0, 0.8);
+  f.metrics.ObserveDiffusionExecPerStep(1, 0, 0.078);
+  const std::string text = f.Text();
+  const std::string l = R"({model_name="test-model",replica="0",stage="1"})";
+  EXPECT_LINE(text, "vllm_omni:diffusion_exec_s_sum" + l + " 1.25");
+  EXPECT_LINE(text, "vllm_omni:diffusion_preprocess_s_sum" + l + " 0.03");
+  EXPECT_LINE(text, "vllm_omni:diffusion_postprocess_s_sum" + l + " 0.8");
+  EXPECT_LINE(text, "vllm_omni:diffusion_exec_per_step_s_sum" + l + " 0.078");
+  Fixture off(false);
+  off.metrics.ObserveDiffusionExec(1, 0, 1.25);
+  off.metrics.ObserveDiffusionExecPerStep(1, 0, 0.078);
+  EXPECT_NO_SUBSTR(off.Text(), "diffusion_exec_s_count{");
+  EXPECT_NO_SUBSTR(off.Text(), "diffusion_exec_per_step_s_count{");
+}
+
+// test_modality.py finalize: no steps -> no per-step; no diffusion dict -> nothing.
+TEST(TestModalityTestDiffusion, FinalizeWithoutStepsOrDiffusionDict) {
+  Fixture f;
+  StageRequestStats no_steps;
+  no_steps.stage_id = 1;
+  no_steps.replica_id = 0;
+  no_steps.diffusion_metrics =
+      Timings{{"diffusion_engine_exec_time_s", 1.2}, {"preprocess_time_s", 0.05}};
+  f.metrics.ObserveDiffusionFinalize(no_steps);
+  StageRequestStats none;
+  none.stage_id = 1;
+  none.replica_id = 1;
+  f.metrics.ObserveDiffusionFinalize(none);
+  const std::string text = f.Text();
+  EXPECT_LINE(
+      text,
+      R"(vllm_omni:diffusion_exec_s_count{model_name="test-model",replica="0",stage="1"} 1.0)");
+  EXPECT_NO_SUBSTR(text, "diffusion_exec_per_step_s_count{");
+  EXPECT_NO_SUBSTR(text, R"(replica="1",stage="1"})");
+}
+
 // ---- Concurrency smoke: events from several threads (run under TSan by scripts/test.sh) ----
 
 TEST(OmniMetricsThreads, ConcurrentRequestsAreCountedOnce) {
