@@ -46,6 +46,14 @@ void AppendName(std::string* out, std::string_view name, bool metric) {
   }
 }
 
+// `name="escaped value"`.
+void AppendLabelPair(std::string* out, std::string_view name, std::string_view value) {
+  AppendName(out, name, false);
+  out->append("=\"");
+  AppendEscaped(out, value, true);
+  out->push_back('"');
+}
+
 }  // namespace
 
 void AppendDouble(std::string* out, double value) {
@@ -81,14 +89,6 @@ void AppendDouble(std::string* out, double value) {
 }
 
 void AppendCanonicalDouble(std::string* out, double value) {
-  if (value == std::trunc(value) && std::fabs(value) < 1e6 &&
-      !(value == 0 && std::signbit(value))) {
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(value));
-    out->append(buf, r.ptr);
-    out->append(".0");
-    return;
-  }
   const size_t start = out->size();
   AppendDouble(out, value);
   if (!std::isfinite(value)) return;
@@ -192,10 +192,7 @@ void ExpositionWriter::SampleWithExemplar(std::string_view name, std::span<const
     for (const LabelView& l : exemplar_labels) {
       if (!first) out_->push_back(',');
       first = false;
-      AppendName(out_, l.name, false);
-      out_->append("=\"");
-      AppendEscaped(out_, l.value, true);
-      out_->push_back('"');
+      AppendLabelPair(out_, l.name, l.value);
     }
     out_->append("} ");
     AppendDouble(out_, exemplar_value);

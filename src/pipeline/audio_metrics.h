@@ -61,6 +61,7 @@
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
+#include "pipeline/replica_resolver.h"
 
 namespace modelmetrics::pipeline {
 
@@ -179,7 +180,6 @@ struct PcmChunk {
 // Replica binding of a request at a stage (the stage pool's `get_bound_replica_id`), consulted
 // only when a payload carries no replica; nullopt when unbound. Called without this object's
 // locks held, possibly from several threads at once.
-using ReplicaResolver = std::function<std::optional<int>(int stage, std::string_view request_id)>;
 
 struct AudioMetricsOptions {
   // The stage layout: replicas_per_stage[s] replicas for stage s. Handles for these pairs are

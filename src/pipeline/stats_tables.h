@@ -36,6 +36,8 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/replica_resolver.h"
+
 namespace modelmetrics::pipeline {
 
 // A string-keyed bag of numbers (pipeline_timings, diffusion metrics). A present key with 0 is a
@@ -137,7 +139,6 @@ class TransferEmitter {
 
 // The replica a request is bound to on a stage (the stage pool's sticky routing); nullopt when
 // the stage is out of range or the request is unbound.
-using ReplicaResolver = std::function<std::optional<int>(int stage, std::string_view request_id)>;
 
 class OrchestratorAggregator {
  public:
