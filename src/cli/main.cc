@@ -1,8 +1,11 @@
 // The `modelmetrics` command: one binary, one subcommand per job.
 #include <CLI/CLI.hpp>
 
+#include "cli/demo_command.h"
 #include "cli/parse_command.h"
+#include "cli/serve_command.h"
 #include "cli/simulate_command.h"
+#include "cli/snapshot_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"modelmetrics: metrics for multi-stage model serving"};
@@ -10,6 +13,9 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   modelmetrics::cli::AddParseCommand(app, &exit_code);
   modelmetrics::cli::AddSimulateCommand(app, &exit_code);
+  modelmetrics::cli::AddSnapshotCommand(app, &exit_code);
+  modelmetrics::cli::AddServeCommand(app, &exit_code);
+  modelmetrics::cli::AddDemoCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

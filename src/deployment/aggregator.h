@@ -1,0 +1,63 @@
+// The ModelDeploymentMetrics algorithm (reference §2): discover a deployment's owned engine and
+// router Pods, check coverage, scrape at most 64 of them (32 in flight, 2 s per fetch, 8 s per
+// request, 1 MiB cap, no redirects, no proxy, verified TLS), and merge gauges, windows and cache
+// hits against the process-wide baseline store into one Snapshot with exact missing[]/partial.
+//
+// Get() returns:
+//   Ok                  and the snapshot;
+//   the source's error  unchanged for the ModelDeployment read (404 NotFound for an unknown one);
+//   500 InternalError   `list ModelDeployment Pods: <err>`, or an ownership look-up error;
+//   503                 `ModelDeployment has no owned metrics Pods`, or
+//                       `all ModelDeployment metrics Pods are unreadable: <first Pod's error>`.
+//
+// Thread-safety: Get() may be called concurrently; callers share the baseline store, so the
+// window is the time between two consecutive reads of a Pod, whoever made them.
+#ifndef MODELMETRICS_DEPLOYMENT_AGGREGATOR_H_
+#define MODELMETRICS_DEPLOYMENT_AGGREGATOR_H_
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "deployment/objects.h"
+#include "deployment/snapshot.h"
+
+namespace modelmetrics::net {
+class HttpClient;
+}
+
+namespace modelmetrics::deployment {
+
+class BaselineStore;
+
+struct AggregatorOptions {
+  size_t pod_limit = 64;
+  size_t max_in_flight = 32;
+  std::chrono::milliseconds fetch_timeout{2000};
+  std::chrono::milliseconds request_timeout{8000};
+  size_t max_body_bytes = size_t{1} << 20;
+  std::string ca_file;  // trust for HTTPS Pods; empty: the system bundle
+  // The wall clock (observedAt, windows); tests inject one.
+  std::function<WallTime()> now = [] { return WallClock::now(); };
+  // The baseline store; null: the process-wide one.
+  BaselineStore* baselines = nullptr;
+};
+
+class Aggregator {
+ public:
+  Aggregator(ObjectSource* source, AggregatorOptions options = {});
+  ~Aggregator();
+
+  ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace modelmetrics::deployment
+
+#endif  // MODELMETRICS_DEPLOYMENT_AGGREGATOR_H_

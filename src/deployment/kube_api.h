@@ -1,0 +1,97 @@
+// A small Kubernetes API client and the ObjectSource on top of it.
+//
+// KubeConfig comes from a kubeconfig file (the current context, or a named one: server,
+// certificate-authority / -data, token / tokenFile, client-certificate / -key (+ -data)) or from
+// the in-cluster service account (KUBERNETES_SERVICE_HOST/PORT, the token and ca.crt under
+// /var/run/secrets/kubernetes.io/serviceaccount). Requests go through the foundation's HttpClient:
+// verified TLS, no proxy, no redirects, a 2 s per-request timeout, a body cap.
+//
+// Paths used (real Kubernetes API paths):
+//   GET  /apis/worker.gpustack.ai/v1alpha1/namespaces/{ns}/modeldeployments/{name}
+//   GET  /api/v1/namespaces/{ns}/pods?labelSelector={url-encoded selector}
+//   GET  /apis/apps/v1/namespaces/{ns}/replicasets/{name}
+//   GET  /apis/apps/v1/namespaces/{ns}/deployments/{name}
+//   POST /apis/authorization.k8s.io/v1/subjectaccessreviews
+// A non-2xx answer that carries a Kubernetes Status keeps its code, reason and message; any other
+// failure is a 500 InternalError / 503 ServiceUnavailable naming what failed.
+//
+// Thread-safety: KubeApiClient and KubeApiSource are safe for concurrent use.
+#ifndef MODELMETRICS_DEPLOYMENT_KUBE_API_H_
+#define MODELMETRICS_DEPLOYMENT_KUBE_API_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deployment/objects.h"
+
+namespace modelmetrics::net {
+class HttpClient;
+}
+
+namespace modelmetrics::deployment {
+
+struct KubeConfig {
+  std::string server;            // https://host:port
+  std::string token;             // bearer token, may be empty
+  std::string ca_file;           // PEM file to trust; empty with empty ca_pem: system bundle
+  std::string ca_pem;            // PEM text (certificate-authority-data, decoded)
+  std::string client_cert_file;  // client certificate, optional
+  std::string client_key_file;
+  std::string client_cert_pem;  // client-certificate-data, decoded (written to a private file)
+  std::string client_key_pem;
+};
+
+// `context` empty: the kubeconfig's current-context.
+bool LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
+                    std::string* error);
+bool LoadInClusterConfig(KubeConfig* out, std::string* error);
+
+class KubeApiClient {
+ public:
+  explicit KubeApiClient(KubeConfig config);
+  ~KubeApiClient();
+
+  // One request; `body` is sent as application/json when non-empty. On a 2xx answer returns Ok
+  // and the body in `*response`; otherwise the error status (see file comment).
+  ApiStatus Request(std::string_view method, std::string_view path, std::string_view body,
+                    std::string* response);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class KubeApiSource : public ObjectSource {
+ public:
+  explicit KubeApiSource(KubeApiClient* client) : client_(client) {}
+
+  ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
+                               ModelDeployment* out) override;
+  ApiStatus ListPods(std::string_view ns, std::string_view label_selector,
+                     std::vector<Pod>* out) override;
+  ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;
+  ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override;
+
+ private:
+  KubeApiClient* client_;
+};
+
+// Asks the API server whether `user` (with `groups`) may `verb` the `resource`/`subresource` of
+// `group` in `ns`. Sets `*allowed`; a failed review is a non-Ok status (callers deny).
+struct AccessRequest {
+  std::string user;
+  std::vector<std::string> groups;
+  std::string verb = "get";
+  std::string group = "worker.gpustack.ai";
+  std::string resource = "modeldeployments";
+  std::string subresource = "metrics";
+  std::string ns;
+  std::string name;
+};
+ApiStatus SubjectAccessReview(KubeApiClient* client, const AccessRequest& request, bool* allowed);
+
+}  // namespace modelmetrics::deployment
+
+#endif  // MODELMETRICS_DEPLOYMENT_KUBE_API_H_

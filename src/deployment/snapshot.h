@@ -1,0 +1,93 @@
+// ModelDeploymentMetrics: the snapshot the aggregator serves, and its three renderings (the API's
+// JSON, YAML, and a `kubectl top`-like table).
+//
+// The JSON is the Kubernetes object exactly as the reference gives it: apiVersion
+// worker.gpustack.ai/v1, kind ModelDeploymentMetrics, metadata {name, namespace,
+// creationTimestamp: null}, times at second precision in RFC 3339 UTC, empty lists omitted,
+// `partial` and each missing entry's `pod` always present, floats in shortest round-trip form.
+// Values are never NaN or Inf (the aggregator does not produce them; the writer maps any to 0).
+//
+// Thread-safety: plain values and pure functions.
+#ifndef MODELMETRICS_DEPLOYMENT_SNAPSHOT_H_
+#define MODELMETRICS_DEPLOYMENT_SNAPSHOT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace modelmetrics::deployment {
+
+using WallClock = std::chrono::system_clock;
+using WallTime = WallClock::time_point;
+
+struct Gauge {
+  std::string name;
+  std::string source;
+  std::string scope;  // "router" or "engine/<role>"
+  std::string unit;
+  double value = 0;
+  int32_t pod_count = 0;
+  WallTime observed_at;
+};
+
+struct Window {
+  std::string name;
+  std::string pod;
+  std::string source;
+  std::string scope;
+  std::string unit;
+  double value = 0;
+  double samples = 0;
+  double window_seconds = 0;
+  WallTime observed_at;
+};
+
+struct CacheHit {
+  std::string pod;
+  std::string source;
+  std::string scope;  // local-prefix, external-store, device-prefix, host-prefix, storage-prefix
+  std::string unit = "tokens";
+  double hits = 0;
+  double queries = 0;
+  double rate = 0;
+  double window_seconds = 0;
+  int32_t pod_count = 1;
+  WallTime observed_at;
+};
+
+struct Missing {
+  std::string pod;  // "" for deployment-level entries
+  std::string source;
+  std::string reason;
+
+  bool operator==(const Missing&) const = default;
+};
+
+struct Snapshot {
+  std::string name;
+  std::string namespace_;
+  WallTime timestamp;
+  std::vector<Gauge> processing;
+  std::vector<Gauge> queueing;
+  std::vector<CacheHit> cache_hits;
+  std::vector<Missing> missing;
+  bool partial = false;
+  std::vector<Window> latency;
+  std::vector<Window> traffic;
+  std::vector<Window> transfer;
+};
+
+// RFC 3339 UTC at second precision, e.g. 2026-11-29T16:13:15Z.
+std::string FormatTime(WallTime time);
+
+std::string SnapshotToJson(const Snapshot& snapshot);  // one line, no trailing newline
+std::string SnapshotToYaml(const Snapshot& snapshot);
+// `kubectl top`-like sections: processing, queueing, cache hits, latency, traffic, transfer,
+// then missing and PARTIAL when set.
+std::string SnapshotToTable(const Snapshot& snapshot);
+
+}  // namespace modelmetrics::deployment
+
+#endif  // MODELMETRICS_DEPLOYMENT_SNAPSHOT_H_
