@@ -1,8 +1,204 @@
-// placeholder; filled in by its owner
+// `modelmetrics demo`: everything in one process, on loopback. It starts
+//   * a simulated vLLM prefill/decode deployment (`demo/chat`: 1 prefill + 2 decode Pods, a KV
+//     cache pool) behind an llm-d router,
+//   * a simulated SGLang deployment (`demo/assistant`: 2 server Pods with host and storage tiers)
+//     behind the SGLang gateway,
+//   * the pipeline simulator's /metrics,
+//   * the aggregated API server (plain HTTP on 127.0.0.1, a bearer token made up at start),
+// then prints each deployment's snapshot table every --interval until --duration has passed. The
+// first round is every Pod's baseline (so it lists `awaiting a second counter sample`); windows,
+// cache hits and rates appear from the second round on.
 #include "cli/demo_command.h"
 
-namespace modelmetrics::cli {
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
-void AddDemoCommand(CLI::App&, int*) {}
+#include <fmt/format.h>
+
+#include "cli/duration.h"
+#include "deployment/aggregator.h"
+#include "deployment/api_server.h"
+#include "deployment/auth.h"
+#include "deployment/object_file.h"
+#include "sim/deployment_sim.h"
+#include "sim/pipeline_sim.h"
+
+namespace modelmetrics::cli {
+namespace {
+
+struct DemoArgs {
+  std::string duration = "60s";
+  std::string interval = "5s";
+  uint64_t seed = 1;
+  std::string output = "table";
+  bool pipeline = true;
+};
+
+sim::DeploymentSimOptions VllmPrefillDecode(uint64_t seed) {
+  sim::DeploymentSimOptions options;
+  options.name = "chat";
+  options.ns = "demo";
+  options.engine = "vllm";
+  options.roles = {{.name = "prompt", .kind = "prefill", .replicas = 1},
+                   {.name = "generation", .kind = "decode", .replicas = 2}};
+  options.router = "llm-d-router";
+  options.kv_cache = true;
+  options.seed = seed;
+  options.requests_per_second = 12;
+  return options;
+}
+
+sim::DeploymentSimOptions SglangBehindGateway(uint64_t seed) {
+  sim::DeploymentSimOptions options;
+  options.name = "assistant";
+  options.ns = "demo";
+  options.engine = "sglang";
+  options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+  options.router = "sglang-gateway";
+  options.kv_cache = true;
+  options.seed = seed + 1;
+  options.requests_per_second = 6;
+  return options;
+}
+
+void Append(deployment::ObjectSet* into, deployment::ObjectSet from) {
+  for (auto& md : from.model_deployments) into->model_deployments.push_back(std::move(md));
+  for (auto& pod : from.pods) into->pods.push_back(std::move(pod));
+  for (auto& rs : from.replica_sets) into->replica_sets.push_back(std::move(rs));
+  for (auto& d : from.deployments) into->deployments.push_back(std::move(d));
+}
+
+std::string MakeToken() {
+  std::random_device random;
+  return fmt::format("demo-{:08x}{:08x}", random(), random());
+}
+
+int RunDemo(const DemoArgs& args) {
+  std::chrono::milliseconds duration{};
+  std::chrono::milliseconds interval{};
+  ParseDuration(args.duration, &duration);
+  ParseDuration(args.interval, &interval);
+  if (interval.count() <= 0) interval = std::chrono::seconds(5);
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + duration;
+
+  std::vector<std::unique_ptr<sim::DeploymentSim>> sims;
+  for (sim::DeploymentSimOptions options :
+       {VllmPrefillDecode(args.seed), SglangBehindGateway(args.seed)}) {
+    auto simulator = std::make_unique<sim::DeploymentSim>(std::move(options));
+    std::string error;
+    if (!simulator->Start(&error)) {
+      std::cerr << "modelmetrics demo: simulator: " << error << "\n";
+      return 1;
+    }
+    sims.push_back(std::move(simulator));
+  }
+  deployment::ObjectSet objects;
+  for (const auto& simulator : sims) Append(&objects, simulator->Objects());
+  deployment::FileObjectSource source;
+  source.Set(std::move(objects));
+  deployment::Aggregator aggregator(&source);
+
+  // The aggregated API over the same aggregator, for curl or kubectl on the side.
+  const std::string token = MakeToken();
+  std::string error;
+  auto authenticator =
+      deployment::TokenFileAuthenticator::Parse(token + ",demo,demo-uid,\"demo-readers\"", &error);
+  std::vector<deployment::PolicyRule> rules;
+  deployment::ParsePolicy(
+      "rules:\n  - users: [demo]\n    namespaces: [demo]\n    verbs: [get]\n"
+      "    resources: [modeldeployments/metrics]\n",
+      &rules, &error);
+  deployment::ApiServer api(
+      {},
+      [&aggregator](std::string_view ns, std::string_view name, deployment::Snapshot* out) {
+        return aggregator.Get(ns, name, out);
+      },
+      std::move(authenticator), std::make_unique<deployment::PolicyAuthorizer>(rules));
+  if (!api.Start(&error)) {
+    std::cerr << "modelmetrics demo: API server: " << error << "\n";
+    return 1;
+  }
+
+  std::cout << "modelmetrics demo: simulated Pods\n";
+  for (const auto& simulator : sims) {
+    for (const sim::SimPodInfo& pod : simulator->Pods()) {
+      std::cout << fmt::format("  {}/{:<34} {}\n", simulator->options().ns, pod.name, pod.url);
+    }
+  }
+  std::cout << "aggregated API: " << api.url() << " (bearer token " << token << ")\n"
+            << "  curl -H 'Authorization: Bearer " << token << "' " << api.url()
+            << "/apis/worker.gpustack.ai/v1/namespaces/demo/modeldeployments/chat/metrics\n";
+
+  // The pipeline half, serving its /metrics beside the deployments for the same duration.
+  std::thread pipeline;
+  if (args.pipeline) {
+    sim::PipelineSimOptions options;
+    options.listen = "127.0.0.1:0";
+    options.duration = duration;
+    options.log_interval = std::chrono::milliseconds(0);
+    options.seed = args.seed;
+    pipeline = std::thread([options] { sim::RunPipelineSimulator(options); });
+  }
+  std::cout << "\n" << std::flush;
+
+  int failures = 0;
+  for (int round = 1;; ++round) {
+    const auto round_start = std::chrono::steady_clock::now();
+    for (const auto& simulator : sims) {
+      deployment::Snapshot snapshot;
+      const deployment::ApiStatus status =
+          aggregator.Get(simulator->options().ns, simulator->options().name, &snapshot);
+      std::cout << fmt::format("--- round {} ---\n", round);
+      if (!status.ok()) {
+        ++failures;
+        std::cout << "Error from server (" << status.reason << "): " << status.message << "\n\n";
+        continue;
+      }
+      if (args.output == "json") {
+        std::cout << deployment::SnapshotToJson(snapshot) << "\n\n";
+      } else {
+        std::cout << deployment::SnapshotToTable(snapshot)
+                  << "partial: " << (snapshot.partial ? "true" : "false") << "\n\n";
+      }
+    }
+    std::cout << std::flush;
+    const auto next = round_start + interval;
+    if (next >= end) break;
+    std::this_thread::sleep_until(next);
+  }
+  if (pipeline.joinable()) pipeline.join();
+  api.Stop();
+  for (const auto& simulator : sims) simulator->Stop();
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddDemoCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<DemoArgs>();
+  CLI::App* command = app.add_subcommand(
+      "demo",
+      "Run simulated vLLM and SGLang deployments, the pipeline simulator and the aggregated API "
+      "on loopback, printing live snapshots");
+  command->add_option("--duration", args->duration, "How long to run (e.g. 20s, 2m)")
+      ->capture_default_str()
+      ->check(CheckDuration);
+  command->add_option("--interval", args->interval, "Time between snapshot rounds")
+      ->capture_default_str()
+      ->check(CheckDuration);
+  command->add_option("--seed", args->seed, "Traffic seed")->capture_default_str();
+  command->add_option("-o,--output", args->output, "table or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json"}));
+  command->add_flag("--pipeline,!--no-pipeline", args->pipeline,
+                    "Also run the pipeline simulator (default on)");
+  command->callback([args, exit_code] { *exit_code = RunDemo(*args); });
+}
 
 }  // namespace modelmetrics::cli

@@ -1,8 +1,196 @@
-// placeholder; filled in by its owner
+// `modelmetrics serve --config FILE [--duration D]`: the aggregated API server for
+// ModelDeploymentMetrics. Wires the configuration (deployment/api_server.h) into an object source
+// (a file, or the Kubernetes API), an Aggregator and an ApiServer, prints the URL it listens on,
+// and serves until SIGINT/SIGTERM or the duration ends.
+//
+// Exit codes: 0 after a clean stop; 2 for a bad configuration (including files it names that do
+// not load); 1 when the server cannot start (address in use, bad certificate).
+//
+// Thread-safety: runs on the main thread; SIGINT/SIGTERM are blocked in every thread and taken
+// with sigtimedwait, so no handler runs asynchronously.
 #include "cli/serve_command.h"
 
-namespace modelmetrics::cli {
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
 
-void AddServeCommand(CLI::App&, int*) {}
+#include <fmt/format.h>
+
+#include "deployment/aggregator.h"
+#include "deployment/api_server.h"
+#include "deployment/kube_api.h"
+#include "deployment/object_file.h"
+
+namespace modelmetrics::cli {
+namespace {
+
+using deployment::ServeConfig;
+
+// "90s", "2m", "500ms", "1h", or plain seconds.
+bool ParseServeDuration(const std::string& text, std::chrono::milliseconds* out) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    return false;
+  }
+  const std::string unit = text.substr(used);
+  double ms;
+  if (unit.empty() || unit == "s") {
+    ms = value * 1000;
+  } else if (unit == "ms") {
+    ms = value;
+  } else if (unit == "m") {
+    ms = value * 60'000;
+  } else if (unit == "h") {
+    ms = value * 3'600'000;
+  } else {
+    return false;
+  }
+  if (!(ms >= 0) || ms > 1e12) return false;
+  *out = std::chrono::milliseconds(static_cast<int64_t>(ms));
+  return true;
+}
+
+// Waits for SIGINT/SIGTERM (blocked beforehand) or until `duration` passes, if set.
+void WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + duration.value_or(std::chrono::milliseconds(0));
+  while (true) {
+    timespec wait{1, 0};
+    if (duration) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::nanoseconds(0)) return;
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+      wait.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+      wait.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    }
+    const int signal = sigtimedwait(&signals, nullptr, &wait);
+    if (signal == SIGINT || signal == SIGTERM) {
+      std::fprintf(stderr, "serve: %s, stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+      return;
+    }
+  }
+}
+
+int RunServe(const std::string& config_path, std::optional<std::chrono::milliseconds> duration) {
+  ServeConfig config;
+  std::string error;
+  if (!deployment::LoadServeConfig(config_path, &config, &error)) {
+    std::fprintf(stderr, "serve: %s\n", error.c_str());
+    return 2;
+  }
+
+  // The Kubernetes API client, when objects or reviews come from the cluster.
+  std::unique_ptr<deployment::KubeApiClient> kube;
+  if (config.UsesKubeApi()) {
+    deployment::KubeConfig kube_config;
+    const bool loaded =
+        config.in_cluster
+            ? deployment::LoadInClusterConfig(&kube_config, &error)
+            : deployment::LoadKubeconfig(config.kubeconfig, config.context, &kube_config, &error);
+    if (!loaded) {
+      std::fprintf(stderr, "serve: %s\n", error.c_str());
+      return 2;
+    }
+    kube = std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
+  }
+
+  std::unique_ptr<deployment::ObjectSource> source;
+  if (!config.objects_file.empty()) {
+    auto file = std::make_unique<deployment::FileObjectSource>();
+    if (!file->Load(config.objects_file, &error)) {
+      std::fprintf(stderr, "serve: objects_file: %s\n", error.c_str());
+      return 2;
+    }
+    source = std::move(file);
+  } else {
+    source = std::make_unique<deployment::KubeApiSource>(kube.get());
+  }
+
+  auto authenticator = deployment::BuildAuthenticator(config, &error);
+  if (!authenticator) {
+    std::fprintf(stderr, "serve: %s\n", error.c_str());
+    return 2;
+  }
+  auto authorizer = deployment::BuildAuthorizer(config, kube.get(), &error);
+  if (!authorizer) {
+    std::fprintf(stderr, "serve: %s\n", error.c_str());
+    return 2;
+  }
+
+  deployment::AggregatorOptions aggregator_options;
+  aggregator_options.ca_file = config.pod_ca_file;
+  deployment::Aggregator aggregator(source.get(), aggregator_options);
+
+  // Block the stop signals before any thread starts, so every thread inherits the mask and only
+  // sigtimedwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);
+
+  int exit_code = 0;
+  {
+    deployment::ApiServer server(
+        deployment::BuildApiServerOptions(config),
+        [&aggregator](std::string_view ns, std::string_view name, deployment::Snapshot* out) {
+          return aggregator.Get(ns, name, out);
+        },
+        std::move(authenticator), std::move(authorizer));
+    if (!server.Start(&error)) {
+      std::fprintf(stderr, "serve: cannot start: %s\n", error.c_str());
+      exit_code = 1;
+    } else {
+      std::printf("serving ModelDeploymentMetrics on %s\n", server.url().c_str());
+      std::printf(
+          "  GET %s/apis/worker.gpustack.ai/v1/namespaces/NS/modeldeployments/NAME/metrics\n",
+          server.url().c_str());
+      std::fflush(stdout);
+      WaitForStop(signals, duration);
+      server.Stop();
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return exit_code;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, int* exit_code) {
+  CLI::App* serve = app.add_subcommand(
+      "serve", "Serve the ModelDeploymentMetrics aggregated API (Kubernetes-style, TLS)");
+  struct Args {
+    std::string config;
+    std::string duration;
+  };
+  auto args = std::make_shared<Args>();
+  serve->add_option("--config", args->config, "The serve configuration (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  serve
+      ->add_option("--duration", args->duration,
+                   "Stop after this long (e.g. 30s, 2m); default: until SIGINT/SIGTERM")
+      ->check([](const std::string& text) {
+        std::chrono::milliseconds ignored;
+        return ParseServeDuration(text, &ignored) ? std::string()
+                                                  : "not a duration (e.g. 90s, 2m, 500ms): " + text;
+      });
+  serve->callback([args, exit_code] {
+    std::optional<std::chrono::milliseconds> duration;
+    if (!args->duration.empty()) {
+      duration.emplace();
+      ParseServeDuration(args->duration, &*duration);
+    }
+    *exit_code = RunServe(args->config, duration);
+  });
+}
 
 }  // namespace modelmetrics::cli

@@ -4,6 +4,10 @@
 #include <memory>
 #include <string>
 
+#include <iostream>
+#include <vector>
+
+#include "sim/deployment_sim.h"
 #include "sim/pipeline_sim.h"
 
 namespace modelmetrics::cli {
@@ -41,6 +45,91 @@ std::string CheckDuration(const std::string& text) {
   return ParseDuration(text, &ignored) ? "" : "not a duration (e.g. 90s, 2m, 500ms): " + text;
 }
 
+// "POD=FAULT" with a known fault name.
+std::string CheckFault(const std::string& text) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return "expected POD=FAULT: " + text;
+  if (!sim::ParsePodFault(text.substr(eq + 1))) {
+    return "unknown fault \"" + text.substr(eq + 1) +
+           "\" (hang, slow-body, oversize, gzip-bomb, http-500, redirect, garbage, "
+           "counter-reset, restart, untrusted-tls)";
+  }
+  return "";
+}
+
+void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
+  struct Args {
+    sim::DeploymentSimOptions options;
+    std::string roles = "server";
+    int replicas = 1;
+    std::string router = "none";
+    std::vector<std::string> faults;
+    std::string duration = "60s";
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* deployment = simulate->add_subcommand(
+      "deployment",
+      "Serve the engine and router Pods of one simulated ModelDeployment on loopback, and write "
+      "the objects file describing them");
+  deployment->add_option("--name", args->options.name, "ModelDeployment name")
+      ->capture_default_str();
+  deployment->add_option("-n,--namespace", args->options.ns, "Namespace")->capture_default_str();
+  deployment->add_option("--engine", args->options.engine, "Engine")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"vllm", "sglang"}, CLI::ignore_case));
+  deployment
+      ->add_option("--roles", args->roles,
+                   "server: one server role; pd: a prefill role and a decode role")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"server", "pd"}));
+  deployment->add_option("--replicas", args->replicas, "Pods per role")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  deployment->add_option("--router", args->router, "Router in front of the engines")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"llm-d-router", "vllm-router", "sglang-gateway", "none"}));
+  deployment->add_flag("--kv-cache", args->options.kv_cache, "Attach a KV cache pool");
+  deployment->add_flag("--kv-connector", args->options.kv_connector,
+                       "vLLM: render --kv-transfer-config even without a pool");
+  deployment->add_option("--fault", args->faults, "POD=FAULT, repeatable")->check(CheckFault);
+  deployment->add_option("--seed", args->options.seed, "Traffic seed")->capture_default_str();
+  deployment
+      ->add_option("--rate", args->options.requests_per_second,
+                   "Requests per second offered to the deployment")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  deployment->add_flag("--idle", args->options.idle,
+                       "No traffic: counters frozen, gauges 0 (SGLang: its warmup request only)");
+  deployment->add_option("--padding-bytes", args->options.padding_bytes,
+                         "Extra realistic series per engine scrape (benchmarks)");
+  deployment->add_option(
+      "--tls-cert", args->options.tls_cert_file,
+      "Certificate for untrusted-tls Pods (default: a generated self-signed one)");
+  deployment->add_option("--tls-key", args->options.tls_key_file, "Key for --tls-cert");
+  deployment->add_option("--objects-out", args->options.objects_file,
+                         "Write the objects (a kubectl get -o json List) here, kept current");
+  deployment->add_option("--duration", args->duration, "How long to serve (e.g. 30s, 2m)")
+      ->capture_default_str()
+      ->check(CheckDuration);
+  deployment->callback([args, exit_code] {
+    sim::DeploymentSimOptions options = args->options;
+    if (args->roles == "pd") {
+      options.roles = {{"prefill", "prefill", args->replicas, 1, {}},
+                       {"decode", "decode", args->replicas, 1, {}}};
+    } else {
+      options.roles = {{"server", "server", args->replicas, 1, {}}};
+    }
+    options.router = args->router == "none" ? "" : args->router;
+    for (const std::string& fault : args->faults) {
+      size_t eq = fault.find('=');
+      options.faults[fault.substr(0, eq)] = *sim::ParsePodFault(fault.substr(eq + 1));
+    }
+    std::chrono::milliseconds duration{0};
+    ParseDuration(args->duration, &duration);
+    *exit_code = sim::RunDeploymentSimulator(options, duration, std::cout, std::cerr);
+  });
+}
+
 }  // namespace
 
 void AddSimulateCommand(CLI::App& app, int* exit_code) {
@@ -76,6 +165,7 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
     ParseDuration(args->log_interval, &args->options.log_interval);
     *exit_code = sim::RunPipelineSimulator(args->options);
   });
+  AddDeploymentCommand(simulate, exit_code);
 }
 
 }  // namespace modelmetrics::cli

@@ -1,8 +1,110 @@
-// placeholder; filled in by its owner
+// `modelmetrics snapshot [-n NS] NAME`: reads a deployment's ModelDeploymentMetrics directly from
+// its Pods, with the objects from a file or the Kubernetes API, and prints it.
+//
+// A one-shot command has no earlier read to window against, so it reads twice, --window apart,
+// and prints the second snapshot (--window 0 reads once). --watch INTERVAL keeps printing a new
+// snapshot every INTERVAL, each windowed against the one before.
+//
+// Exit codes: 0 printed, 1 the API answered an error (e.g. 404, 503; printed as `Error from
+// server (Reason): message`, the way kubectl prints a Status), 2 usage or configuration errors.
 #include "cli/snapshot_command.h"
 
-namespace modelmetrics::cli {
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
 
-void AddSnapshotCommand(CLI::App&, int*) {}
+#include "cli/duration.h"
+#include "cli/object_source_flags.h"
+#include "deployment/aggregator.h"
+#include "deployment/snapshot.h"
+
+namespace modelmetrics::cli {
+namespace {
+
+struct SnapshotArgs {
+  ObjectSourceFlags source;
+  std::string ns = "default";
+  std::string name;
+  std::string output = "table";
+  std::string window = "5s";
+  std::string watch;
+  int rounds = 0;
+  std::string ca_file;
+};
+
+std::string Render(const deployment::Snapshot& snapshot, const std::string& output) {
+  if (output == "json") return deployment::SnapshotToJson(snapshot) + "\n";
+  if (output == "yaml") return deployment::SnapshotToYaml(snapshot);
+  return deployment::SnapshotToTable(snapshot);
+}
+
+int RunSnapshot(const SnapshotArgs& args) {
+  std::string error;
+  std::unique_ptr<ObjectSourceHandle> source = OpenObjectSource(args.source, &error);
+  if (!source) {
+    std::cerr << "modelmetrics snapshot: " << error << "\n";
+    return 2;
+  }
+  deployment::AggregatorOptions options;
+  options.ca_file = args.ca_file;
+  deployment::Aggregator aggregator(source->get(), options);
+
+  std::chrono::milliseconds window{};
+  std::chrono::milliseconds watch{};
+  ParseDuration(args.window, &window);
+  const bool watching =
+      !args.watch.empty() && ParseDuration(args.watch, &watch) && watch.count() > 0;
+
+  deployment::Snapshot snapshot;
+  auto read = [&]() -> bool {
+    const deployment::ApiStatus status = aggregator.Get(args.ns, args.name, &snapshot);
+    if (!status.ok()) {
+      std::cerr << "Error from server (" << status.reason << "): " << status.message << "\n";
+      return false;
+    }
+    return true;
+  };
+  if (window.count() > 0) {
+    if (!read()) return 1;  // the baseline read
+    std::this_thread::sleep_for(window);
+  }
+  for (int round = 1;; ++round) {
+    if (!read()) return 1;
+    std::cout << Render(snapshot, args.output) << std::flush;
+    if (!watching || (args.rounds > 0 && round >= args.rounds)) return 0;
+    std::this_thread::sleep_for(watch);
+    if (args.output == "table") std::cout << "\n";
+  }
+}
+
+}  // namespace
+
+void AddSnapshotCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<SnapshotArgs>();
+  CLI::App* command = app.add_subcommand(
+      "snapshot", "Read one ModelDeploymentMetrics snapshot of a deployment and print it");
+  command->add_option("name", args->name, "The ModelDeployment's name")->required();
+  command->add_option("-n,--namespace", args->ns, "Its namespace")->capture_default_str();
+  AddObjectSourceFlags(command, &args->source);
+  command->add_option("-o,--output", args->output, "table, json (the API's document) or yaml")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json", "yaml"}));
+  command
+      ->add_option("--window", args->window,
+                   "Read twice this far apart and print the second read (0: read once)")
+      ->capture_default_str()
+      ->check(CheckDuration);
+  command
+      ->add_option("--watch", args->watch,
+                   "Print a new snapshot every DURATION, windowed against the one before")
+      ->check(CheckDuration);
+  command->add_option("--rounds", args->rounds, "With --watch: stop after N snapshots (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--ca-file", args->ca_file,
+                      "PEM bundle to trust for HTTPS Pods (default: the system bundle)");
+  command->callback([args, exit_code] { *exit_code = RunSnapshot(*args); });
+}
 
 }  // namespace modelmetrics::cli

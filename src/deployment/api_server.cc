@@ -1,1 +1,707 @@
-// placeholder; filled in by its owner
+// The aggregated API server for ModelDeploymentMetrics and the serve configuration (see
+// api_server.h).
+#include "deployment/api_server.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
+
+namespace modelmetrics::deployment {
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+const std::string kGroupVersion = fmt::format("{}/{}", kMetricsGroup, kMetricsVersion);
+const std::string kGroupPath = fmt::format("/apis/{}", kMetricsGroup);
+const std::string kVersionPath = fmt::format("/apis/{}/{}", kMetricsGroup, kMetricsVersion);
+
+// Request paths may carry any bytes; the JSON writer must not throw on invalid UTF-8.
+std::string Dump(const OrderedJson& json) {
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+net::HttpResponse JsonResponse(int code, std::string body) {
+  net::HttpResponse response;
+  response.status = code;
+  response.content_type = "application/json";
+  response.body = std::move(body);
+  return response;
+}
+
+std::string DefaultReason(int code) {
+  switch (code) {
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Expired";
+    case 429:
+      return "TooManyRequests";
+    case 500:
+      return "InternalError";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
+    default:
+      return "";
+  }
+}
+
+// Errors: the deployment named in details; 401 without details, as Kubernetes sends it.
+net::HttpResponse StatusResponse(const ApiStatus& status, const std::string* details_name,
+                                 bool with_details = true) {
+  net::HttpResponse response =
+      JsonResponse(status.code, StatusJson(status, details_name, with_details));
+  return response;
+}
+
+net::HttpResponse Unauthorized() {
+  return StatusResponse({401, "Unauthorized", "Unauthorized"}, nullptr, /*with_details=*/false);
+}
+
+net::HttpResponse UnknownPath() {
+  return StatusResponse(ApiStatus::NotFound("the server could not find the requested resource"),
+                        nullptr);
+}
+
+net::HttpResponse MethodNotAllowed(const std::string* details_name) {
+  net::HttpResponse response = StatusResponse(
+      {405, "MethodNotAllowed", "the server does not allow this method on the requested resource"},
+      details_name);
+  response.headers.emplace_back("Allow", "GET");
+  return response;
+}
+
+OrderedJson GroupVersionJson() {
+  return OrderedJson{{"groupVersion", kGroupVersion}, {"version", kMetricsVersion}};
+}
+
+OrderedJson ApiGroupJson(bool with_type) {
+  OrderedJson group;
+  if (with_type) {
+    group["kind"] = "APIGroup";
+    group["apiVersion"] = "v1";
+  }
+  group["name"] = kMetricsGroup;
+  group["versions"] = OrderedJson::array({GroupVersionJson()});
+  group["preferredVersion"] = GroupVersionJson();
+  return group;
+}
+
+std::string ApiGroupListJson() {
+  OrderedJson list{{"kind", "APIGroupList"}, {"apiVersion", "v1"}};
+  list["groups"] = OrderedJson::array({ApiGroupJson(/*with_type=*/false)});
+  return Dump(list);
+}
+
+std::string ApiResourceListJson() {
+  OrderedJson resource{{"name", fmt::format("{}/{}", kMetricsResource, kMetricsSubresource)},
+                       {"singularName", ""},
+                       {"namespaced", true},
+                       {"kind", kMetricsKind},
+                       {"verbs", OrderedJson::array({"get"})}};
+  OrderedJson list{
+      {"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", kGroupVersion}};
+  list["resources"] = OrderedJson::array({resource});
+  return Dump(list);
+}
+
+std::string VersionJson() {
+  OrderedJson info{{"major", "0"},    {"minor", "1"},       {"gitVersion", "v0.1.0"},
+                   {"gitCommit", ""}, {"gitTreeState", ""}, {"buildDate", ""},
+                   {"goVersion", ""}, {"compiler", "c++"},  {"platform", "linux/amd64"}};
+  return Dump(info);
+}
+
+// Kubernetes' forbidden message: `modeldeployments.worker.gpustack.ai "chat" is forbidden: User
+// "bob" cannot get resource "modeldeployments/metrics" in API group "worker.gpustack.ai" in the
+// namespace "team"[: reason]`.
+std::string ForbiddenMessage(const AuthorizationRequest& request, std::string_view reason) {
+  std::string message = fmt::format(
+      "{}.{} \"{}\" is forbidden: User \"{}\" cannot {} resource \"{}/{}\" in API group \"{}\" in "
+      "the namespace \"{}\"",
+      request.resource, request.api_group, request.name, request.user.name, request.verb,
+      request.resource, request.subresource, request.api_group, request.ns);
+  if (!reason.empty()) fmt::format_to(std::back_inserter(message), ": {}", reason);
+  return message;
+}
+
+// A value echoed in an error message, cut so a long path cannot make a long answer.
+std::string Echo(std::string_view value) {
+  constexpr size_t kMax = 100;
+  if (value.size() <= kMax) return std::string(value);
+  return std::string(value.substr(0, kMax)) + "...";
+}
+
+std::vector<std::string_view> SplitPath(std::string_view path) {
+  std::vector<std::string_view> segments;
+  if (!path.empty() && path.front() == '/') path.remove_prefix(1);
+  while (true) {
+    const size_t slash = path.find('/');
+    segments.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return segments;
+}
+
+// A bounded pool: at most `capacity` jobs running or queued.
+class WorkerPool {
+ public:
+  WorkerPool(int threads, size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
+    for (int i = 0; i < std::max(threads, 1); ++i) {
+      threads_.emplace_back([this] { Run(); });
+    }
+  }
+  ~WorkerPool() { Shutdown(); }
+
+  // False when full (or shut down): the caller answers 429.
+  bool TrySubmit(std::function<void()> job) {
+    std::lock_guard lock(mu_);
+    if (stopping_ || in_flight_ >= capacity_) return false;
+    ++in_flight_;
+    queue_.push_back(std::move(job));
+    cv_.notify_one();
+    return true;
+  }
+
+  // Drops queued jobs (their Responders then answer 500 or are ignored by a stopped server),
+  // waits for running ones, joins.
+  void Shutdown() {
+    std::deque<std::function<void()>> dropped;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ && threads_.empty()) return;
+      stopping_ = true;
+      dropped.swap(queue_);
+      cv_.notify_all();
+    }
+    dropped.clear();
+    for (std::thread& thread : threads_) thread.join();
+    threads_.clear();
+  }
+
+ private:
+  void Run() {
+    while (true) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job();
+      job = nullptr;  // release the Responder before the slot frees
+      std::lock_guard lock(mu_);
+      --in_flight_;
+    }
+  }
+
+  const size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  size_t in_flight_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Validation and Status
+
+namespace {
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, any length.
+bool IsLabelShape(std::string_view value) {
+  return !value.empty() && IsLowerAlnum(value.front()) && IsLowerAlnum(value.back()) &&
+         std::all_of(value.begin(), value.end(),
+                     [](char c) { return IsLowerAlnum(c) || c == '-'; });
+}
+
+}  // namespace
+
+std::string ValidateDns1123Label(std::string_view value) {
+  if (value.size() > 63) return "must be no more than 63 characters";
+  if (IsLabelShape(value)) return "";
+  return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+         "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+         "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+}
+
+std::string ValidateDns1123Subdomain(std::string_view value) {
+  if (value.size() > 253) return "must be no more than 253 characters";
+  // Dot-separated label shapes; only the whole name is length-limited, as in Kubernetes.
+  bool valid = true;
+  for (std::string_view rest = value;;) {
+    const size_t dot = rest.find('.');
+    valid = valid && IsLabelShape(rest.substr(0, dot));
+    if (dot == std::string_view::npos) break;
+    rest.remove_prefix(dot + 1);
+  }
+  if (valid) return "";
+  return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+         "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+         "regex used for validation is "
+         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+}
+
+std::string StatusJson(const ApiStatus& status, const std::string* details_name,
+                       bool with_details) {
+  const int code = status.code >= 400 && status.code <= 599 ? status.code : 500;
+  std::string reason = status.reason.empty() ? DefaultReason(code) : status.reason;
+  std::string message = status.message.empty() ? reason : status.message;
+  OrderedJson json{{"kind", "Status"},
+                   {"apiVersion", "v1"},
+                   {"metadata", OrderedJson::object()},
+                   {"status", "Failure"},
+                   {"message", std::move(message)}};
+  if (!reason.empty()) json["reason"] = std::move(reason);
+  if (with_details) {
+    OrderedJson details = OrderedJson::object();
+    if (details_name != nullptr) {
+      details["name"] = *details_name;
+      details["group"] = kMetricsGroup;
+      details["kind"] = kMetricsResource;
+    }
+    if (code == 429) details["retryAfterSeconds"] = 1;
+    json["details"] = std::move(details);
+  }
+  json["code"] = code;
+  return Dump(json);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ApiServer
+
+struct ApiServer::Impl {
+  ApiServerOptions options;
+  SnapshotFunction snapshot;
+  std::unique_ptr<Authenticator> authenticator;
+  std::unique_ptr<Authorizer> authorizer;
+  std::unique_ptr<net::HttpServer> http;
+  std::unique_ptr<WorkerPool> workers;
+  bool started = false;
+
+  void Serve(const net::HttpRequest& request, net::Responder respond);
+  void ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string ns,
+                    std::string name, net::Responder respond);
+  net::HttpResponse ReadMetrics(const AuthorizationRequest& access);
+};
+
+void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder respond) {
+  UserInfo user;
+  if (!authenticator->Authenticate(request, &user)) return respond(Unauthorized());
+
+  std::string_view path = request.path;
+  std::string_view discovery_path = path;
+  if (discovery_path.size() > 1 && discovery_path.back() == '/') discovery_path.remove_suffix(1);
+  const auto discovery = [&](std::string body) {
+    if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
+    respond(JsonResponse(200, std::move(body)));
+  };
+  if (discovery_path == "/apis") return discovery(ApiGroupListJson());
+  if (discovery_path == kGroupPath) return discovery(Dump(ApiGroupJson(/*with_type=*/true)));
+  if (discovery_path == kVersionPath) return discovery(ApiResourceListJson());
+
+  // /apis/worker.gpustack.ai/v1/namespaces/{ns}/modeldeployments/{name}/metrics
+  const std::vector<std::string_view> segments = SplitPath(path);
+  if (segments.size() != 8 || segments[0] != "apis" || segments[1] != kMetricsGroup ||
+      segments[2] != kMetricsVersion || segments[3] != "namespaces" ||
+      segments[5] != kMetricsResource || segments[7] != kMetricsSubresource) {
+    return respond(UnknownPath());
+  }
+  ServeMetrics(request, std::move(user), std::string(segments[4]), std::string(segments[6]),
+               std::move(respond));
+}
+
+void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string ns,
+                                   std::string name, net::Responder respond) {
+  if (request.method != "GET") return respond(MethodNotAllowed(&name));
+  // Names are checked before anything (authoriser, API, Pods) sees them.
+  if (std::string problem = ValidateDns1123Label(ns); !problem.empty()) {
+    return respond(StatusResponse(
+        ApiStatus::BadRequest(fmt::format("invalid namespace \"{}\": {}", Echo(ns), problem)),
+        &name));
+  }
+  if (std::string problem = ValidateDns1123Subdomain(name); !problem.empty()) {
+    return respond(StatusResponse(
+        ApiStatus::BadRequest(fmt::format("invalid name \"{}\": {}", Echo(name), problem)), &name));
+  }
+  AuthorizationRequest access{.user = std::move(user),
+                              .verb = "get",
+                              .api_group = std::string(kMetricsGroup),
+                              .resource = std::string(kMetricsResource),
+                              .subresource = std::string(kMetricsSubresource),
+                              .ns = std::move(ns),
+                              .name = std::move(name)};
+  const std::string details_name = access.name;
+  auto job = [this, access = std::move(access), respond]() mutable {
+    net::HttpResponse response;
+    try {
+      response = ReadMetrics(access);
+    } catch (const std::exception& e) {
+      response = StatusResponse(ApiStatus::Internal(e.what()), &access.name);
+    } catch (...) {
+      response = StatusResponse(ApiStatus::Internal("unknown error"), &access.name);
+    }
+    respond(std::move(response));
+  };
+  if (!workers->TrySubmit(std::move(job))) {
+    net::HttpResponse busy = StatusResponse(
+        {429, "TooManyRequests", "Too many requests, please try again later."}, &details_name);
+    busy.headers.emplace_back("Retry-After", "1");
+    respond(std::move(busy));
+  }
+}
+
+net::HttpResponse ApiServer::Impl::ReadMetrics(const AuthorizationRequest& access) {
+  const AuthorizationDecision decision = authorizer->Authorize(access);
+  if (!decision.error.ok()) {
+    return StatusResponse(
+        ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
+        &access.name);
+  }
+  if (!decision.allowed) {
+    return StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)},
+                          &access.name);
+  }
+  Snapshot result;
+  const ApiStatus status = snapshot(access.ns, access.name, &result);
+  if (!status.ok()) return StatusResponse(status, &access.name);
+  return JsonResponse(200, SnapshotToJson(result));
+}
+
+ApiServer::ApiServer(ApiServerOptions options, SnapshotFunction snapshot,
+                     std::unique_ptr<Authenticator> authenticator,
+                     std::unique_ptr<Authorizer> authorizer)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->snapshot = std::move(snapshot);
+  impl_->authenticator = std::move(authenticator);
+  impl_->authorizer = std::move(authorizer);
+}
+
+ApiServer::~ApiServer() { Stop(); }
+
+bool ApiServer::Start(std::string* error) {
+  Impl& impl = *impl_;
+  if (impl.started) {
+    if (error) *error = "the API server was already started";
+    return false;
+  }
+  if (!impl.authenticator || !impl.authorizer || !impl.snapshot) {
+    if (error) *error = "the API server needs an authenticator, an authoriser and a snapshot";
+    return false;
+  }
+  impl.started = true;
+  impl.http = std::make_unique<net::HttpServer>(impl.options.http);
+  const auto healthy = [](const net::HttpRequest&) { return net::HttpResponse::Text(200, "ok"); };
+  for (const char* path : {"/healthz", "/readyz", "/livez"}) impl.http->Route("GET", path, healthy);
+  impl.http->Route("GET", "/version",
+                   [](const net::HttpRequest&) { return JsonResponse(200, VersionJson()); });
+  impl.http->RoutePrefixAsync("", "/",
+                              [&impl](const net::HttpRequest& request, net::Responder respond) {
+                                impl.Serve(request, std::move(respond));
+                              });
+  impl.workers =
+      std::make_unique<WorkerPool>(impl.options.worker_threads, impl.options.max_in_flight);
+  std::string start_error;
+  if (!impl.http->Start(&start_error)) {
+    if (error) *error = start_error;
+    impl.workers->Shutdown();
+    return false;
+  }
+  return true;
+}
+
+uint16_t ApiServer::port() const { return impl_->http ? impl_->http->port() : 0; }
+
+std::string ApiServer::url() const {
+  const std::string& address = impl_->options.http.address;
+  const bool ipv6 = address.find(':') != std::string::npos;
+  return fmt::format("{}://{}{}{}:{}", impl_->options.http.tls ? "https" : "http", ipv6 ? "[" : "",
+                     address, ipv6 ? "]" : "", port());
+}
+
+void ApiServer::Stop() {
+  if (impl_->http) impl_->http->Stop();
+  if (impl_->workers) impl_->workers->Shutdown();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serve configuration
+
+namespace {
+
+bool ReadText(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream text;
+  text << in.rdbuf();
+  *out = std::move(text).str();
+  return !in.bad();
+}
+
+}  // namespace
+
+bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
+                      std::string* error) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    *error = fmt::format("not YAML: {}", e.what());
+    return false;
+  }
+  if (!root.IsMap()) {
+    *error = "expected a YAML mapping of settings";
+    return false;
+  }
+  ServeConfig config;
+  const auto fail = [error](std::string message) {
+    *error = std::move(message);
+    return false;
+  };
+  const auto resolve = [&base_dir](const std::string& path) {
+    if (path.empty() || base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
+    return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+  };
+  const auto scalar = [&](const std::string& key, const YAML::Node& node, std::string* value) {
+    if (!node.IsScalar()) return fail(fmt::format("{}: expected a string", key));
+    *value = node.Scalar();
+    return true;
+  };
+  const auto path_field = [&](const std::string& key, const YAML::Node& node, std::string* value) {
+    if (!scalar(key, node, value)) return false;
+    *value = resolve(*value);
+    return true;
+  };
+  const auto integer = [&](const std::string& key, const YAML::Node& node, int64_t min, int64_t max,
+                           int64_t* value) {
+    try {
+      if (!node.IsScalar()) throw YAML::Exception(YAML::Mark::null_mark(), "");
+      *value = node.as<int64_t>();
+    } catch (const YAML::Exception&) {
+      return fail(fmt::format("{}: expected an integer", key));
+    }
+    if (*value < min || *value > max) {
+      return fail(fmt::format("{}: {} is out of range [{}, {}]", key, *value, min, max));
+    }
+    return true;
+  };
+
+  for (const auto& entry : root) {
+    const std::string key = entry.first.Scalar();
+    const YAML::Node& node = entry.second;
+    int64_t number = 0;
+    bool ok = true;
+    if (key == "address") {
+      ok = scalar(key, node, &config.address);
+    } else if (key == "port") {
+      ok = integer(key, node, 0, 65535, &number);
+      config.port = static_cast<uint16_t>(number);
+    } else if (key == "tls_cert_file") {
+      ok = path_field(key, node, &config.tls_cert_file);
+    } else if (key == "tls_key_file") {
+      ok = path_field(key, node, &config.tls_key_file);
+    } else if (key == "client_ca_file") {
+      ok = path_field(key, node, &config.client_ca_file);
+    } else if (key == "requestheader_ca_file") {
+      ok = path_field(key, node, &config.requestheader_ca_file);
+    } else if (key == "requestheader_allowed_names") {
+      if (node.IsNull()) continue;
+      if (!node.IsSequence()) return fail(fmt::format("{}: expected a list of names", key));
+      for (const YAML::Node& name : node) {
+        if (!name.IsScalar() || name.Scalar().empty()) {
+          return fail(fmt::format("{}: expected a list of names", key));
+        }
+        config.requestheader_allowed_names.push_back(name.Scalar());
+      }
+    } else if (key == "token_file") {
+      ok = path_field(key, node, &config.token_file);
+    } else if (key == "authorization") {
+      std::string mode;
+      ok = scalar(key, node, &mode);
+      if (ok && mode == "policy") {
+        config.authorization = ServeConfig::Authorization::kPolicy;
+      } else if (ok && mode == "subjectaccessreview") {
+        config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
+      } else if (ok) {
+        return fail(
+            fmt::format("authorization: `{}` is neither `policy` nor `subjectaccessreview`", mode));
+      }
+    } else if (key == "policy_file") {
+      ok = path_field(key, node, &config.policy_file);
+    } else if (key == "objects_file") {
+      ok = path_field(key, node, &config.objects_file);
+    } else if (key == "kubeconfig") {
+      ok = path_field(key, node, &config.kubeconfig);
+    } else if (key == "context") {
+      ok = scalar(key, node, &config.context);
+    } else if (key == "in_cluster") {
+      try {
+        config.in_cluster = node.as<bool>();
+      } catch (const YAML::Exception&) {
+        return fail("in_cluster: expected true or false");
+      }
+    } else if (key == "pod_ca_file") {
+      ok = path_field(key, node, &config.pod_ca_file);
+    } else if (key == "max_in_flight") {
+      ok = integer(key, node, 1, 100000, &number);
+      config.max_in_flight = static_cast<size_t>(number);
+    } else if (key == "workers") {
+      ok = integer(key, node, 1, 256, &number);
+      config.workers = static_cast<int>(number);
+    } else {
+      return fail(fmt::format("unknown setting `{}`", key));
+    }
+    if (!ok) return false;
+  }
+
+  if (config.tls_cert_file.empty() || config.tls_key_file.empty()) {
+    return fail("tls_cert_file and tls_key_file are required (tokens never travel in the clear)");
+  }
+  if (config.token_file.empty() && config.client_ca_file.empty() &&
+      config.requestheader_ca_file.empty()) {
+    return fail("no authentication: set token_file, client_ca_file and/or requestheader_ca_file");
+  }
+  if (!config.requestheader_allowed_names.empty() && config.requestheader_ca_file.empty()) {
+    return fail("requestheader_allowed_names needs requestheader_ca_file");
+  }
+  if (!config.kubeconfig.empty() && config.in_cluster) {
+    return fail("kubeconfig and in_cluster: true exclude each other");
+  }
+  if (config.objects_file.empty() && !config.UsesKubeApi()) {
+    return fail("no object source: set objects_file, kubeconfig or in_cluster: true");
+  }
+  if (config.authorization == ServeConfig::Authorization::kPolicy) {
+    if (config.policy_file.empty()) {
+      return fail("authorization: policy needs policy_file");
+    }
+  } else {
+    if (!config.policy_file.empty()) {
+      return fail("policy_file is for authorization: policy, not subjectaccessreview");
+    }
+    if (!config.UsesKubeApi()) {
+      return fail("authorization: subjectaccessreview needs kubeconfig or in_cluster: true");
+    }
+  }
+  if (!config.context.empty() && config.kubeconfig.empty()) {
+    return fail("context needs kubeconfig");
+  }
+  const std::pair<const char*, const std::string*> files[] = {
+      {"tls_cert_file", &config.tls_cert_file},
+      {"tls_key_file", &config.tls_key_file},
+      {"client_ca_file", &config.client_ca_file},
+      {"requestheader_ca_file", &config.requestheader_ca_file},
+      {"token_file", &config.token_file},
+      {"policy_file", &config.policy_file},
+      {"objects_file", &config.objects_file},
+      {"kubeconfig", &config.kubeconfig},
+      {"pod_ca_file", &config.pod_ca_file}};
+  for (const auto& [key, path] : files) {
+    std::error_code ignored;
+    if (!path->empty() && !std::filesystem::is_regular_file(*path, ignored)) {
+      return fail(fmt::format("{}: no such file: {}", key, *path));
+    }
+  }
+  *out = std::move(config);
+  return true;
+}
+
+bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error) {
+  std::string text;
+  if (!ReadText(path, &text)) {
+    *error = fmt::format("{}: cannot read", path);
+    return false;
+  }
+  const std::string base_dir = std::filesystem::path(path).parent_path().string();
+  if (!ParseServeConfig(text, base_dir, out, error)) {
+    *error = fmt::format("{}: {}", path, *error);
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Authenticator> BuildAuthenticator(const ServeConfig& config, std::string* error) {
+  auto authenticator = std::make_unique<UnionAuthenticator>();
+  // Kubernetes' order: front proxy, client certificate, bearer token.
+  if (!config.requestheader_ca_file.empty()) {
+    RequestHeaderOptions options;
+    options.allowed_names = config.requestheader_allowed_names;
+    authenticator->Add(std::make_unique<RequestHeaderAuthenticator>(std::move(options)));
+  }
+  if (!config.client_ca_file.empty()) {
+    authenticator->Add(std::make_unique<ClientCertAuthenticator>());
+  }
+  if (!config.token_file.empty()) {
+    auto tokens = TokenFileAuthenticator::Load(config.token_file, error);
+    if (!tokens) return nullptr;
+    authenticator->Add(std::move(tokens));
+  }
+  if (authenticator->empty()) {
+    *error = "no authentication method configured";
+    return nullptr;
+  }
+  return authenticator;
+}
+
+std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
+                                            std::string* error) {
+  if (config.authorization == ServeConfig::Authorization::kPolicy) {
+    auto policy = PolicyAuthorizer::Load(config.policy_file, error);
+    if (!policy) return nullptr;
+    return policy;
+  }
+  if (kube == nullptr) {
+    *error = "subjectaccessreview needs a Kubernetes API client";
+    return nullptr;
+  }
+  return std::make_unique<SubjectAccessReviewAuthorizer>(kube);
+}
+
+ApiServerOptions BuildApiServerOptions(const ServeConfig& config) {
+  ApiServerOptions options;
+  options.http.address = config.address;
+  options.http.port = config.port;
+  options.http.threads = 2;
+  net::TlsOptions tls;
+  tls.cert_file = config.tls_cert_file;
+  tls.key_file = config.tls_key_file;
+  tls.client_ca_file = config.client_ca_file;
+  tls.requestheader_ca_file = config.requestheader_ca_file;
+  tls.require_client_cert = false;  // tokens authenticate too
+  options.http.tls = std::move(tls);
+  options.max_in_flight = config.max_in_flight;
+  options.worker_threads = config.workers;
+  return options;
+}
+
+}  // namespace modelmetrics::deployment

@@ -1,1 +1,48 @@
-// placeholder; filled in by its owner
+// See baseline_store.h.
+#include "deployment/baseline_store.h"
+
+namespace modelmetrics::deployment {
+
+BaselineStore* BaselineStore::Global() {
+  static BaselineStore* store = new BaselineStore();  // never destroyed: used until exit
+  return store;
+}
+
+std::optional<BaselineStore::Sample> BaselineStore::ReplaceWindow(const std::string& key,
+                                                                  const Sample& current) {
+  return Replace(&windows_, key, current);
+}
+
+std::optional<BaselineStore::Sample> BaselineStore::ReplaceCounter(const std::string& key,
+                                                                   const Sample& current) {
+  return Replace(&counters_, key, current);
+}
+
+size_t BaselineStore::size() const {
+  std::lock_guard lock(mu_);
+  return windows_.size() + counters_.size();
+}
+
+std::optional<BaselineStore::Sample> BaselineStore::Replace(Map* map, const std::string& key,
+                                                            const Sample& current) {
+  std::lock_guard lock(mu_);
+  if (current.at - last_purge_ >= std::chrono::seconds(1) || current.at < last_purge_) {
+    PurgeLocked(current.at);
+  }
+  auto [it, inserted] = map->try_emplace(key, current);
+  if (inserted) return std::nullopt;
+  const Sample previous = it->second;
+  it->second = current;
+  const auto age = current.at - previous.at;
+  if (age <= WallClock::duration::zero() || age > kMaxAge) return std::nullopt;
+  return previous;
+}
+
+void BaselineStore::PurgeLocked(WallTime now) {
+  last_purge_ = now;
+  for (Map* map : {&windows_, &counters_}) {
+    std::erase_if(*map, [now](const auto& entry) { return now - entry.second.at > kPurgeAge; });
+  }
+}
+
+}  // namespace modelmetrics::deployment

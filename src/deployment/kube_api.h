@@ -41,12 +41,25 @@ struct KubeConfig {
   std::string client_key_file;
   std::string client_cert_pem;  // client-certificate-data, decoded (written to a private file)
   std::string client_key_pem;
+  // A file the token is (re-)read from: the in-cluster service-account token, or a kubeconfig
+  // user's tokenFile. The client re-reads it once a minute, since projected tokens rotate.
+  std::string token_file;
+  std::string namespace_;  // the context's namespace (in-cluster: the Pod's); may be empty
 };
 
-// `context` empty: the kubeconfig's current-context.
+// `context` empty: the kubeconfig's current-context. Relative file paths in the kubeconfig are
+// relative to its directory. Credentials this client cannot use (exec and auth-provider plugins,
+// insecure-skip-tls-verify) are an error rather than a silent anonymous request.
 bool LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
                     std::string* error);
+// The service account of the Pod we run in:
+// https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT (IPv6 bracketed), and `token`,
+// `ca.crt`, `namespace` under `service_account_dir`.
+inline constexpr std::string_view kServiceAccountDir =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
 bool LoadInClusterConfig(KubeConfig* out, std::string* error);
+bool LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out,
+                         std::string* error);
 
 class KubeApiClient {
  public:
@@ -54,7 +67,9 @@ class KubeApiClient {
   ~KubeApiClient();
 
   // One request; `body` is sent as application/json when non-empty. On a 2xx answer returns Ok
-  // and the body in `*response`; otherwise the error status (see file comment).
+  // and the body in `*response`; otherwise the error status (see file comment). PEM data of the
+  // config is written to private temporary files (0600, in $TMPDIR or /tmp) that the destructor
+  // removes; if that fails, every Request returns 500 naming why.
   ApiStatus Request(std::string_view method, std::string_view path, std::string_view body,
                     std::string* response);
 

@@ -3,8 +3,12 @@
 // and by the demo. Objects of other kinds are skipped; a known kind that fails to decode is an
 // error naming the item (`items[3] (Pod chat-0): spec.containers: expected an array`).
 //
-// Thread-safety: immutable after Load(); concurrent calls are safe. Reload() swaps the objects
-// under a mutex so a simulator may rewrite the file while an aggregator reads.
+// NotFound messages use Kubernetes' wording: `modeldeployments.worker.gpustack.ai "chat" not
+// found`, `replicasets.apps "x" not found`, `deployments.apps "x" not found`. ListPods with an
+// empty namespace lists every namespace, as the API does.
+//
+// Thread-safety: concurrent calls are safe. Load() (again) and Set() swap the objects under a
+// mutex, so a simulator may rewrite the file and reload while an aggregator reads.
 #ifndef MODELMETRICS_DEPLOYMENT_OBJECT_FILE_H_
 #define MODELMETRICS_DEPLOYMENT_OBJECT_FILE_H_
 
@@ -13,6 +17,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "deployment/objects.h"
 
@@ -25,12 +31,22 @@ struct ObjectSet {
   std::vector<Deployment> deployments;
 };
 
-// Decodes JSON or YAML text (detected by content) into `*out`.
+// Decodes JSON or YAML text (detected by content: JSON when the first non-blank character is `{`
+// or `[`) into `*out`. An empty text is an error; a List with no items is not.
 bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error);
+
+// Parses YAML text (every `---` document; empty documents are dropped) into JSON values the way
+// Kubernetes reads YAML manifests: quoted scalars and `!!str` stay strings; plain scalars are null
+// (`~`, `null`, empty), booleans (`true`/`false` in any case), integers (decimal, `0x`, `0o`) or
+// floats (YAML 1.2 core schema) and otherwise strings. Mapping keys are always strings. Errors
+// give the line and column (1-based).
+bool ParseYamlDocuments(std::string_view text, std::vector<nlohmann::json>* out,
+                        std::string* error);
 
 class FileObjectSource : public ObjectSource {
  public:
-  // Reads and decodes `path`; false with `*error` ("<path>: ...") on failure.
+  // Reads and decodes `path`; false with `*error` ("<path>: ...") on failure, leaving the objects
+  // served so far in place. Calling it again reloads (atomically for concurrent readers).
   bool Load(const std::string& path, std::string* error);
   // Serves `objects` directly (tests, in-process simulators).
   void Set(ObjectSet objects);

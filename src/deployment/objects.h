@@ -70,6 +70,8 @@ struct OwnerReference {
   std::string name;
   std::string uid;
   bool controller = false;
+
+  friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
 };
 
 struct ObjectMeta {
@@ -79,6 +81,8 @@ struct ObjectMeta {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   std::vector<OwnerReference> owner_references;
+
+  friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
 
   // The owner reference with controller=true, or null.
   const OwnerReference* Controller() const;
@@ -90,6 +94,8 @@ struct ContainerPort {
   int32_t container_port = 0;
   std::string name;
   std::string protocol;
+
+  friend bool operator==(const ContainerPort&, const ContainerPort&) = default;
 };
 
 struct Container {
@@ -97,6 +103,8 @@ struct Container {
   std::vector<std::string> command;
   std::vector<std::string> args;
   std::vector<ContainerPort> ports;
+
+  friend bool operator==(const Container&, const Container&) = default;
 };
 
 struct Pod {
@@ -105,22 +113,29 @@ struct Pod {
   std::vector<Container> init_containers;
   std::string pod_ip;  // status.podIP
   std::string phase;   // status.phase
+
+  friend bool operator==(const Pod&, const Pod&) = default;
 };
 
 struct Role {
   std::string name;
   std::string kind;                  // server | prefill | decode (any case)
   int32_t replicas = 0;              // unset reads as 0; coverage uses max(replicas, 1)
-  int32_t size = 0;                  // Pods per replica; coverage uses max(size, 1)
+  int32_t size = 0;                  // Pods per replica (`size`, or `replicaSize` when absent);
+                                     // coverage uses max(size, 1)
   std::vector<std::string> command;  // non-empty: the user owns the endpoint; not scraped
 
   bool IsPrefill() const { return EqualsIgnoreCase(kind, kRoleKindPrefill); }
   bool IsDecode() const { return EqualsIgnoreCase(kind, kRoleKindDecode); }
+
+  friend bool operator==(const Role&, const Role&) = default;
 };
 
 struct Router {
   std::string name;  // llm-d-router | vllm-router | sglang-gateway
   std::optional<int32_t> replicas;
+
+  friend bool operator==(const Router&, const Router&) = default;
 };
 
 struct ModelDeployment {
@@ -134,14 +149,20 @@ struct ModelDeployment {
   const Role* FindRole(std::string_view name) const;
   // The roles include both a prefill kind and a decode kind.
   bool IsPrefillDecode() const;
+
+  friend bool operator==(const ModelDeployment&, const ModelDeployment&) = default;
 };
 
 struct ReplicaSet {
   ObjectMeta metadata;
+
+  friend bool operator==(const ReplicaSet&, const ReplicaSet&) = default;
 };
 
 struct Deployment {
   ObjectMeta metadata;
+
+  friend bool operator==(const Deployment&, const Deployment&) = default;
 };
 
 // Decoders from Kubernetes JSON. Unknown fields are ignored; a field of the wrong JSON type is an
@@ -151,7 +172,10 @@ bool DecodePod(const nlohmann::json& json, Pod* out, std::string* error);
 bool DecodeReplicaSet(const nlohmann::json& json, ReplicaSet* out, std::string* error);
 bool DecodeDeployment(const nlohmann::json& json, Deployment* out, std::string* error);
 
-// An equality-based label selector `k=v,k2=v2` (the only form the aggregator sends).
+// An equality-based label selector `k=v,k2=v2` (the only form the aggregator sends); `k==v`,
+// `k!=v` (absent or different), `k` (present) and `!k` (absent) are accepted too, as Kubernetes
+// does. Whitespace around keys and values is ignored; an empty selector matches everything; a
+// malformed term (empty key) matches nothing.
 bool MatchesSelector(const ObjectMeta& meta, std::string_view selector);
 
 // Where the aggregator reads objects from. Every call returns ApiStatus; a missing object is

@@ -1,4 +1,5 @@
-// A concurrent HTTP(S) GET client for scraping many /metrics endpoints at once.
+// A concurrent HTTP(S) client for scraping many /metrics endpoints at once (GET), and for the few
+// other requests a Kubernetes API client makes (a POST with a JSON body).
 //
 // Contract:
 //   * HttpClient owns one libcurl multi handle and ONE driver thread that runs every transfer
@@ -18,8 +19,9 @@
 //   * Only http:// and https:// URLs; proxies (and proxy environment variables) are never used;
 //     TLS peer and host verification are always on, against ca_file if set, else the system
 //     bundle. Requests send "User-Agent: modelmetrics/0.1" unless a request header overrides it.
-//   * Requests are HTTP/1.1 GETs (no HTTP/2). Connections (and TLS sessions) are kept and reused
-//     across batches by the same client.
+//   * Requests are HTTP/1.1 (no HTTP/2), GET unless FetchRequest::method says otherwise; a
+//     non-empty body is sent with Content-Length (no `Expect: 100-continue` round trip).
+//     Connections (and TLS sessions) are kept and reused across batches by the same client.
 //
 // Thread-safety: FetchAll may be called concurrently from any number of threads. The destructor
 // must not run concurrently with FetchAll (every FetchAll must have returned); it stops the driver
@@ -61,6 +63,12 @@ struct FetchRequest {
   // Extra request headers, e.g. {"Accept", "..."}, {"Authorization", "Bearer ..."}. Names and
   // values must not contain CR, LF or NUL (else kBadUrl); an empty value sends an empty header.
   std::vector<std::pair<std::string, std::string>> headers;
+  // An HTTP method token (GET, POST, PUT, DELETE, PATCH, HEAD, ...; else kBadUrl). HEAD reads no
+  // body.
+  std::string method = "GET";
+  // Sent as the request body when non-empty (give its Content-Type in `headers`). Must stay
+  // alive and unchanged until FetchAll returns.
+  std::string body{};
 };
 
 struct FetchResult {

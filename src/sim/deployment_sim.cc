@@ -1,1 +1,842 @@
-// placeholder
+#include "sim/deployment_sim.h"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "sim/exporters.h"
+#include "sim/fault_server.h"
+
+namespace modelmetrics::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+constexpr struct {
+  PodFault fault;
+  std::string_view name;
+} kFaultNames[] = {
+    {PodFault::kNone, "none"},
+    {PodFault::kHang, "hang"},
+    {PodFault::kSlowBody, "slow-body"},
+    {PodFault::kOversize, "oversize"},
+    {PodFault::kGzipBomb, "gzip-bomb"},
+    {PodFault::kHttp500, "http-500"},
+    {PodFault::kRedirect, "redirect"},
+    {PodFault::kGarbage, "garbage"},
+    {PodFault::kCounterReset, "counter-reset"},
+    {PodFault::kRestart, "restart"},
+    {PodFault::kUntrustedTls, "untrusted-tls"},
+};
+
+uint64_t Fnv1a(std::string_view text, uint64_t hash = 1469598103934665603ULL) {
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A UUID-shaped (version 4 layout) identifier derived from `key`: stable for the same input.
+std::string Uuid(std::string_view key) {
+  uint64_t a = Mix(Fnv1a(key)), b = Mix(a ^ Fnv1a(key, 7));
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
+                static_cast<unsigned>(0x8000 | ((b >> 48) & 0x3fff)),
+                static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+
+// Kubernetes' safe-encoding alphabet for generated name suffixes (pod-template-hash, Pod names).
+std::string KubeSuffix(uint64_t value, size_t length) {
+  static constexpr std::string_view kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
+  std::string out;
+  for (size_t i = 0; i < length; ++i) {
+    out += kAlphabet[value % kAlphabet.size()];
+    value /= kAlphabet.size();
+    if (value == 0) value = Mix(i + 1);
+  }
+  return out;
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream text;
+  text << in.rdbuf();
+  *out = text.str();
+  return true;
+}
+
+// A self-signed P-256 certificate for 127.0.0.1: served by untrusted-tls Pods, trusted by no one.
+bool SelfSignedCertificate(std::string* cert_pem, std::string* key_pem, std::string* error) {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  BIO* cert_bio = BIO_new(BIO_s_mem());
+  BIO* key_bio = BIO_new(BIO_s_mem());
+  bool ok = key && cert && cert_bio && key_bio;
+  if (ok) {
+    X509_set_version(cert, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+    X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(cert), 365L * 24 * 3600);
+    X509_set_pubkey(cert, key);
+    X509_NAME* name = X509_get_subject_name(cert);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("modelmetrics-sim-pod"), -1,
+                               -1, 0);
+    X509_set_issuer_name(cert, name);
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+    X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
+    ok = san && X509_add_ext(cert, san, -1) == 1;
+    X509_EXTENSION_free(san);
+    ok = ok && X509_sign(cert, key, EVP_sha256()) > 0 && PEM_write_bio_X509(cert_bio, cert) == 1 &&
+         PEM_write_bio_PrivateKey(key_bio, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  }
+  if (ok) {
+    char* data = nullptr;
+    long size = BIO_get_mem_data(cert_bio, &data);
+    cert_pem->assign(data, static_cast<size_t>(size));
+    size = BIO_get_mem_data(key_bio, &data);
+    key_pem->assign(data, static_cast<size_t>(size));
+  } else if (error) {
+    *error = "cannot generate the untrusted-tls certificate";
+  }
+  BIO_free(cert_bio);
+  BIO_free(key_bio);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return ok;
+}
+
+// A body that is not a valid exposition: an unterminated label set, then an HTML error page.
+constexpr std::string_view kGarbageBody =
+    "# TYPE vllm:num_requests_running gauge\n"
+    "vllm:num_requests_running{engine=\"0\",model_name=\"Qwen 1.0\n"
+    "<html><head><title>502 Bad Gateway</title></head><body>upstream hiccup</body></html>\n";
+
+constexpr size_t kOversizeBytes = (size_t{1} << 20) + 64 * 1024;
+constexpr size_t kGzipBombDecodedBytes = size_t{8} << 20;
+
+const std::string& GzipBomb() {
+  // Comment lines: whatever a client decodes is still a valid exposition, just far too much.
+  static const std::string bomb = GzipOfRepeated(
+      "# padding padding padding padding padding padding padding padding\n", kGzipBombDecodedBytes);
+  return bomb;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool HasArg(const std::vector<std::string>& args, std::string_view flag) {
+  return std::any_of(args.begin(), args.end(), [&](const std::string& arg) {
+    return arg == flag ||
+           (arg.size() > flag.size() && arg.starts_with(flag) && arg[flag.size()] == '=');
+  });
+}
+
+}  // namespace
+
+std::optional<PodFault> ParsePodFault(std::string_view name) {
+  std::string normalized(name);
+  std::replace(normalized.begin(), normalized.end(), '_', '-');
+  for (const auto& entry : kFaultNames) {
+    if (EqualsIgnoreCase(entry.name, normalized)) return entry.fault;
+  }
+  return std::nullopt;
+}
+
+std::string_view PodFaultName(PodFault fault) {
+  for (const auto& entry : kFaultNames) {
+    if (entry.fault == fault) return entry.name;
+  }
+  return "none";
+}
+
+// -----------------------------------------------------------------------------------------------
+
+struct DeploymentSim::Impl {
+  struct Pod {
+    // Fixed at Start.
+    std::string name;
+    std::string component;  // role name; "" for a router
+    std::string role_kind;  // server | prefill | decode | router
+    bool router = false;
+    std::vector<std::string> command;
+    std::vector<std::string> args;
+    std::string image;
+    std::string container;
+    ExporterConfig config;
+    std::unique_ptr<FaultServer> server;
+    uint16_t port = 0;
+    std::atomic<bool> tls{false};  // read per accepted connection
+
+    // Guarded by mu.
+    mutable std::mutex mu;
+    std::optional<PodModel> model;
+    std::optional<PodModel> reset_snapshot;  // counter-reset: the last served counters
+    PodFault fault = PodFault::kNone;
+    int generation = 0;  // restarts as a new Pod
+    std::string uid;
+  };
+
+  const DeploymentSimOptions* options = nullptr;
+  std::string md_uid;
+  std::string rs_name, rs_uid, deployment_uid;
+  std::vector<std::unique_ptr<Pod>> pods;  // sorted by name
+  std::shared_ptr<InFlightStats> stats = std::make_shared<InFlightStats>();
+  std::shared_ptr<const std::string> padding;
+  std::map<ExporterKind, std::shared_ptr<const std::string>> oversize_padding;
+  std::string cert_pem, key_pem;
+  Clock::time_point start;
+  std::mutex file_mu;
+  std::mutex oversize_mu;  // guards oversize_padding
+  std::atomic<bool> ready{false};  // set once every model, padding and the clock are in place
+  bool started = false;
+
+  Pod* Find(const std::string& name) const {
+    for (const auto& pod : pods) {
+      if (pod->name == name) return pod.get();
+    }
+    return nullptr;
+  }
+
+  uint64_t TickNow(const Pod& pod) const {
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    return pod.model->start_tick() + static_cast<uint64_t>(elapsed / kTrafficTick);
+  }
+
+  std::string PodUid(const Pod& pod, int generation) const {
+    return Uuid(md_uid + "/" + pod.name + "/" + std::to_string(generation));
+  }
+
+  // Under pod.mu: the restart fault's new process.
+  void RestartLocked(Pod& pod) {
+    ++pod.generation;
+    pod.uid = PodUid(pod, pod.generation);
+    pod.model->Restart();
+    pod.reset_snapshot.reset();
+  }
+
+  FaultReply Plan(Pod& pod, const FaultRequest& request) {
+    FaultReply reply;
+    reply.headers.emplace_back("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    if (request.path == "/moved") {
+      reply.body = "the metrics are not here either\n";
+      reply.status = 404;
+      reply.reason = "Not Found";
+      return reply;
+    }
+    if (!ready.load(std::memory_order_acquire)) {
+      reply.status = 503;
+      reply.reason = "Service Unavailable";
+      reply.body = "starting\n";
+      return reply;
+    }
+    if (request.path != "/metrics") {
+      reply.status = 404;
+      reply.reason = "Not Found";
+      reply.body = "Not Found\n";
+      return reply;
+    }
+    bool objects_changed = false;
+    {
+      std::lock_guard lock(pod.mu);
+      pod.model->AdvanceTo(TickNow(pod));
+      switch (pod.fault) {
+        case PodFault::kHang:
+          reply.action = FaultReply::Action::kHang;
+          return reply;
+        case PodFault::kHttp500:
+          reply.status = 500;
+          reply.reason = "Internal Server Error";
+          reply.body = "Internal Server Error";
+          return reply;
+        case PodFault::kRedirect:
+          reply.status = 302;
+          reply.reason = "Found";
+          reply.headers.emplace_back("Location", request.base_url + "/moved");
+          reply.body = "Found";
+          return reply;
+        case PodFault::kGarbage:
+          reply.body = kGarbageBody;
+          return reply;
+        case PodFault::kGzipBomb:
+          reply.headers.emplace_back("Content-Encoding", "gzip");
+          reply.body_tail = std::shared_ptr<const std::string>(&GzipBomb(), [](auto*) {});
+          return reply;
+        case PodFault::kOversize: {
+          reply.body = pod.model->Render();
+          std::lock_guard padding_lock(oversize_mu);
+          auto& tail = oversize_padding[pod.config.kind];
+          if (!tail) tail = RenderPadding(pod.config.kind, kOversizeBytes);
+          reply.body_tail = tail;
+          return reply;
+        }
+        case PodFault::kSlowBody:
+          reply.action = FaultReply::Action::kTrickle;
+          reply.body = pod.model->Render();
+          reply.body_tail = padding;
+          reply.trickle_chunks = 30;
+          reply.trickle_interval = std::chrono::milliseconds(100);
+          return reply;
+        case PodFault::kCounterReset:
+          if (!pod.reset_snapshot) {
+            pod.reset_snapshot = *pod.model;
+          } else {
+            pod.reset_snapshot->HalveCounters();
+            pod.reset_snapshot->CopyGaugesFrom(*pod.model);
+          }
+          reply.body = pod.reset_snapshot->Render();
+          break;
+        case PodFault::kRestart:
+          reply.body = pod.model->Render();
+          RestartLocked(pod);
+          objects_changed = true;
+          break;
+        case PodFault::kNone:
+        case PodFault::kUntrustedTls:
+          reply.body = pod.model->Render();
+          break;
+      }
+    }
+    if (!pod.router) reply.body_tail = padding;
+    if (objects_changed) WriteObjectsFile(nullptr);
+    return reply;
+  }
+
+  deployment::ObjectSet BuildObjects() const;
+  std::string BuildJson() const;
+
+  bool WriteObjectsFile(std::string* error) {
+    if (options->objects_file.empty()) return true;
+    std::lock_guard lock(file_mu);
+    const std::string tmp = options->objects_file + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << BuildJson() << '\n';
+      if (!out) {
+        if (error) *error = "cannot write " + tmp;
+        return false;
+      }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, options->objects_file, ec);
+    if (ec) {
+      if (error) *error = "cannot write " + options->objects_file + ": " + ec.message();
+      return false;
+    }
+    return true;
+  }
+};
+
+deployment::ObjectSet DeploymentSim::Impl::BuildObjects() const {
+  const DeploymentSimOptions& o = *options;
+  deployment::ObjectSet set;
+  deployment::ModelDeployment md;
+  md.metadata.name = o.name;
+  md.metadata.namespace_ = o.ns;
+  md.metadata.uid = md_uid;
+  md.engine = o.engine;
+  md.kv_cache = o.kv_cache;
+  for (const SimRole& role : o.roles) {
+    deployment::Role r;
+    r.name = role.name;
+    r.kind = role.kind;
+    r.replicas = role.replicas;
+    r.size = role.size;
+    md.roles.push_back(std::move(r));
+  }
+  if (!o.router.empty()) md.router = deployment::Router{o.router, o.router_replicas};
+  set.model_deployments.push_back(std::move(md));
+
+  const deployment::OwnerReference md_owner{"worker.gpustack.ai/v1alpha1", "ModelDeployment",
+                                            o.name, md_uid, true};
+  for (const auto& pod : pods) {
+    deployment::Pod p;
+    p.metadata.name = pod->name;
+    p.metadata.namespace_ = o.ns;
+    {
+      std::lock_guard lock(pod->mu);
+      p.metadata.uid = pod->uid;
+    }
+    p.metadata.labels[std::string(deployment::kLabelName)] = deployment::kLabelNameValue;
+    p.metadata.labels[std::string(deployment::kLabelInstance)] = o.name;
+    if (pod->router) {
+      p.metadata.labels[std::string(deployment::kLabelRouter)] = o.router;
+      p.metadata.owner_references.push_back({"apps/v1", "ReplicaSet", rs_name, rs_uid, true});
+    } else {
+      p.metadata.labels[std::string(deployment::kLabelComponent)] = pod->component;
+      p.metadata.owner_references.push_back(md_owner);
+    }
+    p.metadata.annotations["prometheus.io/scrape"] = "true";
+    p.metadata.annotations["prometheus.io/path"] = "/metrics";
+    p.metadata.annotations["prometheus.io/port"] = std::to_string(pod->port);
+    if (pod->tls.load()) p.metadata.annotations["prometheus.io/scheme"] = "https";
+    deployment::Container c;
+    c.name = pod->container;
+    c.command = pod->command;
+    c.args = pod->args;
+    c.ports.push_back({pod->port, pod->router ? "metrics" : "http", "TCP"});
+    p.containers.push_back(std::move(c));
+    p.pod_ip = "127.0.0.1";
+    p.phase = "Running";
+    set.pods.push_back(std::move(p));
+  }
+  if (!o.router.empty()) {
+    deployment::Deployment dep;
+    dep.metadata.name = o.name + "-router";
+    dep.metadata.namespace_ = o.ns;
+    dep.metadata.uid = deployment_uid;
+    dep.metadata.labels[std::string(deployment::kLabelName)] = deployment::kLabelNameValue;
+    dep.metadata.labels[std::string(deployment::kLabelInstance)] = o.name;
+    dep.metadata.owner_references.push_back(md_owner);
+    deployment::ReplicaSet rs;
+    rs.metadata.name = rs_name;
+    rs.metadata.namespace_ = o.ns;
+    rs.metadata.uid = rs_uid;
+    rs.metadata.labels = dep.metadata.labels;
+    rs.metadata.owner_references.push_back(
+        {"apps/v1", "Deployment", dep.metadata.name, deployment_uid, true});
+    set.replica_sets.push_back(std::move(rs));
+    set.deployments.push_back(std::move(dep));
+  }
+  return set;
+}
+
+namespace {
+
+Json MetaJson(const deployment::ObjectMeta& meta) {
+  Json json = {{"name", meta.name}, {"namespace", meta.namespace_}, {"uid", meta.uid}};
+  if (!meta.labels.empty()) json["labels"] = meta.labels;
+  if (!meta.annotations.empty()) json["annotations"] = meta.annotations;
+  if (!meta.owner_references.empty()) {
+    Json owners = Json::array();
+    for (const auto& ref : meta.owner_references) {
+      owners.push_back({{"apiVersion", ref.api_version},
+                        {"kind", ref.kind},
+                        {"name", ref.name},
+                        {"uid", ref.uid},
+                        {"controller", ref.controller},
+                        {"blockOwnerDeletion", true}});
+    }
+    json["ownerReferences"] = owners;
+  }
+  return json;
+}
+
+}  // namespace
+
+std::string DeploymentSim::Impl::BuildJson() const {
+  const DeploymentSimOptions& o = *options;
+  deployment::ObjectSet set = BuildObjects();
+  Json items = Json::array();
+  const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
+  for (const auto& md : set.model_deployments) {
+    Json spec = {{"model", {{"name", o.model}}},
+                 {"engine", {{"name", md.engine}, {"version", vllm ? "0.11.0" : "0.5.4"}}}};
+    if (md.kv_cache) {
+      spec["kvCache"] = {{"poolRef", {{"name", o.name + "-kv-pool"}}},
+                         {"connector", vllm ? "lmcache" : "mooncake"}};
+    }
+    Json roles = Json::array();
+    for (const auto& role : md.roles) {
+      roles.push_back({{"name", role.name},
+                       {"kind", role.kind},
+                       {"replicas", role.replicas},
+                       {"size", role.size},
+                       {"instanceType", "gpu"}});
+    }
+    spec["roles"] = roles;
+    if (md.router) spec["router"] = {{"name", md.router->name}, {"replicas", *md.router->replicas}};
+    items.push_back({{"apiVersion", "worker.gpustack.ai/v1alpha1"},
+                     {"kind", "ModelDeployment"},
+                     {"metadata", MetaJson(md.metadata)},
+                     {"spec", spec}});
+  }
+  for (size_t i = 0; i < set.pods.size(); ++i) {
+    const deployment::Pod& pod = set.pods[i];
+    Json containers = Json::array();
+    for (const auto& c : pod.containers) {
+      Json container = {{"name", c.name}, {"image", pods[i]->image}};
+      if (!c.command.empty()) container["command"] = c.command;
+      if (!c.args.empty()) container["args"] = c.args;
+      Json ports = Json::array();
+      for (const auto& port : c.ports) {
+        ports.push_back({{"name", port.name},
+                         {"containerPort", port.container_port},
+                         {"protocol", port.protocol}});
+      }
+      container["ports"] = ports;
+      containers.push_back(container);
+    }
+    items.push_back({{"apiVersion", "v1"},
+                     {"kind", "Pod"},
+                     {"metadata", MetaJson(pod.metadata)},
+                     {"spec", {{"containers", containers}}},
+                     {"status", {{"podIP", pod.pod_ip}, {"phase", pod.phase}}}});
+  }
+  for (const auto& rs : set.replica_sets) {
+    items.push_back({{"apiVersion", "apps/v1"},
+                     {"kind", "ReplicaSet"},
+                     {"metadata", MetaJson(rs.metadata)},
+                     {"spec", {{"replicas", o.router_replicas}}}});
+  }
+  for (const auto& dep : set.deployments) {
+    items.push_back({{"apiVersion", "apps/v1"},
+                     {"kind", "Deployment"},
+                     {"metadata", MetaJson(dep.metadata)},
+                     {"spec", {{"replicas", o.router_replicas}}}});
+  }
+  Json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+  return list.dump(2);
+}
+
+// -----------------------------------------------------------------------------------------------
+
+DeploymentSim::DeploymentSim(DeploymentSimOptions options)
+    : impl_(std::make_unique<Impl>()), options_(std::move(options)) {
+  impl_->options = &options_;
+  if (options_.roles.empty()) options_.roles.push_back({"server", "server", 1, 1, {}});
+  if (options_.uid.empty()) {
+    options_.uid = Uuid(options_.ns + "/" + options_.name + "/" + std::to_string(options_.seed));
+  }
+}
+
+DeploymentSim::~DeploymentSim() { Stop(); }
+
+bool DeploymentSim::Start(std::string* error) {
+  auto fail = [&](std::string message) {
+    if (error) *error = std::move(message);
+    Stop();
+    return false;
+  };
+  if (impl_->started) return fail("the deployment simulator was already started");
+  impl_->started = true;
+  const DeploymentSimOptions& o = options_;
+  const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
+  if (!vllm && !EqualsIgnoreCase(o.engine, "sglang")) {
+    return fail("unknown engine \"" + o.engine + "\" (vllm or sglang)");
+  }
+  if (!o.router.empty() && o.router != "llm-d-router" && o.router != "vllm-router" &&
+      o.router != "sglang-gateway") {
+    return fail("unknown router \"" + o.router +
+                "\" (llm-d-router, vllm-router, sglang-gateway or none)");
+  }
+  bool has_prefill = false, has_decode = false;
+  for (const SimRole& role : o.roles) {
+    if (!EqualsIgnoreCase(role.kind, "server") && !EqualsIgnoreCase(role.kind, "prefill") &&
+        !EqualsIgnoreCase(role.kind, "decode")) {
+      return fail("role " + role.name + ": unknown kind \"" + role.kind + "\"");
+    }
+    if (role.name.empty() || role.replicas < 1 || role.size < 1) {
+      return fail("role \"" + role.name + "\": needs a name, replicas >= 1 and size >= 1");
+    }
+    has_prefill = has_prefill || EqualsIgnoreCase(role.kind, "prefill");
+    has_decode = has_decode || EqualsIgnoreCase(role.kind, "decode");
+  }
+  const bool pd = has_prefill && has_decode;
+  impl_->md_uid = o.uid;
+  const uint64_t name_hash = Mix(Fnv1a(o.ns + "/" + o.name) ^ o.seed);
+  impl_->rs_name = o.name + "-router-" + KubeSuffix(name_hash, 10);
+  impl_->rs_uid = Uuid(impl_->md_uid + "/replicaset/" + impl_->rs_name);
+  impl_->deployment_uid = Uuid(impl_->md_uid + "/deployment/" + o.name + "-router");
+
+  // The Pods, sorted by name as the aggregator reads them.
+  for (const SimRole& role : o.roles) {
+    int count = role.replicas * role.size;
+    for (int i = 0; i < count; ++i) {
+      auto pod = std::make_unique<Impl::Pod>();
+      pod->name = o.name + "-" + role.name + "-" + std::to_string(i);
+      pod->component = role.name;
+      std::string kind = role.kind;
+      std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+      pod->role_kind = kind;
+      impl_->pods.push_back(std::move(pod));
+    }
+  }
+  if (!o.router.empty()) {
+    for (int i = 0; i < std::max(1, o.router_replicas); ++i) {
+      auto pod = std::make_unique<Impl::Pod>();
+      pod->name = impl_->rs_name + "-" + KubeSuffix(Mix(name_hash + 1 + i), 5);
+      pod->role_kind = "router";
+      pod->router = true;
+      impl_->pods.push_back(std::move(pod));
+    }
+  }
+  std::sort(impl_->pods.begin(), impl_->pods.end(),
+            [](const auto& a, const auto& b) { return a->name < b->name; });
+  for (const auto& [name, fault] : o.faults) {
+    if (!impl_->Find(name)) return fail("fault for unknown Pod " + name);
+  }
+
+  // Certificates for untrusted-tls, which any Pod may be switched to at runtime.
+  if (!o.tls_cert_file.empty()) {
+    if (!ReadFile(o.tls_cert_file, &impl_->cert_pem) ||
+        !ReadFile(o.tls_key_file, &impl_->key_pem)) {
+      return fail("cannot read " + o.tls_cert_file + " / " + o.tls_key_file);
+    }
+  } else if (!SelfSignedCertificate(&impl_->cert_pem, &impl_->key_pem, error)) {
+    Stop();
+    return false;
+  }
+
+  // Listeners first: the Pods' arguments and the routers' worker lists name the ports.
+  try {
+    for (auto& pod : impl_->pods) {
+      Impl::Pod* raw = pod.get();
+      auto found = o.faults.find(pod->name);
+      pod->fault = found == o.faults.end() ? PodFault::kNone : found->second;
+      pod->tls = pod->fault == PodFault::kUntrustedTls;
+      FaultServerOptions server;
+      server.cert_pem = impl_->cert_pem;
+      server.key_pem = impl_->key_pem;
+      server.tls_for_connection = [raw] { return raw->tls.load(); };
+      server.planner = [impl = impl_.get(), raw](const FaultRequest& request) {
+        return impl->Plan(*raw, request);
+      };
+      server.stats = impl_->stats;
+      pod->server = std::make_unique<FaultServer>(std::move(server));
+      pod->port = pod->server->port();
+    }
+  } catch (const std::exception& e) {
+    return fail(std::string("cannot start a Pod listener: ") + e.what());
+  }
+
+  std::vector<WorkerRef> workers;
+  std::map<std::string, int> role_pods;
+  for (const auto& pod : impl_->pods) {
+    if (pod->router) continue;
+    workers.push_back({"http://127.0.0.1:" + std::to_string(pod->port), pod->role_kind});
+    ++role_pods[pod->component];
+  }
+  const std::string connector_json =
+      pd && o.kv_cache
+          ? R"({"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}})"
+      : pd ? R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})"
+           : R"({"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"})";
+  for (auto& pod : impl_->pods) {
+    const std::string port = std::to_string(pod->port);
+    ExporterConfig& c = pod->config;
+    c.model = o.model;
+    c.pool_name = o.name;
+    c.seed = o.seed;
+    c.pod_key = Fnv1a(pod->name);
+    c.idle = o.idle;
+    c.warm_seconds = o.warm_seconds;
+    c.prefill_decode = pd;
+    c.kv_pool = o.kv_cache;
+    c.role_kind = pod->role_kind;
+    if (pod->router) {
+      c.workers = workers;
+      c.requests_per_second = o.requests_per_second / std::max(1, o.router_replicas);
+      std::vector<std::string> worker_args;
+      std::vector<std::string> prefill_args, decode_args;
+      for (const WorkerRef& w : workers) {
+        worker_args.push_back(w.url);
+        if (w.role_kind == "prefill") prefill_args.insert(prefill_args.end(), {"--prefill", w.url});
+        if (w.role_kind == "decode") decode_args.insert(decode_args.end(), {"--decode", w.url});
+      }
+      if (o.router == "llm-d-router") {
+        c.kind = ExporterKind::kLlmdRouter;
+        pod->container = "epp";
+        pod->image = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.0";
+        pod->args = {"--pool-name",      o.name + "-pool",
+                     "--pool-namespace", o.ns,
+                     "--metrics-port",   port,
+                     "--grpc-port",      "9002"};
+      } else {
+        const bool smg = o.router == "sglang-gateway";
+        c.kind = smg ? ExporterKind::kSglangGateway : ExporterKind::kVllmRouter;
+        pod->container = "router";
+        if (smg) {
+          pod->image = "lmsysorg/sgl-model-gateway:v0.2.2";
+          pod->command = {"python3", "-m", "sglang_router.launch_router"};
+        } else {
+          pod->image = "vllm/vllm-router:v0.1.7";
+          pod->command = {"vllm-router"};
+        }
+        pod->args = {"--host", "0.0.0.0", "--port", "8000", "--prometheus-port", port};
+        if (pd) {
+          pod->args.push_back("--pd-disaggregation");
+          pod->args.insert(pod->args.end(), prefill_args.begin(), prefill_args.end());
+          pod->args.insert(pod->args.end(), decode_args.begin(), decode_args.end());
+        } else {
+          pod->args.push_back("--worker-urls");
+          pod->args.insert(pod->args.end(), worker_args.begin(), worker_args.end());
+        }
+      }
+    } else {
+      const SimRole* role = nullptr;
+      for (const SimRole& r : o.roles) {
+        if (r.name == pod->component) role = &r;
+      }
+      c.requests_per_second = o.requests_per_second / std::max(1, role_pods[pod->component]);
+      pod->container = "engine";
+      if (vllm) {
+        c.kind = ExporterKind::kVllm;
+        c.kv_connector = o.kv_connector || o.kv_cache || pd;
+        pod->image = "vllm/vllm-openai:v0.11.0";
+        pod->command = {"vllm", "serve"};
+        pod->args = {o.model, "--host", "0.0.0.0", "--port", port, "--served-model-name", o.model};
+        if (c.kv_connector) {
+          pod->args.insert(pod->args.end(), {"--kv-transfer-config", connector_json});
+        }
+      } else {
+        c.kind = ExporterKind::kSglang;
+        pod->image = "lmsysorg/sglang:v0.5.4";
+        pod->command = {"python3", "-m", "sglang.launch_server"};
+        pod->args = {"--model-path", o.model, "--host",          "0.0.0.0",
+                     "--port",       port,    "--enable-metrics"};
+        if (pd) {
+          pod->args.insert(pod->args.end(), {"--disaggregation-mode", pod->role_kind,
+                                             "--disaggregation-transfer-backend", "mooncake"});
+        }
+        if (o.kv_cache) {
+          // The operator renders a host tier and the pool's storage backend.
+          pod->args.insert(pod->args.end(), {"--enable-hierarchical-cache",
+                                             "--hicache-storage-backend", "mooncake"});
+        }
+      }
+      if (role) pod->args.insert(pod->args.end(), role->extra_args.begin(), role->extra_args.end());
+      if (!vllm) {
+        c.host_tier = HasArg(pod->args, "--enable-hierarchical-cache") ||
+                      HasArg(pod->args, "--enable-lmcache") || HasArg(pod->args, "--enable-flexkv");
+        c.storage_tier = HasArg(pod->args, "--hicache-storage-backend");
+      } else {
+        c.kv_connector = HasArg(pod->args, "--kv-transfer-config");
+      }
+    }
+    std::lock_guard lock(pod->mu);
+    pod->model.emplace(c);
+    pod->uid = impl_->PodUid(*pod, 0);
+    if (pod->fault == PodFault::kRestart) impl_->RestartLocked(*pod);
+  }
+  impl_->padding =
+      RenderPadding(vllm ? ExporterKind::kVllm : ExporterKind::kSglang, o.padding_bytes);
+  impl_->start = Clock::now();
+  impl_->ready.store(true, std::memory_order_release);
+  std::string write_error;
+  if (!impl_->WriteObjectsFile(&write_error)) return fail(write_error);
+  return true;
+}
+
+void DeploymentSim::Stop() {
+  for (auto& pod : impl_->pods) pod->server.reset();
+}
+
+std::vector<std::string> DeploymentSim::PodNames() const {
+  std::vector<std::string> names;
+  for (const auto& pod : impl_->pods) names.push_back(pod->name);
+  return names;
+}
+
+std::vector<SimPodInfo> DeploymentSim::Pods() const {
+  std::vector<SimPodInfo> out;
+  for (const auto& pod : impl_->pods) {
+    SimPodInfo info;
+    info.name = pod->name;
+    info.component = pod->component;
+    info.router = pod->router;
+    info.port = pod->port;
+    info.url = PodUrl(pod->name);
+    std::lock_guard lock(pod->mu);
+    info.uid = pod->uid;
+    info.fault = pod->fault;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::string DeploymentSim::PodUrl(const std::string& pod) const {
+  const Impl::Pod* found = impl_->Find(pod);
+  if (!found) return "";
+  return std::string(found->tls.load() ? "https" : "http") +
+         "://127.0.0.1:" + std::to_string(found->port) + "/metrics";
+}
+
+bool DeploymentSim::SetFault(const std::string& pod, PodFault fault) {
+  Impl::Pod* found = impl_->Find(pod);
+  if (!found || !found->model) return false;
+  {
+    std::lock_guard lock(found->mu);
+    found->fault = fault;
+    found->reset_snapshot.reset();
+    if (fault == PodFault::kRestart) impl_->RestartLocked(*found);
+  }
+  found->tls = fault == PodFault::kUntrustedTls;
+  impl_->WriteObjectsFile(nullptr);
+  return true;
+}
+
+deployment::ObjectSet DeploymentSim::Objects() const { return impl_->BuildObjects(); }
+
+std::string DeploymentSim::ObjectsJson() const { return impl_->BuildJson(); }
+
+std::string DeploymentSim::MetricsAt(const std::string& pod,
+                                     std::chrono::milliseconds elapsed) const {
+  const Impl::Pod* found = impl_->Find(pod);
+  if (!found || !found->model) return "";
+  PodModel model(found->config);
+  model.AdvanceTo(model.start_tick() + static_cast<uint64_t>(elapsed / kTrafficTick));
+  return model.Render();
+}
+
+size_t DeploymentSim::ScrapesServed() const { return impl_->stats->requests.load(); }
+
+size_t DeploymentSim::PeakConcurrentScrapes() const {
+  return static_cast<size_t>(impl_->stats->peak.load());
+}
+
+int RunDeploymentSimulator(const DeploymentSimOptions& options, std::chrono::milliseconds duration,
+                           std::ostream& out, std::ostream& err) {
+  DeploymentSim sim(options);
+  std::string error;
+  if (!sim.Start(&error)) {
+    err << "simulate deployment: " << error << "\n";
+    return 1;
+  }
+  out << "deployment " << options.ns << "/" << options.name << " (" << options.engine
+      << (options.router.empty() ? "" : ", router " + options.router) << ", seed " << options.seed
+      << (options.idle ? ", idle" : "") << ")\n";
+  for (const SimPodInfo& pod : sim.Pods()) {
+    out << "  " << pod.name << "  " << pod.url;
+    if (pod.fault != PodFault::kNone) out << "  fault=" << PodFaultName(pod.fault);
+    out << "\n";
+  }
+  if (!options.objects_file.empty()) out << "objects: " << options.objects_file << "\n";
+  out.flush();
+  std::this_thread::sleep_for(duration);
+  sim.Stop();
+  out << "served " << sim.ScrapesServed() << " scrapes\n";
+  return 0;
+}
+
+}  // namespace modelmetrics::sim

@@ -1,1 +1,1230 @@
-// placeholder; filled in by its owner
+// The aggregated API server (deployment/api_server.h) over real loopback TLS: discovery, the
+// authentication matrix (tokens, client certificates, front-proxy headers), authorisation by a
+// policy file, DNS-1123 validation before any look-up, Status mapping, the in-flight bound, the
+// serve configuration, the `modelmetrics serve` binary, and kubectl itself when installed.
+// Certificates are tests/testdata/tls (ca.pem signs server and client; requestheader-ca.pem signs
+// proxy-client, CN=front-proxy).
+#include "deployment/api_server.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <nlohmann/json.hpp>
+
+#include "net/http_client.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+
+std::string TlsFile(const char* name) {
+  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
+}
+
+// A fresh folder under the test temp dir, removed with the object.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "api_server_test_XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+  std::string Write(const std::string& name, const std::string& text) const {
+    const std::string file = path_ + "/" + name;
+    std::ofstream(file, std::ios::binary) << text;
+    return file;
+  }
+
+ private:
+  std::string path_;
+};
+
+constexpr const char* kTokens =
+    "alice-token,alice,uid-alice\n"
+    "bob-token,bob,uid-bob\n"
+    "rita-token,rita,uid-rita,\"team-readers\"\n";
+
+// alice and the test client read `team`; alice also `alice-ns`; team-readers read `team`.
+constexpr const char* kPolicy = R"(rules:
+  - users: [alice, test-client]
+    namespaces: [team]
+    verbs: [get]
+    resources: ["modeldeployments/metrics"]
+  - users: [alice]
+    namespaces: [alice-ns]
+    verbs: [get]
+    resources: ["modeldeployments/metrics"]
+  - groups: [team-readers]
+    namespaces: [team]
+    verbs: [get]
+    resources: ["modeldeployments/metrics"]
+)";
+
+const std::string kMetricsPrefix = "/apis/worker.gpustack.ai/v1/namespaces/";
+
+std::string MetricsPath(const std::string& ns, const std::string& name) {
+  return kMetricsPrefix + ns + "/modeldeployments/" + name + "/metrics";
+}
+
+Snapshot MakeSnapshot(std::string_view ns, std::string_view name) {
+  Snapshot snapshot;
+  snapshot.name = std::string(name);
+  snapshot.namespace_ = std::string(ns);
+  snapshot.timestamp = WallTime(std::chrono::seconds(1'790'000'000));
+  Gauge running;
+  running.name = "running";
+  running.source = "vllm:num_requests_running";
+  running.scope = "engine/server";
+  running.unit = "requests";
+  running.value = 3;
+  running.pod_count = 2;
+  running.observed_at = snapshot.timestamp;
+  snapshot.processing.push_back(running);
+  return snapshot;
+}
+
+// The snapshot function the server calls: counts calls; some names answer errors; `slow` waits
+// until released.
+class FakeSnapshots {
+ public:
+  ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out) {
+    ++calls;
+    if (name == "missing") {
+      return ApiStatus::NotFound(
+          fmt::format("modeldeployments.worker.gpustack.ai \"{}\" not found", name));
+    }
+    if (name == "empty") return ApiStatus::Unavailable("ModelDeployment has no owned metrics Pods");
+    if (name == "broken") return ApiStatus::Internal("list ModelDeployment Pods: boom");
+    if (name == "throws") throw std::runtime_error("it threw");
+    if (name == "slow") {
+      std::unique_lock lock(mu_);
+      ++slow_waiting_;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return released_; });
+    }
+    *out = MakeSnapshot(ns, name);
+    return ApiStatus::Ok();
+  }
+
+  bool WaitForSlow(int count) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return slow_waiting_ >= count; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+  std::atomic<int> calls{0};
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int slow_waiting_ = 0;
+  bool released_ = false;
+};
+
+// The configuration `modelmetrics serve` would build from, on loopback port 0.
+ServeConfig TestConfig(const TempDir& dir) {
+  ServeConfig config;
+  config.port = 0;
+  config.tls_cert_file = TlsFile("server.pem");
+  config.tls_key_file = TlsFile("server-key.pem");
+  config.client_ca_file = TlsFile("ca.pem");
+  config.requestheader_ca_file = TlsFile("requestheader-ca.pem");
+  config.requestheader_allowed_names = {"front-proxy"};
+  config.token_file = dir.Write("tokens.csv", kTokens);
+  config.policy_file = dir.Write("policy.yaml", kPolicy);
+  return config;
+}
+
+class ServerUnderTest {
+ public:
+  explicit ServerUnderTest(const ServeConfig& config, size_t max_in_flight = 32) {
+    std::string error;
+    auto authenticator = BuildAuthenticator(config, &error);
+    EXPECT_NE(authenticator, nullptr) << error;
+    auto authorizer = BuildAuthorizer(config, nullptr, &error);
+    EXPECT_NE(authorizer, nullptr) << error;
+    ApiServerOptions options = BuildApiServerOptions(config);
+    options.max_in_flight = max_in_flight;
+    options.worker_threads = 4;
+    server_ = std::make_unique<ApiServer>(
+        options,
+        [this](std::string_view ns, std::string_view name, Snapshot* out) {
+          return snapshots.Get(ns, name, out);
+        },
+        std::move(authenticator), std::move(authorizer));
+    started_ = server_->Start(&error);
+    EXPECT_TRUE(started_) << error;
+  }
+  ~ServerUnderTest() {
+    snapshots.Release();
+    server_->Stop();
+  }
+
+  bool started() const { return started_; }
+  uint16_t port() const { return server_->port(); }
+  std::string url(const std::string& path) const { return server_->url() + path; }
+  ApiServer& server() { return *server_; }
+
+  FakeSnapshots snapshots;
+
+ private:
+  std::unique_ptr<ApiServer> server_;
+  bool started_ = false;
+};
+
+// Who the test client is: nothing, a token, a client certificate, extra headers.
+struct Credentials {
+  std::string token;
+  std::string cert;  // PEM file names
+  std::string key;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+net::FetchResult Fetch(const std::string& url, const Credentials& credentials = {}) {
+  net::ClientOptions options;
+  options.ca_file = TlsFile("ca.pem");
+  options.client_cert_file = credentials.cert;
+  options.client_key_file = credentials.key;
+  options.fetch_timeout = std::chrono::seconds(10);
+  options.connect_timeout = std::chrono::seconds(5);
+  net::HttpClient client(options);
+  net::FetchRequest request{url, credentials.headers};
+  if (!credentials.token.empty()) {
+    request.headers.emplace_back("Authorization", "Bearer " + credentials.token);
+  }
+  auto results = client.FetchAll(std::span(&request, 1),
+                                 std::chrono::steady_clock::now() + std::chrono::seconds(15));
+  return results.at(0);
+}
+
+Credentials Token(std::string token) { return Credentials{.token = std::move(token)}; }
+
+Credentials ClientCert() {
+  return Credentials{.cert = TlsFile("client.pem"), .key = TlsFile("client-key.pem")};
+}
+
+Credentials FrontProxy(std::vector<std::pair<std::string, std::string>> headers) {
+  return Credentials{.cert = TlsFile("proxy-client.pem"),
+                     .key = TlsFile("proxy-client-key.pem"),
+                     .headers = std::move(headers)};
+}
+
+Json ParseJson(const std::string& body) {
+  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(json.is_discarded()) << body;
+  return json;
+}
+
+std::string UnauthorizedBody() {
+  return R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+         R"("message":"Unauthorized","reason":"Unauthorized","code":401})";
+}
+
+std::string ForbiddenBody(const std::string& user, const std::string& ns, const std::string& name) {
+  return fmt::format(
+      R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure",)"
+      R"("message":"modeldeployments.worker.gpustack.ai \"{1}\" is forbidden: User \"{0}\" )"
+      R"(cannot get resource \"modeldeployments/metrics\" in API group \"worker.gpustack.ai\" )"
+      R"(in the namespace \"{2}\"","reason":"Forbidden","details":{{"name":"{1}",)"
+      R"("group":"worker.gpustack.ai","kind":"modeldeployments"}},"code":403}})",
+      user, name, ns);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovery and health
+
+TEST(ApiServerTest, ServesDiscoveryDocuments) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+
+  net::FetchResult apis = Fetch(server.url("/apis"), Token("alice-token"));
+  ASSERT_TRUE(apis.ok()) << apis.message << apis.body;
+  EXPECT_EQ(apis.content_type, "application/json");
+  const Json version = {{"groupVersion", "worker.gpustack.ai/v1"}, {"version", "v1"}};
+  EXPECT_EQ(ParseJson(apis.body), Json({{"kind", "APIGroupList"},
+                                        {"apiVersion", "v1"},
+                                        {"groups",
+                                         {{{"name", "worker.gpustack.ai"},
+                                           {"versions", {version}},
+                                           {"preferredVersion", version}}}}}));
+
+  net::FetchResult group = Fetch(server.url("/apis/worker.gpustack.ai"), Token("bob-token"));
+  ASSERT_TRUE(group.ok()) << group.body;
+  EXPECT_EQ(ParseJson(group.body), Json({{"kind", "APIGroup"},
+                                         {"apiVersion", "v1"},
+                                         {"name", "worker.gpustack.ai"},
+                                         {"versions", {version}},
+                                         {"preferredVersion", version}}));
+
+  net::FetchResult resources = Fetch(server.url("/apis/worker.gpustack.ai/v1/"), ClientCert());
+  ASSERT_TRUE(resources.ok()) << resources.body;
+  const Json list = ParseJson(resources.body);
+  EXPECT_EQ(list["kind"], "APIResourceList");
+  EXPECT_EQ(list["apiVersion"], "v1");
+  EXPECT_EQ(list["groupVersion"], "worker.gpustack.ai/v1");
+  ASSERT_EQ(list["resources"].size(), 1u);
+  EXPECT_EQ(list["resources"][0]["name"], "modeldeployments/metrics");
+  EXPECT_EQ(list["resources"][0]["namespaced"], true);
+  EXPECT_EQ(list["resources"][0]["kind"], "ModelDeploymentMetrics");
+  EXPECT_EQ(list["resources"][0]["verbs"], Json({"get"}));
+
+  // Discovery is for authenticated users only (any of them, as Kubernetes' system:discovery).
+  net::FetchResult anonymous = Fetch(server.url("/apis"));
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_EQ(anonymous.body, UnauthorizedBody());
+}
+
+TEST(ApiServerTest, HealthEndpointsNeedNoCredentials) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  for (const char* path : {"/healthz", "/readyz", "/livez"}) {
+    net::FetchResult result = Fetch(server.url(path));
+    ASSERT_TRUE(result.ok()) << path << " " << result.message;
+    EXPECT_EQ(result.body, "ok");
+  }
+  net::FetchResult version = Fetch(server.url("/version"));
+  ASSERT_TRUE(version.ok());
+  EXPECT_EQ(ParseJson(version.body)["gitVersion"], "v0.1.0");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Authentication and authorisation
+
+TEST(ApiServerTest, GoodTokenGetsTheSnapshot) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  net::FetchResult result = Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token"));
+  ASSERT_TRUE(result.ok()) << result.message << result.body;
+  EXPECT_EQ(result.status, 200);
+  EXPECT_EQ(result.content_type, "application/json");
+  EXPECT_EQ(result.body, SnapshotToJson(MakeSnapshot("team", "chat")));
+  EXPECT_EQ(server.snapshots.calls, 1);
+  // A query string does not change the resource.
+  result = Fetch(server.url(MetricsPath("team", "chat") + "?timeout=32s"), Token("alice-token"));
+  EXPECT_EQ(result.status, 200);
+}
+
+TEST(ApiServerTest, WrongOrMissingCredentialsAre401) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  const std::string url = server.url(MetricsPath("team", "chat"));
+  for (const Credentials& credentials :
+       {Token("wrong-token"), Credentials{}, Credentials{.headers = {{"Authorization", "Basic x"}}},
+        // Front-proxy headers from a client without the request-header certificate: ignored.
+        Credentials{.headers = {{"X-Remote-User", "alice"}}},
+        Credentials{.headers = {{"X-Remote-User", "alice"}, {"X-Remote-Group", "team-readers"}}}}) {
+    net::FetchResult result = Fetch(url, credentials);
+    EXPECT_EQ(result.status, 401) << credentials.token;
+    EXPECT_EQ(result.content_type, "application/json");
+    EXPECT_EQ(result.body, UnauthorizedBody());
+  }
+  EXPECT_EQ(server.snapshots.calls, 0);
+}
+
+TEST(ApiServerTest, UserWithoutTheRuleIs403WithKubernetesMessage) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  net::FetchResult result = Fetch(server.url(MetricsPath("team", "chat")), Token("bob-token"));
+  EXPECT_EQ(result.status, 403);
+  EXPECT_EQ(result.content_type, "application/json");
+  EXPECT_EQ(result.body, ForbiddenBody("bob", "team", "chat"));
+  // alice may read team, not other.
+  result = Fetch(server.url(MetricsPath("other", "chat")), Token("alice-token"));
+  EXPECT_EQ(result.status, 403);
+  EXPECT_EQ(result.body, ForbiddenBody("alice", "other", "chat"));
+  EXPECT_EQ(server.snapshots.calls, 0);  // denied before anything is read
+  // Group membership from the token file grants it.
+  result = Fetch(server.url(MetricsPath("team", "chat")), Token("rita-token"));
+  EXPECT_EQ(result.status, 200);
+}
+
+TEST(ApiServerTest, ClientCertificateUserIsTheCn) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  net::FetchResult result = Fetch(server.url(MetricsPath("team", "chat")), ClientCert());
+  ASSERT_EQ(result.status, 200) << result.message << result.body;
+  EXPECT_EQ(result.body, SnapshotToJson(MakeSnapshot("team", "chat")));
+  // A client-CA certificate cannot speak for alice: the headers are ignored, it stays itself.
+  Credentials impersonating = ClientCert();
+  impersonating.headers = {{"X-Remote-User", "alice"}};
+  result = Fetch(server.url(MetricsPath("alice-ns", "chat")), impersonating);
+  EXPECT_EQ(result.status, 403);
+  EXPECT_EQ(result.body, ForbiddenBody("test-client", "alice-ns", "chat"));
+  // Neither can a token holder.
+  Credentials bob = Token("bob-token");
+  bob.headers = {{"X-Remote-User", "alice"}};
+  result = Fetch(server.url(MetricsPath("team", "chat")), bob);
+  EXPECT_EQ(result.body, ForbiddenBody("bob", "team", "chat"));
+}
+
+// A client certificate with Organizations (groups), signed by ca.pem, written to `dir`.
+Credentials GeneratedClientCert(const TempDir& dir, const char* cn,
+                                std::vector<const char*> organizations) {
+  const auto read = [](const std::string& path, auto reader) {
+    FILE* file = fopen(path.c_str(), "r");
+    EXPECT_NE(file, nullptr) << path;
+    auto* value = reader(file);
+    fclose(file);
+    return value;
+  };
+  X509* ca =
+      read(TlsFile("ca.pem"), [](FILE* f) { return PEM_read_X509(f, nullptr, nullptr, nullptr); });
+  EVP_PKEY* ca_key = read(TlsFile("ca-key.pem"), [](FILE* f) {
+    return PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
+  });
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 4343);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
+  X509_NAME* name = X509_get_subject_name(cert);
+  const auto add = [name](const char* field, const char* value) {
+    X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8,
+                               reinterpret_cast<const unsigned char*>(value), -1, -1, 0);
+  };
+  for (const char* organization : organizations) add("O", organization);
+  add("CN", cn);
+  X509_set_issuer_name(cert, X509_get_subject_name(ca));
+  X509_set_pubkey(cert, key);
+  EXPECT_GT(X509_sign(cert, ca_key, EVP_sha256()), 0);
+  Credentials credentials{.cert = dir.path() + "/generated.pem",
+                          .key = dir.path() + "/generated-key.pem"};
+  FILE* out = fopen(credentials.cert.c_str(), "w");
+  PEM_write_X509(out, cert);
+  fclose(out);
+  out = fopen(credentials.key.c_str(), "w");
+  PEM_write_PrivateKey(out, key, nullptr, nullptr, 0, nullptr, nullptr);
+  fclose(out);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  EVP_PKEY_free(ca_key);
+  X509_free(ca);
+  return credentials;
+}
+
+TEST(ApiServerTest, ClientCertificateOrganizationsAreGroups) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  net::FetchResult result = Fetch(server.url(MetricsPath("team", "chat")),
+                                  GeneratedClientCert(dir, "dave", {"ops", "team-readers"}));
+  EXPECT_EQ(result.status, 200) << result.message << result.body;
+  result =
+      Fetch(server.url(MetricsPath("team", "chat")), GeneratedClientCert(dir, "erin", {"ops"}));
+  EXPECT_EQ(result.body, ForbiddenBody("erin", "team", "chat"));
+}
+
+TEST(ApiServerTest, FrontProxyHeadersHonouredFromTheRequestHeaderCaCert) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  const std::string team = server.url(MetricsPath("team", "chat"));
+  net::FetchResult result = Fetch(team, FrontProxy({{"X-Remote-User", "alice"}}));
+  EXPECT_EQ(result.status, 200) << result.message << result.body;
+  result = Fetch(team, FrontProxy({{"X-Remote-User", "bob"}}));
+  EXPECT_EQ(result.body, ForbiddenBody("bob", "team", "chat"));  // the header named the user
+  // Repeated X-Remote-Group headers: each is a group.
+  result = Fetch(team, FrontProxy({{"X-Remote-User", "carol"},
+                                   {"X-Remote-Group", "ops"},
+                                   {"X-Remote-Group", "team-readers"}}));
+  EXPECT_EQ(result.status, 200) << result.body;
+  result = Fetch(team, FrontProxy({{"X-Remote-User", "carol"}, {"X-Remote-Group", "ops"}}));
+  EXPECT_EQ(result.body, ForbiddenBody("carol", "team", "chat"));
+  // The proxy naming nobody is nobody (it is not a client-CA user either).
+  result = Fetch(team, FrontProxy({}));
+  EXPECT_EQ(result.status, 401);
+  EXPECT_EQ(result.body, UnauthorizedBody());
+}
+
+TEST(ApiServerTest, FrontProxyHeadersIgnoredFromANameNotAllowed) {
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.requestheader_allowed_names = {"some-other-proxy"};
+  ServerUnderTest server(config);
+  ASSERT_TRUE(server.started());
+  const std::string team = server.url(MetricsPath("team", "chat"));
+  net::FetchResult result = Fetch(team, FrontProxy({{"X-Remote-User", "alice"}}));
+  EXPECT_EQ(result.status, 401);
+  EXPECT_EQ(result.body, UnauthorizedBody());
+  // With its own token it is that token's user, whatever the headers say.
+  Credentials with_token = FrontProxy({{"X-Remote-User", "alice"}});
+  with_token.token = "bob-token";
+  result = Fetch(team, with_token);
+  EXPECT_EQ(result.body, ForbiddenBody("bob", "team", "chat"));
+  EXPECT_EQ(server.snapshots.calls, 0);
+}
+
+TEST(ApiServerTest, FrontProxyWithEmptyAllowedNamesTrustsAnyCnOfItsCa) {
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.requestheader_allowed_names.clear();
+  ServerUnderTest server(config);
+  ASSERT_TRUE(server.started());
+  net::FetchResult result =
+      Fetch(server.url(MetricsPath("team", "chat")), FrontProxy({{"X-Remote-User", "alice"}}));
+  EXPECT_EQ(result.status, 200) << result.body;
+}
+
+TEST(ApiServerTest, WithoutRequestHeaderCaProxyCertificatesAreRefused) {
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.requestheader_ca_file.clear();
+  config.requestheader_allowed_names.clear();
+  ServerUnderTest server(config);
+  ASSERT_TRUE(server.started());
+  // The handshake fails: the certificate chains to no configured CA.
+  net::FetchResult result =
+      Fetch(server.url(MetricsPath("team", "chat")), FrontProxy({{"X-Remote-User", "alice"}}));
+  EXPECT_FALSE(result.ok());
+  EXPECT_NE(result.status, 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths, validation and Status mapping
+
+// One request with any method over TLS (the HttpClient only GETs).
+int RawRequest(uint16_t port, http::verb method, const std::string& target,
+               const std::string& token, std::string* body, std::string* allow) {
+  asio::io_context ioc;
+  ssl::context ctx(ssl::context::tls_client);
+  ctx.load_verify_file(TlsFile("ca.pem"));
+  ctx.set_verify_mode(ssl::verify_peer);
+  beast::ssl_stream<beast::tcp_stream> stream(ioc, ctx);
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+  beast::get_lowest_layer(stream).connect(
+      asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  stream.handshake(ssl::stream_base::client);
+  http::request<http::string_body> request{method, target, 11};
+  request.set(http::field::host, "127.0.0.1");
+  request.set(http::field::authorization, "Bearer " + token);
+  request.set(http::field::content_type, "application/json");
+  request.body() = "{}";
+  request.prepare_payload();
+  http::write(stream, request);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(stream, buffer, response);
+  *body = response.body();
+  *allow = std::string(response[http::field::allow]);
+  return response.result_int();
+}
+
+TEST(ApiServerTest, InvalidNamesAre400BeforeAnyLookup) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  const std::string long_label(64, 'a');
+  const std::string long_name(254, 'a');
+  struct Case {
+    std::string ns;
+    std::string name;
+    std::string message;
+  };
+  const std::string label_rule =
+      "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+      "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+      "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+  const std::string subdomain_rule =
+      "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+      "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+      "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+  const std::vector<Case> cases = {
+      {"Team", "chat", "invalid namespace \"Team\": " + label_rule},
+      {"te_am", "chat", "invalid namespace \"te_am\": " + label_rule},
+      {"-team", "chat", "invalid namespace \"-team\": " + label_rule},
+      {"team-", "chat", "invalid namespace \"team-\": " + label_rule},
+      {"team.x", "chat", "invalid namespace \"team.x\": " + label_rule},
+      {"%74eam", "chat", "invalid namespace \"%74eam\": " + label_rule},
+      {"", "chat", "invalid namespace \"\": " + label_rule},
+      {long_label, "chat",
+       "invalid namespace \"" + long_label + "\": must be no more than 63 characters"},
+      {"team", "Chat", "invalid name \"Chat\": " + subdomain_rule},
+      {"team", "chat..v1", "invalid name \"chat..v1\": " + subdomain_rule},
+      {"team", ".chat", "invalid name \".chat\": " + subdomain_rule},
+      {"team", "chat.", "invalid name \"chat.\": " + subdomain_rule},
+      {"team", "chat%2Fx", "invalid name \"chat%2Fx\": " + subdomain_rule},
+      {"team", "", "invalid name \"\": " + subdomain_rule},
+      {"team", long_name,
+       "invalid name \"" + long_name.substr(0, 100) + "...\": must be no more than 253 characters"},
+  };
+  for (const Case& c : cases) {
+    net::FetchResult result = Fetch(server.url(MetricsPath(c.ns, c.name)), Token("alice-token"));
+    EXPECT_EQ(result.status, 400) << c.ns << "/" << c.name;
+    const Json status = ParseJson(result.body);
+    EXPECT_EQ(status["kind"], "Status");
+    EXPECT_EQ(status["status"], "Failure");
+    EXPECT_EQ(status["reason"], "BadRequest");
+    EXPECT_EQ(status["code"], 400);
+    EXPECT_EQ(status["message"], c.message);
+    EXPECT_EQ(status["details"]["name"], c.name);
+    EXPECT_EQ(status["details"]["group"], "worker.gpustack.ai");
+    EXPECT_EQ(status["details"]["kind"], "modeldeployments");
+  }
+  // Dot segments (which curl would normalise away) reach the server verbatim from a raw client.
+  std::string body;
+  std::string allow;
+  EXPECT_EQ(RawRequest(server.port(), http::verb::get, MetricsPath("..", "chat"), "alice-token",
+                       &body, &allow),
+            400);
+  EXPECT_THAT(body, HasSubstr("invalid namespace \\\"..\\\""));
+  EXPECT_EQ(RawRequest(server.port(), http::verb::get, MetricsPath("team", ".."), "alice-token",
+                       &body, &allow),
+            400);
+  EXPECT_EQ(server.snapshots.calls, 0);  // nothing was looked up
+
+  // Longest valid ones pass: a 63-character namespace, a dotted 253-character name.
+  std::string name_253;
+  while (name_253.size() < 253) name_253 += name_253.empty() ? "a" : ".a";
+  ASSERT_EQ(name_253.size(), 253u);
+  net::FetchResult ok =
+      Fetch(server.url(MetricsPath(std::string(63, 't'), name_253)), Token("alice-token"));
+  EXPECT_EQ(ok.status, 403);  // valid; alice just may not read that namespace
+  ok = Fetch(server.url(MetricsPath("team", "chat.v1-2")), Token("alice-token"));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(server.snapshots.calls, 1);
+}
+
+TEST(ApiServerTest, SnapshotErrorsBecomeStatusObjects) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  const auto status_body = [](int code, const std::string& reason, const std::string& message,
+                              const std::string& name) {
+    return fmt::format(
+        R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure",)"
+        R"("message":"{}","reason":"{}","details":{{"name":"{}","group":"worker.gpustack.ai",)"
+        R"("kind":"modeldeployments"}},"code":{}}})",
+        message, reason, name, code);
+  };
+  net::FetchResult result = Fetch(server.url(MetricsPath("team", "missing")), Token("alice-token"));
+  EXPECT_EQ(result.status, 404);
+  EXPECT_EQ(result.body,
+            status_body(404, "NotFound",
+                        R"(modeldeployments.worker.gpustack.ai \"missing\" not found)", "missing"));
+  result = Fetch(server.url(MetricsPath("team", "empty")), Token("alice-token"));
+  EXPECT_EQ(result.status, 503);
+  EXPECT_EQ(result.body, status_body(503, "ServiceUnavailable",
+                                     "ModelDeployment has no owned metrics Pods", "empty"));
+  result = Fetch(server.url(MetricsPath("team", "broken")), Token("alice-token"));
+  EXPECT_EQ(result.status, 500);
+  EXPECT_EQ(result.body,
+            status_body(500, "InternalError", "list ModelDeployment Pods: boom", "broken"));
+  result = Fetch(server.url(MetricsPath("team", "throws")), Token("alice-token"));
+  EXPECT_EQ(result.status, 500);
+  EXPECT_EQ(result.body, status_body(500, "InternalError", "it threw", "throws"));
+}
+
+TEST(ApiServerTest, UnknownPathsAre404Status) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  const std::string not_found =
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+      R"("message":"the server could not find the requested resource","reason":"NotFound",)"
+      R"("details":{},"code":404})";
+  for (const std::string path :
+       {"/", "/api", "/apis/other.group", "/apis/worker.gpustack.ai/v2", "/apisx",
+        "/apis/worker.gpustack.ai/v1/namespaces/team/modeldeployments/chat",
+        "/apis/worker.gpustack.ai/v1/namespaces/team/modeldeployments/chat/metrics/",
+        "/apis/worker.gpustack.ai/v1/namespaces/team/modeldeployments/chat/status",
+        "/apis/worker.gpustack.ai/v1/namespaces/team/pods/chat/metrics",
+        "/apis/worker.gpustack.ai/v1/namespaces/team/modeldeployments/chat/metrics/x",
+        "/apis/worker.gpustack.ai/v1alpha1/namespaces/team/modeldeployments/chat/metrics"}) {
+    net::FetchResult result = Fetch(server.url(path), Token("alice-token"));
+    EXPECT_EQ(result.status, 404) << path;
+    EXPECT_EQ(result.body, not_found) << path;
+  }
+  // Unauthenticated, an unknown path is still 401 (nothing is disclosed).
+  EXPECT_EQ(Fetch(server.url("/nothing")).status, 401);
+  EXPECT_EQ(server.snapshots.calls, 0);
+}
+
+TEST(ApiServerTest, MethodsOtherThanGetAre405Status) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  std::string body;
+  std::string allow;
+  for (http::verb method :
+       {http::verb::post, http::verb::put, http::verb::delete_, http::verb::patch}) {
+    EXPECT_EQ(RawRequest(server.port(), method, MetricsPath("team", "chat"), "alice-token", &body,
+                         &allow),
+              405);
+    EXPECT_EQ(allow, "GET");
+    EXPECT_EQ(body,
+              R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+              R"("message":"the server does not allow this method on the requested resource",)"
+              R"("reason":"MethodNotAllowed","details":{"name":"chat",)"
+              R"("group":"worker.gpustack.ai","kind":"modeldeployments"},"code":405})");
+  }
+  EXPECT_EQ(RawRequest(server.port(), http::verb::post, "/apis", "alice-token", &body, &allow),
+            405);
+  EXPECT_EQ(ParseJson(body)["reason"], "MethodNotAllowed");
+  // Credentials come first.
+  EXPECT_EQ(RawRequest(server.port(), http::verb::post, MetricsPath("team", "chat"), "nope", &body,
+                       &allow),
+            401);
+  EXPECT_EQ(server.snapshots.calls, 0);
+}
+
+TEST(ApiServerTest, TooManyInFlightIs429) {
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir), /*max_in_flight=*/2);
+  ASSERT_TRUE(server.started());
+  // Two slow requests hold both slots...
+  std::vector<net::FetchResult> slow;
+  std::thread holder([&] {
+    net::ClientOptions options;
+    options.ca_file = TlsFile("ca.pem");
+    options.fetch_timeout = std::chrono::seconds(20);
+    net::HttpClient client(options);
+    const std::vector<net::FetchRequest> batch(
+        2, net::FetchRequest{server.url(MetricsPath("team", "slow")),
+                             {{"Authorization", "Bearer alice-token"}}});
+    slow = client.FetchAll(batch, std::chrono::steady_clock::now() + std::chrono::seconds(25));
+  });
+  ASSERT_TRUE(server.snapshots.WaitForSlow(2));
+  // ...so a third is turned away at once, without being authorised or read.
+  net::FetchResult busy = Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token"));
+  EXPECT_EQ(busy.status, 429);
+  EXPECT_EQ(busy.body,
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+            R"("message":"Too many requests, please try again later.","reason":"TooManyRequests",)"
+            R"("details":{"name":"chat","group":"worker.gpustack.ai","kind":"modeldeployments",)"
+            R"("retryAfterSeconds":1},"code":429})");
+  // Cheap requests are not bounded by it.
+  EXPECT_TRUE(Fetch(server.url("/apis"), Token("alice-token")).ok());
+  server.snapshots.Release();
+  holder.join();
+  ASSERT_EQ(slow.size(), 2u);
+  for (const net::FetchResult& result : slow) {
+    EXPECT_EQ(result.status, 200) << result.message;
+    EXPECT_EQ(result.body, SnapshotToJson(MakeSnapshot("team", "slow")));
+  }
+  // The slots are free again.
+  EXPECT_EQ(Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token")).status, 200);
+}
+
+TEST(ApiServerTest, SubjectAccessReviewAuthorizerDecides) {
+  TempDir dir;
+  std::vector<AccessRequest> reviews;
+  std::mutex mu;
+  auto authorizer = std::make_unique<SubjectAccessReviewAuthorizer>(
+      [&](const AccessRequest& request, bool* allowed) {
+        std::lock_guard lock(mu);
+        reviews.push_back(request);
+        if (request.user == "bob") return ApiStatus::Unavailable("the review failed");
+        *allowed = request.user == "alice";
+        return ApiStatus::Ok();
+      },
+      SubjectAccessReviewAuthorizer::Options{});
+  ServeConfig config = TestConfig(dir);
+  std::string error;
+  FakeSnapshots snapshots;
+  ApiServerOptions options = BuildApiServerOptions(config);
+  ApiServer server(
+      options,
+      [&](std::string_view ns, std::string_view name, Snapshot* out) {
+        return snapshots.Get(ns, name, out);
+      },
+      BuildAuthenticator(config, &error), std::move(authorizer));
+  ASSERT_TRUE(server.Start(&error)) << error;
+  const std::string url = server.url() + MetricsPath("team", "chat");
+  EXPECT_EQ(Fetch(url, Token("alice-token")).status, 200);
+  EXPECT_EQ(Fetch(url, Token("rita-token")).body, ForbiddenBody("rita", "team", "chat"));
+  net::FetchResult failed = Fetch(url, Token("bob-token"));
+  EXPECT_EQ(failed.status, 500);
+  EXPECT_EQ(ParseJson(failed.body)["message"], "Internal error occurred: the review failed");
+  std::lock_guard lock(mu);
+  ASSERT_EQ(reviews.size(), 3u);
+  EXPECT_EQ(reviews[1].user, "rita");
+  EXPECT_EQ(reviews[1].groups, (std::vector<std::string>{"team-readers", "system:authenticated"}));
+  EXPECT_EQ(reviews[1].ns, "team");
+  EXPECT_EQ(reviews[1].name, "chat");
+  EXPECT_EQ(reviews[1].resource, "modeldeployments");
+  EXPECT_EQ(reviews[1].subresource, "metrics");
+  EXPECT_EQ(snapshots.calls, 1);
+  server.Stop();
+}
+
+// The in-cluster path end to end: the authoriser posts real SubjectAccessReviews through
+// KubeApiClient to a loopback stand-in for the Kubernetes API.
+TEST(ApiServerTest, SubjectAccessReviewThroughTheKubernetesApi) {
+  std::mutex mu;
+  std::vector<Json> reviews;
+  std::vector<std::string> authorizations;
+  net::ServerOptions kube_options;
+  kube_options.tls.emplace();
+  kube_options.tls->cert_file = TlsFile("server.pem");
+  kube_options.tls->key_file = TlsFile("server-key.pem");
+  net::HttpServer kube_api(kube_options);
+  kube_api.Route("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                 [&](const net::HttpRequest& request) {
+                   Json review = Json::parse(request.body, nullptr, false);
+                   std::lock_guard lock(mu);
+                   reviews.push_back(review);
+                   authorizations.emplace_back(request.headers.Get("Authorization"));
+                   review["status"] = {{"allowed", review["spec"]["user"] == "alice"}};
+                   net::HttpResponse response;
+                   response.status = 201;
+                   response.content_type = "application/json";
+                   response.body = review.dump();
+                   return response;
+                 });
+  std::string error;
+  ASSERT_TRUE(kube_api.Start(&error)) << error;
+  KubeConfig kube_config;
+  kube_config.server = fmt::format("https://127.0.0.1:{}", kube_api.port());
+  kube_config.token = "service-account-token";
+  kube_config.ca_file = TlsFile("ca.pem");
+  KubeApiClient kube(kube_config);
+
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.policy_file.clear();
+  config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
+  FakeSnapshots snapshots;
+  auto authorizer = BuildAuthorizer(config, &kube, &error);
+  ASSERT_NE(authorizer, nullptr) << error;
+  ApiServer server(
+      BuildApiServerOptions(config),
+      [&](std::string_view ns, std::string_view name, Snapshot* out) {
+        return snapshots.Get(ns, name, out);
+      },
+      BuildAuthenticator(config, &error), std::move(authorizer));
+  ASSERT_TRUE(server.Start(&error)) << error;
+  const std::string url = server.url() + MetricsPath("team", "chat");
+  net::FetchResult allowed = Fetch(url, Token("alice-token"));
+  EXPECT_EQ(allowed.status, 200) << allowed.body;
+  EXPECT_EQ(Fetch(url, Token("rita-token")).body, ForbiddenBody("rita", "team", "chat"));
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(reviews.size(), 2u);
+    EXPECT_EQ(authorizations[0], "Bearer service-account-token");
+    EXPECT_EQ(reviews[1]["kind"], "SubjectAccessReview");
+    EXPECT_EQ(reviews[1]["spec"]["user"], "rita");
+    EXPECT_EQ(reviews[1]["spec"]["groups"], Json({"team-readers", "system:authenticated"}));
+    EXPECT_EQ(reviews[1]["spec"]["resourceAttributes"], Json({{"namespace", "team"},
+                                                              {"verb", "get"},
+                                                              {"group", "worker.gpustack.ai"},
+                                                              {"resource", "modeldeployments"},
+                                                              {"subresource", "metrics"},
+                                                              {"name", "chat"}}));
+  }
+  // With the Kubernetes API gone, nothing is served: 500, never an allow.
+  kube_api.Stop();
+  net::FetchResult failed =
+      Fetch(server.url() + MetricsPath("team", "other"), Token("alice-token"));
+  EXPECT_EQ(failed.status, 500);
+  EXPECT_THAT(ParseJson(failed.body)["message"].get<std::string>(),
+              HasSubstr("Internal error occurred: "));
+  EXPECT_EQ(snapshots.calls, 1);
+  server.Stop();
+}
+
+TEST(ApiServerTest, StartFailsOnBadCertificate) {
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.tls_cert_file = dir.Write("bad.pem", "not a certificate");
+  std::string error;
+  ApiServer server(
+      BuildApiServerOptions(config),
+      [](std::string_view, std::string_view, Snapshot*) { return ApiStatus::Ok(); },
+      BuildAuthenticator(config, &error), BuildAuthorizer(config, nullptr, &error));
+  EXPECT_FALSE(server.Start(&error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(ApiServerTest, DnsValidatorsFollowKubernetes) {
+  EXPECT_EQ(ValidateDns1123Label("a"), "");
+  EXPECT_EQ(ValidateDns1123Label("0-a"), "");
+  EXPECT_EQ(ValidateDns1123Label(std::string(63, 'x')), "");
+  EXPECT_EQ(ValidateDns1123Label(std::string(64, 'x')), "must be no more than 63 characters");
+  EXPECT_NE(ValidateDns1123Label("a.b"), "");
+  EXPECT_NE(ValidateDns1123Label("\xc3\xa9"), "");
+  EXPECT_EQ(ValidateDns1123Subdomain("a.b-c.d"), "");
+  EXPECT_EQ(ValidateDns1123Subdomain(std::string(200, 'x')), "");  // parts are not limited to 63
+  EXPECT_EQ(ValidateDns1123Subdomain(std::string(254, 'x')), "must be no more than 253 characters");
+  EXPECT_NE(ValidateDns1123Subdomain("a.-b"), "");
+  EXPECT_NE(ValidateDns1123Subdomain("a_b"), "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serve configuration
+
+struct ConfigFiles {
+  explicit ConfigFiles(const TempDir& dir) : dir(dir) {
+    dir.Write("tokens.csv", kTokens);
+    dir.Write("policy.yaml", kPolicy);
+    dir.Write("objects.json", R"({"kind":"List","apiVersion":"v1","items":[]})");
+    dir.Write("kubeconfig", "apiVersion: v1\nkind: Config\n");
+    std::filesystem::copy_file(TlsFile("server.pem"), dir.path() + "/server.pem");
+    std::filesystem::copy_file(TlsFile("server-key.pem"), dir.path() + "/server-key.pem");
+    std::filesystem::copy_file(TlsFile("ca.pem"), dir.path() + "/ca.pem");
+  }
+  const TempDir& dir;
+};
+
+const std::string kBaseConfig =
+    "tls_cert_file: server.pem\n"
+    "tls_key_file: server-key.pem\n"
+    "token_file: tokens.csv\n"
+    "policy_file: policy.yaml\n"
+    "objects_file: objects.json\n";
+
+std::string ConfigError(const TempDir& dir, const std::string& yaml) {
+  ServeConfig config;
+  std::string error;
+  EXPECT_FALSE(ParseServeConfig(yaml, dir.path(), &config, &error)) << yaml;
+  return error;
+}
+
+TEST(ServeConfigTest, ParsesEverySettingAndResolvesRelativePaths) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  const std::string yaml =
+      "address: \"::1\"\n"
+      "port: 9443\n"
+      "tls_cert_file: server.pem\n"
+      "tls_key_file: server-key.pem\n"
+      "client_ca_file: ca.pem\n"
+      "requestheader_ca_file: " +
+      TlsFile("requestheader-ca.pem") +
+      "\n"
+      "requestheader_allowed_names: [front-proxy, aggregator]\n"
+      "token_file: tokens.csv\n"
+      "authorization: subjectaccessreview\n"
+      "objects_file: objects.json\n"
+      "kubeconfig: kubeconfig\n"
+      "context: kind-kind\n"
+      "pod_ca_file: ca.pem\n"
+      "max_in_flight: 5\n"
+      "workers: 3\n";
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(ParseServeConfig(yaml, dir.path(), &config, &error)) << error;
+  EXPECT_EQ(config.address, "::1");
+  EXPECT_EQ(config.port, 9443);
+  EXPECT_EQ(config.tls_cert_file, dir.path() + "/server.pem");
+  EXPECT_EQ(config.tls_key_file, dir.path() + "/server-key.pem");
+  EXPECT_EQ(config.client_ca_file, dir.path() + "/ca.pem");
+  EXPECT_EQ(config.requestheader_ca_file, TlsFile("requestheader-ca.pem"));
+  EXPECT_EQ(config.requestheader_allowed_names,
+            (std::vector<std::string>{"front-proxy", "aggregator"}));
+  EXPECT_EQ(config.token_file, dir.path() + "/tokens.csv");
+  EXPECT_EQ(config.authorization, ServeConfig::Authorization::kSubjectAccessReview);
+  EXPECT_EQ(config.objects_file, dir.path() + "/objects.json");
+  EXPECT_EQ(config.kubeconfig, dir.path() + "/kubeconfig");
+  EXPECT_EQ(config.context, "kind-kind");
+  EXPECT_EQ(config.pod_ca_file, dir.path() + "/ca.pem");
+  EXPECT_EQ(config.max_in_flight, 5u);
+  EXPECT_EQ(config.workers, 3);
+  EXPECT_TRUE(config.UsesKubeApi());
+
+  const ApiServerOptions options = BuildApiServerOptions(config);
+  EXPECT_EQ(options.http.address, "::1");
+  EXPECT_EQ(options.http.port, 9443);
+  ASSERT_TRUE(options.http.tls.has_value());
+  EXPECT_EQ(options.http.tls->client_ca_file, dir.path() + "/ca.pem");
+  EXPECT_FALSE(options.http.tls->require_client_cert);
+  EXPECT_EQ(options.max_in_flight, 5u);
+}
+
+TEST(ServeConfigTest, DefaultsAndLoadFromFile) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  const std::string path = dir.Write("serve.yaml", kBaseConfig);
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(LoadServeConfig(path, &config, &error)) << error;
+  EXPECT_EQ(config.address, "127.0.0.1");
+  EXPECT_EQ(config.port, 8443);
+  EXPECT_EQ(config.authorization, ServeConfig::Authorization::kPolicy);
+  EXPECT_EQ(config.policy_file, dir.path() + "/policy.yaml");
+  EXPECT_FALSE(config.UsesKubeApi());
+  EXPECT_NE(BuildAuthenticator(config, &error), nullptr) << error;
+  EXPECT_NE(BuildAuthorizer(config, nullptr, &error), nullptr) << error;
+
+  EXPECT_FALSE(LoadServeConfig(dir.path() + "/none.yaml", &config, &error));
+  EXPECT_EQ(error, dir.path() + "/none.yaml: cannot read");
+  const std::string bad = dir.Write("bad.yaml", kBaseConfig + "colour: blue\n");
+  EXPECT_FALSE(LoadServeConfig(bad, &config, &error));
+  EXPECT_EQ(error, bad + ": unknown setting `colour`");
+}
+
+TEST(ServeConfigTest, RejectsBadConfigurationsClearly) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  EXPECT_THAT(ConfigError(dir, "port: [\n"), HasSubstr("not YAML"));
+  EXPECT_EQ(ConfigError(dir, "- a\n"), "expected a YAML mapping of settings");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "tokens: x\n"), "unknown setting `tokens`");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "port: 70000\n"),
+            "port: 70000 is out of range [0, 65535]");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "port: http\n"), "port: expected an integer");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_in_flight: 0\n"),
+            "max_in_flight: 0 is out of range [1, 100000]");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "in_cluster: maybe\n"),
+            "in_cluster: expected true or false");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "address: [a]\n"), "address: expected a string");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "requestheader_allowed_names: front-proxy\n"),
+            "requestheader_allowed_names: expected a list of names");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "authorization: rbac\n"),
+            "authorization: `rbac` is neither `policy` nor `subjectaccessreview`");
+  EXPECT_EQ(ConfigError(dir,
+                        "tls_key_file: server-key.pem\ntoken_file: tokens.csv\n"
+                        "policy_file: policy.yaml\nobjects_file: objects.json\n"),
+            "tls_cert_file and tls_key_file are required (tokens never travel in the clear)");
+  EXPECT_EQ(ConfigError(dir,
+                        "tls_cert_file: server.pem\ntls_key_file: server-key.pem\n"
+                        "policy_file: policy.yaml\nobjects_file: objects.json\n"),
+            "no authentication: set token_file, client_ca_file and/or requestheader_ca_file");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "requestheader_allowed_names: [front-proxy]\n"),
+            "requestheader_allowed_names needs requestheader_ca_file");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "kubeconfig: kubeconfig\nin_cluster: true\n"),
+            "kubeconfig and in_cluster: true exclude each other");
+  EXPECT_EQ(ConfigError(dir,
+                        "tls_cert_file: server.pem\ntls_key_file: server-key.pem\n"
+                        "token_file: tokens.csv\npolicy_file: policy.yaml\n"),
+            "no object source: set objects_file, kubeconfig or in_cluster: true");
+  EXPECT_EQ(ConfigError(dir,
+                        "tls_cert_file: server.pem\ntls_key_file: server-key.pem\n"
+                        "token_file: tokens.csv\nobjects_file: objects.json\n"),
+            "authorization: policy needs policy_file");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "authorization: subjectaccessreview\n"),
+            "policy_file is for authorization: policy, not subjectaccessreview");
+  EXPECT_EQ(ConfigError(dir,
+                        "tls_cert_file: server.pem\ntls_key_file: server-key.pem\n"
+                        "token_file: tokens.csv\nobjects_file: objects.json\n"
+                        "authorization: subjectaccessreview\n"),
+            "authorization: subjectaccessreview needs kubeconfig or in_cluster: true");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "context: x\n"), "context needs kubeconfig");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "client_ca_file: nope.pem\n"),
+            "client_ca_file: no such file: " + dir.path() + "/nope.pem");
+}
+
+TEST(ServeConfigTest, BuildReportsFilesThatDoNotLoad) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(ParseServeConfig(kBaseConfig, dir.path(), &config, &error)) << error;
+  dir.Write("tokens.csv", "only,two\n");
+  EXPECT_EQ(BuildAuthenticator(config, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("tokens.csv: line 1"));
+  dir.Write("policy.yaml", "rules: nope\n");
+  EXPECT_EQ(BuildAuthorizer(config, nullptr, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("policy.yaml: rules: expected a list of rules"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// External programs: the modelmetrics binary and kubectl
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs a shell command with a timeout, capturing stdout and stderr.
+CommandResult RunCommand(const std::string& command, const TempDir& dir, int timeout_seconds = 30) {
+  const std::string err_file = dir.path() + "/stderr.txt";
+  const std::string line = fmt::format("timeout {} {} 2>{}", timeout_seconds, command, err_file);
+  CommandResult run;
+  FILE* pipe = popen(line.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::ostringstream err;
+  err << in.rdbuf();
+  run.err = err.str();
+  return run;
+}
+
+std::string FindKubectl() {
+  if (access("/usr/bin/kubectl", X_OK) == 0) return "/usr/bin/kubectl";
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string entry;
+  while (std::getline(dirs, entry, ':')) {
+    const std::string candidate = entry + "/kubectl";
+    if (!entry.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string Kubeconfig(const TempDir& dir, uint16_t port, const std::string& token) {
+  return dir.Write("kubeconfig-" + token, fmt::format("apiVersion: v1\n"
+                                                      "kind: Config\n"
+                                                      "clusters:\n"
+                                                      "- name: modelmetrics\n"
+                                                      "  cluster:\n"
+                                                      "    server: https://127.0.0.1:{}\n"
+                                                      "    certificate-authority: {}\n"
+                                                      "users:\n"
+                                                      "- name: user\n"
+                                                      "  user:\n"
+                                                      "    token: {}\n"
+                                                      "contexts:\n"
+                                                      "- name: test\n"
+                                                      "  context:\n"
+                                                      "    cluster: modelmetrics\n"
+                                                      "    user: user\n"
+                                                      "current-context: test\n",
+                                                      port, TlsFile("ca.pem"), token));
+}
+
+TEST(KubectlTest, GetRawPrintsTheSnapshotAndStatusErrors) {
+  const std::string kubectl = FindKubectl();
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed; the test script installs it";
+  TempDir dir;
+  ServerUnderTest server(TestConfig(dir));
+  ASSERT_TRUE(server.started());
+  const std::string path = MetricsPath("team", "chat");
+  // HOME in the temp dir: kubectl's cache stays out of the real one.
+  const auto kubectl_get = [&](const std::string& token, const std::string& raw) {
+    return RunCommand(fmt::format("env HOME={} {} --kubeconfig {} get --raw {}", dir.path(),
+                                  kubectl, Kubeconfig(dir, server.port(), token), raw),
+                      dir);
+  };
+
+  CommandResult ok = kubectl_get("alice-token", path);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  std::string out = ok.out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  EXPECT_EQ(out, SnapshotToJson(MakeSnapshot("team", "chat")));
+
+  CommandResult discovery = kubectl_get("alice-token", "/apis/worker.gpustack.ai/v1");
+  EXPECT_EQ(discovery.exit_code, 0) << discovery.err;
+  EXPECT_THAT(discovery.out, HasSubstr("modeldeployments/metrics"));
+
+  CommandResult unauthorized = kubectl_get("wrong-token", path);
+  EXPECT_NE(unauthorized.exit_code, 0);
+  EXPECT_THAT(unauthorized.err, HasSubstr("Unauthorized"));
+  EXPECT_TRUE(unauthorized.out.empty()) << unauthorized.out;
+
+  CommandResult forbidden = kubectl_get("bob-token", path);
+  EXPECT_NE(forbidden.exit_code, 0);
+  EXPECT_THAT(forbidden.err, HasSubstr("Forbidden"));
+  EXPECT_THAT(forbidden.err,
+              HasSubstr("User \"bob\" cannot get resource \"modeldeployments/metrics\" in API "
+                        "group \"worker.gpustack.ai\" in the namespace \"team\""));
+
+  CommandResult not_found = kubectl_get("alice-token", MetricsPath("team", "missing"));
+  EXPECT_NE(not_found.exit_code, 0);
+  EXPECT_THAT(not_found.err, HasSubstr("NotFound"));
+}
+
+std::string ModelmetricsBinary() { return MM_BINARY_DIR "/src/cli/modelmetrics"; }
+
+TEST(ServeCommandTest, BadConfigExits2) {
+  if (access(ModelmetricsBinary().c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "modelmetrics is not built: " << ModelmetricsBinary();
+  }
+  TempDir dir;
+  ConfigFiles files(dir);
+  const std::string config = dir.Write("serve.yaml", kBaseConfig + "colour: blue\n");
+  CommandResult run = RunCommand(ModelmetricsBinary() + " serve --config " + config, dir);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("unknown setting `colour`"));
+  dir.Write("tokens.csv", "only,two\n");
+  const std::string bad_tokens = dir.Write("serve2.yaml", kBaseConfig);
+  run = RunCommand(ModelmetricsBinary() + " serve --config " + bad_tokens, dir);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("tokens.csv: line 1"));
+  run = RunCommand(ModelmetricsBinary() + " serve --config " + dir.path() + "/none.yaml", dir);
+  EXPECT_EQ(run.exit_code, 2);
+}
+
+TEST(ServeCommandTest, ServesFromAnObjectsFileUntilTheDurationEnds) {
+  if (access(ModelmetricsBinary().c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "modelmetrics is not built: " << ModelmetricsBinary();
+  }
+  TempDir dir;
+  ConfigFiles files(dir);
+  const std::string clean =
+      dir.Write("serve-clean.yaml",
+                "port: 0\n"
+                "tls_cert_file: server.pem\n"
+                "tls_key_file: server-key.pem\n"
+                "token_file: tokens.csv\n"
+                "policy_file: policy.yaml\n"
+                "objects_file: " MM_SHARED_DIR "/fixtures/deployment/objects-example.json\n");
+  const std::string command =
+      fmt::format("{} serve --config {} --duration 4s", ModelmetricsBinary(), clean);
+  FILE* pipe = popen((command + " 2>" + dir.path() + "/serve.err").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char line[512];
+  ASSERT_NE(fgets(line, sizeof line, pipe), nullptr);
+  const std::string first(line);
+  EXPECT_THAT(first, HasSubstr("serving ModelDeploymentMetrics on https://127.0.0.1:"));
+  const size_t colon = first.rfind(':');
+  const std::string base =
+      "https://127.0.0.1:" + std::to_string(std::stoi(first.substr(colon + 1)));
+  EXPECT_TRUE(Fetch(base + "/apis", Token("alice-token")).ok());
+  net::FetchResult unknown = Fetch(base + MetricsPath("team", "no-such"), Token("alice-token"));
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(ParseJson(unknown.body)["message"],
+            "modeldeployments.worker.gpustack.ai \"no-such\" not found");
+  EXPECT_EQ(Fetch(base + MetricsPath("team", "no-such")).status, 401);
+  while (fgets(line, sizeof line, pipe) != nullptr) {
+  }
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace modelmetrics::deployment

@@ -1,1 +1,212 @@
-// placeholder; filled in by its owner
+// The ModelDeploymentMetrics document (reference §1): Kubernetes shape and key order, omitted
+// empty lists, `partial` and Missing.pod always present, Go's float and time formatting.
+#include "deployment/snapshot.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "deployment/test_builders.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::T0;
+
+constexpr char kT0[] = "2026-11-29T16:13:15Z";
+
+std::string WindowJson(double value) {
+  Snapshot snapshot;
+  snapshot.timestamp = T0();
+  snapshot.latency.push_back(Window{.name = "ttft",
+                                    .pod = "p",
+                                    .source = "s",
+                                    .scope = "engine/server",
+                                    .unit = "seconds",
+                                    .value = value,
+                                    .samples = 1,
+                                    .window_seconds = 1,
+                                    .observed_at = T0()});
+  const std::string json = SnapshotToJson(snapshot);
+  const std::string key = "\"value\":";
+  const size_t start = json.find(key) + key.size();
+  return json.substr(start, json.find(',', start) - start);
+}
+
+TEST(SnapshotJson, EmptySnapshotShape) {
+  Snapshot snapshot;
+  snapshot.name = "chat";
+  snapshot.namespace_ = "team";
+  snapshot.timestamp = T0() + 999ms;  // second precision, truncated
+  EXPECT_EQ(SnapshotToJson(snapshot),
+            "{\"kind\":\"ModelDeploymentMetrics\",\"apiVersion\":\"worker.gpustack.ai/v1\","
+            "\"metadata\":{\"name\":\"chat\",\"namespace\":\"team\",\"creationTimestamp\":null},"
+            "\"timestamp\":\"2026-11-29T16:13:15Z\",\"partial\":false}");
+}
+
+TEST(SnapshotJson, FullDocumentKeyOrder) {
+  Snapshot snapshot;
+  snapshot.name = "chat";
+  snapshot.namespace_ = "team";
+  snapshot.timestamp = T0() + 30s;
+  snapshot.processing.push_back(Gauge{.name = "running",
+                                      .source = "vllm:num_requests_running",
+                                      .scope = "engine/server",
+                                      .unit = "requests",
+                                      .value = 4,
+                                      .pod_count = 2,
+                                      .observed_at = T0() + 29s + 500ms});
+  snapshot.queueing.push_back(Gauge{.name = "waiting",
+                                    .source = "vllm:num_requests_waiting",
+                                    .scope = "engine/server",
+                                    .unit = "requests",
+                                    .value = 0,
+                                    .pod_count = 2,
+                                    .observed_at = T0() + 29s});
+  snapshot.cache_hits.push_back(CacheHit{.pod = "server-0",
+                                         .source = "vllm:prefix_cache",
+                                         .scope = "local-prefix",
+                                         .unit = "tokens",
+                                         .hits = 26656,
+                                         .queries = 37842,
+                                         .rate = 26656.0 / 37842.0,
+                                         .window_seconds = 30,
+                                         .pod_count = 1,
+                                         .observed_at = T0() + 30s});
+  snapshot.missing.push_back(Missing{"", "engine/server", "1 of 2 owned metrics Pods present"});
+  snapshot.missing.push_back(
+      Missing{"server-1", "scrape", "Get \"http://10.0.0.2:8000/metrics\": <html> & more"});
+  snapshot.partial = true;
+  snapshot.latency.push_back(Window{.name = "ttft",
+                                    .pod = "server-0",
+                                    .source = "vllm:time_to_first_token_seconds",
+                                    .scope = "engine/server",
+                                    .unit = "seconds",
+                                    .value = 0.01955626391563095,
+                                    .samples = 238,
+                                    .window_seconds = 30.25,
+                                    .observed_at = T0() + 30s});
+  snapshot.traffic.push_back(Window{.name = "requests",
+                                    .pod = "chat-router",
+                                    .source = "smg_router_requests_total",
+                                    .scope = "router",
+                                    .unit = "requests/second",
+                                    .value = 8.2,
+                                    .samples = 246,
+                                    .window_seconds = 30,
+                                    .observed_at = T0() + 30s});
+  snapshot.transfer.push_back(Window{.name = "transfer-latency",
+                                     .pod = "prompt-pod",
+                                     .source = "sglang:kv_transfer_latency_ms",
+                                     .scope = "engine/prompt",
+                                     .unit = "milliseconds",
+                                     .value = 1e-7,
+                                     .samples = 1e21,
+                                     .window_seconds = 0.5,
+                                     .observed_at = T0() + 30s});
+  EXPECT_EQ(SnapshotToJson(snapshot),
+            "{\"kind\":\"ModelDeploymentMetrics\",\"apiVersion\":\"worker.gpustack.ai/v1\","
+            "\"metadata\":{\"name\":\"chat\",\"namespace\":\"team\",\"creationTimestamp\":null},"
+            "\"timestamp\":\"2026-11-29T16:13:45Z\","
+            "\"processing\":[{\"name\":\"running\",\"source\":\"vllm:num_requests_running\","
+            "\"scope\":\"engine/server\",\"unit\":\"requests\",\"value\":4,\"podCount\":2,"
+            "\"observedAt\":\"2026-11-29T16:13:44Z\"}],"
+            "\"queueing\":[{\"name\":\"waiting\",\"source\":\"vllm:num_requests_waiting\","
+            "\"scope\":\"engine/server\",\"unit\":\"requests\",\"value\":0,\"podCount\":2,"
+            "\"observedAt\":\"2026-11-29T16:13:44Z\"}],"
+            "\"cacheHits\":[{\"pod\":\"server-0\",\"source\":\"vllm:prefix_cache\","
+            "\"scope\":\"local-prefix\",\"unit\":\"tokens\",\"hits\":26656,\"queries\":37842,"
+            "\"rate\":0.7044025157232704,\"windowSeconds\":30,\"podCount\":1,"
+            "\"observedAt\":\"2026-11-29T16:13:45Z\"}],"
+            "\"missing\":[{\"pod\":\"\",\"source\":\"engine/server\","
+            "\"reason\":\"1 of 2 owned metrics Pods present\"},"
+            "{\"pod\":\"server-1\",\"source\":\"scrape\",\"reason\":\"Get "
+            "\\\"http://10.0.0.2:8000/metrics\\\": \\u003chtml\\u003e \\u0026 more\"}],"
+            "\"partial\":true,"
+            "\"latency\":[{\"name\":\"ttft\",\"pod\":\"server-0\","
+            "\"source\":\"vllm:time_to_first_token_seconds\",\"scope\":\"engine/server\","
+            "\"unit\":\"seconds\",\"value\":0.01955626391563095,\"samples\":238,"
+            "\"windowSeconds\":30.25,\"observedAt\":\"2026-11-29T16:13:45Z\"}],"
+            "\"traffic\":[{\"name\":\"requests\",\"pod\":\"chat-router\","
+            "\"source\":\"smg_router_requests_total\",\"scope\":\"router\","
+            "\"unit\":\"requests/second\",\"value\":8.2,\"samples\":246,\"windowSeconds\":30,"
+            "\"observedAt\":\"2026-11-29T16:13:45Z\"}],"
+            "\"transfer\":[{\"name\":\"transfer-latency\",\"pod\":\"prompt-pod\","
+            "\"source\":\"sglang:kv_transfer_latency_ms\",\"scope\":\"engine/prompt\","
+            "\"unit\":\"milliseconds\",\"value\":1e-7,\"samples\":1e+21,\"windowSeconds\":0.5,"
+            "\"observedAt\":\"2026-11-29T16:13:45Z\"}]}");
+}
+
+TEST(SnapshotJson, PartialAndMissingPodAlwaysPresent) {
+  Snapshot snapshot;
+  snapshot.timestamp = T0();
+  snapshot.missing.push_back(Missing{"", "router", "no owned metrics Pod"});
+  const std::string json = SnapshotToJson(snapshot);
+  EXPECT_NE(json.find("\"missing\":[{\"pod\":\"\",\"source\":\"router\","
+                      "\"reason\":\"no owned metrics Pod\"}],\"partial\":false}"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("processing"), std::string::npos);
+  EXPECT_EQ(json.find("cacheHits"), std::string::npos);
+  EXPECT_EQ(json.find("latency"), std::string::npos);
+}
+
+// encoding/json: 'f' form inside [1e-6, 1e21), else 'e' with e-07 shortened to e-7; shortest
+// round-trip digits.
+TEST(SnapshotJson, GoFloatFormatting) {
+  EXPECT_EQ(WindowJson(4), "4");
+  EXPECT_EQ(WindowJson(0.5), "0.5");
+  EXPECT_EQ(WindowJson(0), "0");
+  EXPECT_EQ(WindowJson(-0.0), "0");
+  EXPECT_EQ(WindowJson(1e-7), "1e-7");
+  EXPECT_EQ(WindowJson(1.5e-7), "1.5e-7");
+  EXPECT_EQ(WindowJson(0.000001), "0.000001");
+  EXPECT_EQ(WindowJson(1e21), "1e+21");
+  EXPECT_EQ(WindowJson(1e20), "100000000000000000000");
+  EXPECT_EQ(WindowJson(2.5e300), "2.5e+300");
+  EXPECT_EQ(WindowJson(1e-100), "1e-100");
+  EXPECT_EQ(WindowJson(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(WindowJson(0.7044025157232704), "0.7044025157232704");
+  EXPECT_EQ(WindowJson(8.2), "8.2");
+  EXPECT_EQ(WindowJson(123456789.125), "123456789.125");
+  EXPECT_EQ(WindowJson(-2.5), "-2.5");
+  // Never NaN or Inf on the wire.
+  EXPECT_EQ(WindowJson(std::numeric_limits<double>::quiet_NaN()), "0");
+  EXPECT_EQ(WindowJson(std::numeric_limits<double>::infinity()), "0");
+}
+
+TEST(SnapshotJson, TimesAreSecondPrecisionUtc) {
+  EXPECT_EQ(FormatTime(T0()), kT0);
+  EXPECT_EQ(FormatTime(T0() + 999ms), kT0);
+  EXPECT_EQ(FormatTime(T0() + 1s), "2026-11-29T16:13:16Z");
+  EXPECT_EQ(FormatTime(WallTime{}), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(FormatTime(T0() + std::chrono::hours(24 * 33)), "2027-01-01T16:13:15Z");
+}
+
+TEST(SnapshotRenderings, YamlAndTable) {
+  Snapshot snapshot;
+  snapshot.name = "chat";
+  snapshot.namespace_ = "team";
+  snapshot.timestamp = T0();
+  snapshot.missing.push_back(Missing{"", "engine/server", "no owned metrics Pod"});
+  snapshot.partial = true;
+  const std::string yaml = SnapshotToYaml(snapshot);
+  EXPECT_NE(yaml.find("apiVersion: worker.gpustack.ai/v1\n"), std::string::npos);
+  EXPECT_NE(yaml.find("kind: ModelDeploymentMetrics\n"), std::string::npos);
+  EXPECT_NE(yaml.find("timestamp: \"2026-11-29T16:13:15Z\"\n"), std::string::npos);
+  EXPECT_NE(yaml.find("- pod: \"\"\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("partial: true\n"), std::string::npos);
+  EXPECT_EQ(yaml.find("processing"), std::string::npos);
+  const std::string table = SnapshotToTable(snapshot);
+  EXPECT_NE(table.find("team/chat"), std::string::npos);
+  EXPECT_NE(table.find("MISSING"), std::string::npos);
+  EXPECT_NE(table.find("no owned metrics Pod"), std::string::npos);
+  EXPECT_NE(table.find("PARTIAL"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace modelmetrics::deployment

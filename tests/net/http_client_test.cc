@@ -1,4 +1,4 @@
-// Tests for HttpClient against the loopback FaultServer (tests/net/fault_server.h).
+// Tests for HttpClient against the loopback FaultServer (src/sim/fault_server.h).
 #include "net/http_client.h"
 
 #include <gtest/gtest.h>
@@ -12,15 +12,16 @@
 #include <thread>
 #include <vector>
 
-#include "net/fault_server.h"
+#include "net/http_server.h"
+#include "sim/fault_server.h"
 
 namespace modelmetrics::net {
 namespace {
 
 using namespace std::chrono_literals;
+using sim::FaultServer;
+using sim::FaultServerOptions;
 using std::chrono::milliseconds;
-using testing::FaultServer;
-using testing::FaultServerOptions;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMiB = size_t{1} << 20;
@@ -237,7 +238,7 @@ TEST(HttpClientTest, ServerErrorKeepsStatusAndBody) {
 }
 
 TEST(HttpClientTest, ConnectionRefused) {
-  uint16_t port = testing::UnusedLoopbackPort();
+  uint16_t port = sim::UnusedLoopbackPort();
   HttpClient client;
   FetchResult r = FetchOne(client, "http://127.0.0.1:" + std::to_string(port) + "/metrics");
   EXPECT_EQ(r.error, FetchError::kConnectionRefused) << Describe(r);
@@ -454,6 +455,99 @@ TEST(HttpClientTest, ConcurrentFetchAllFromFourThreads) {
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
   EXPECT_LE(server.MaxConcurrent(), 8);
+}
+
+// A loopback HttpServer answering every request with what it received: method, Content-Type,
+// Content-Length, Expect, and the body (a body over 100 bytes as its size and last 12 bytes), one
+// per line.
+class RequestEchoServer {
+ public:
+  RequestEchoServer() : server_(Options()) {
+    server_.RoutePrefix("", "/", [](const HttpRequest& request) {
+      auto header = [&](std::string_view name) {
+        return request.headers.Has(name) ? std::string(request.headers.Get(name)) : "(none)";
+      };
+      return HttpResponse::Text(200, request.method + "\n" + header("Content-Type") + "\n" +
+                                         header("Content-Length") + "\n" + header("Expect") + "\n" +
+                                         Summary(request.body));
+    });
+    std::string error;
+    if (!server_.Start(&error)) throw std::runtime_error(error);
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(server_.port()) + "/x"; }
+
+  static std::string Summary(const std::string& body) {
+    if (body.size() <= 100) return body;
+    return "<" + std::to_string(body.size()) + " bytes ending " + body.substr(body.size() - 12) +
+           ">";
+  }
+
+ private:
+  static ServerOptions Options() {
+    ServerOptions options;
+    options.max_body_bytes = 4 * kMiB;
+    return options;
+  }
+
+  HttpServer server_;
+};
+
+FetchResult Send(HttpClient& client, FetchRequest request) {
+  std::vector<FetchRequest> batch{std::move(request)};
+  return client.FetchAll(batch, Clock::now() + 5s).at(0);
+}
+
+TEST(HttpClientTest, PostSendsTheBodyWithoutExpectContinue) {
+  RequestEchoServer server;
+  HttpClient client;
+  FetchRequest post;
+  post.url = server.Url();
+  post.method = "POST";
+  // Above curl's 100-continue threshold (1 MiB in curl 7.88, 1 KiB in older ones).
+  post.body = std::string(kMiB + 1, 'b') + "{\"end\":true}";
+  post.headers = {{"Content-Type", "application/json"}};
+  FetchResult r = Send(client, post);
+  ASSERT_TRUE(r.ok()) << Describe(r);
+  EXPECT_EQ(r.body,
+            "POST\napplication/json\n1048589\n(none)\n<1048589 bytes ending {\"end\":true}>");
+
+  // The same client (and its reused handles) goes back to a plain GET with no body.
+  FetchResult get = Send(client, {server.Url(), {}});
+  ASSERT_TRUE(get.ok()) << Describe(get);
+  EXPECT_EQ(get.body, "GET\n(none)\n(none)\n(none)\n");
+}
+
+TEST(HttpClientTest, OtherMethodsAndEmptyBodies) {
+  RequestEchoServer server;
+  HttpClient client;
+  FetchRequest put{server.Url(), {{"Content-Type", "text/plain"}}, "PUT", "new value"};
+  FetchResult r = Send(client, put);
+  ASSERT_TRUE(r.ok()) << Describe(r);
+  EXPECT_EQ(r.body, "PUT\ntext/plain\n9\n(none)\nnew value");
+
+  r = Send(client, {server.Url(), {}, "DELETE"});
+  ASSERT_TRUE(r.ok()) << Describe(r);
+  EXPECT_EQ(r.body.substr(0, 7), "DELETE\n");
+
+  r = Send(client, {server.Url(), {}, "POST"});  // an empty POST still says Content-Length: 0
+  ASSERT_TRUE(r.ok()) << Describe(r);
+  EXPECT_EQ(r.body.substr(0, 5), "POST\n");
+  EXPECT_NE(r.body.find("\n0\n"), std::string::npos) << r.body;
+
+  r = Send(client, {server.Url(), {}, "HEAD"});  // headers only; no body to wait for
+  ASSERT_TRUE(r.ok()) << Describe(r);
+  EXPECT_TRUE(r.body.empty());
+}
+
+TEST(HttpClientTest, InvalidMethodsAreRejected) {
+  RequestEchoServer server;
+  HttpClient client;
+  for (const char* method : {"", "GE T", "GET\r\nX: y"}) {
+    FetchResult r = Send(client, {server.Url(), {}, method});
+    EXPECT_EQ(r.error, FetchError::kBadUrl) << method << ": " << Describe(r);
+  }
+  FetchResult r = Send(client, {server.Url(), {}, "HEAD", "body"});
+  EXPECT_EQ(r.error, FetchError::kBadUrl) << Describe(r);
 }
 
 TEST(HttpClientTest, ErrorNamesAreDistinct) {

@@ -1,0 +1,169 @@
+// The Kubernetes aggregated API server for the ModelDeploymentMetrics subresource, and the
+// `modelmetrics serve` configuration that assembles one.
+//
+// Routes (every other path: 404 Status; any method but GET on an API path: 405 Status):
+//   GET /apis                                   APIGroupList naming worker.gpustack.ai/v1
+//   GET /apis/worker.gpustack.ai                APIGroup
+//   GET /apis/worker.gpustack.ai/v1             APIResourceList: `modeldeployments/metrics`,
+//                                               namespaced, kind ModelDeploymentMetrics, [get]
+//   GET /apis/worker.gpustack.ai/v1/namespaces/{ns}/modeldeployments/{name}/metrics
+//                                               200 application/json: SnapshotToJson
+//   GET /healthz, /readyz, /livez               `ok`, no authentication
+//   GET /version                                a Kubernetes version.Info, no authentication
+//
+// Every other request is authenticated first (401 Status `Unauthorized`). For the metrics path,
+// in this order: `ns` must be a DNS-1123 label (<= 63) and `name` a DNS-1123 subdomain (<= 253),
+// else 400 BadRequest before anything is looked up; then the request needs a free slot of
+// `max_in_flight` (else 429 TooManyRequests with Retry-After: 1); then, on a worker thread (the
+// snapshot may take 8 s and a SubjectAccessReview goes over the network, so neither runs on an
+// IO thread), the Authorizer decides `get` on `modeldeployments/metrics` in `ns` (403 Forbidden
+// with Kubernetes' message; an authoriser error is 500), and the snapshot function answers: its
+// ApiStatus becomes the Status code, reason and message (404 NotFound, 503 ServiceUnavailable,
+// 500 InternalError, ...). Errors are Kubernetes Status objects:
+//   {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":...,
+//    "reason":...,"details":{"name":...,"group":"worker.gpustack.ai","kind":"modeldeployments"},
+//    "code":N}
+// with `details` naming the deployment on the metrics path, `{}` for an unknown path, and absent
+// on 401 (as Kubernetes does).
+//
+// Thread-safety: Start(), Stop() and the destructor from one controlling thread, never from the
+// snapshot function. The snapshot function, authenticator and authoriser are called concurrently
+// (from IO and worker threads) and must be thread-safe. port()/url() are safe after Start().
+#ifndef MODELMETRICS_DEPLOYMENT_API_SERVER_H_
+#define MODELMETRICS_DEPLOYMENT_API_SERVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deployment/auth.h"
+#include "deployment/objects.h"
+#include "deployment/snapshot.h"
+#include "net/http_server.h"
+
+namespace modelmetrics::deployment {
+
+inline constexpr std::string_view kMetricsGroup = "worker.gpustack.ai";
+inline constexpr std::string_view kMetricsVersion = "v1";
+inline constexpr std::string_view kMetricsResource = "modeldeployments";
+inline constexpr std::string_view kMetricsSubresource = "metrics";
+inline constexpr std::string_view kMetricsKind = "ModelDeploymentMetrics";
+
+// Answers one ModelDeploymentMetrics read; e.g. Aggregator::Get bound to an aggregator.
+using SnapshotFunction =
+    std::function<ApiStatus(std::string_view ns, std::string_view name, Snapshot* out)>;
+
+struct ApiServerOptions {
+  // Address, port, TLS (with client_ca_file / requestheader_ca_file for certificates) and the
+  // HTTP limits. Defaults: 127.0.0.1, port 0 (any free one), no TLS.
+  net::ServerOptions http;
+  // Metrics requests being authorised or snapshotted, or waiting for a worker; one more is 429.
+  size_t max_in_flight = 32;
+  // Threads serving metrics requests.
+  int worker_threads = 8;
+};
+
+class ApiServer {
+ public:
+  // `authenticator` and `authorizer` must not be null.
+  ApiServer(ApiServerOptions options, SnapshotFunction snapshot,
+            std::unique_ptr<Authenticator> authenticator, std::unique_ptr<Authorizer> authorizer);
+  ~ApiServer();  // Stop()s
+
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Binds and serves; false with `*error` on failure (address, port, certificates). Once only.
+  bool Start(std::string* error);
+  uint16_t port() const;
+  // `https://127.0.0.1:PORT` (`http://` without TLS; IPv6 addresses in brackets).
+  std::string url() const;
+  // Stops accepting, lets requests in flight finish (up to the HTTP shutdown timeout), then
+  // waits for the workers (a running snapshot may take its full 8 s). Idempotent.
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// DNS-1123 names as Kubernetes validates them. Empty when valid, else Kubernetes' message
+// (`must be no more than 63 characters`, `a lowercase RFC 1123 label must consist of ...`).
+std::string ValidateDns1123Label(std::string_view value);
+std::string ValidateDns1123Subdomain(std::string_view value);
+
+// A Kubernetes Status object (one line of JSON). `details_name` set: details name the deployment
+// (name, group worker.gpustack.ai, kind modeldeployments); `with_details` false: no details.
+std::string StatusJson(const ApiStatus& status, const std::string* details_name,
+                       bool with_details = true);
+
+// ---------------------------------------------------------------------------------------------
+// `modelmetrics serve --config FILE`
+//
+// The configuration is one YAML mapping; relative paths are relative to the file's folder.
+//   address: 127.0.0.1                 # IP literal to bind; default 127.0.0.1
+//   port: 8443                         # 0: any free port; default 8443
+//   tls_cert_file: server.pem          # required: tokens never travel in the clear
+//   tls_key_file: server-key.pem       # required
+//   client_ca_file: ca.pem             # client certificates: user = CN, groups = O
+//   requestheader_ca_file: front-proxy-ca.pem     # front-proxy mode (X-Remote-User/-Group)
+//   requestheader_allowed_names: [front-proxy-client]  # empty or absent: any CN of that CA
+//   token_file: tokens.csv             # Kubernetes static tokens: token,user,uid,"g1,g2"
+//   authorization: policy              # policy (default) | subjectaccessreview
+//   policy_file: policy.yaml           # with `policy`: the rules (auth.h ParsePolicy)
+//   objects_file: objects.json         # objects from this file (kubectl get -o json List) ...
+//   kubeconfig: ~/.kube/config         # ... else from the Kubernetes API via a kubeconfig
+//   context: ""                        #     (its current context unless named here)
+//   in_cluster: false                  # ... or via the in-cluster service account
+//   pod_ca_file: cluster-ca.pem        # trust for HTTPS Pods; default the system bundle
+//   max_in_flight: 32                  # metrics requests at once (then 429)
+//   workers: 8                         # threads serving metrics requests
+// At least one of token_file, client_ca_file, requestheader_ca_file is needed. `kubeconfig`
+// and `in_cluster` exclude each other; objects need `objects_file` or one of them, and
+// `subjectaccessreview` needs one of them. Unknown keys are errors (a typo must not silently drop
+// a security setting). Files named here are checked to exist at load time.
+struct ServeConfig {
+  enum class Authorization { kPolicy, kSubjectAccessReview };
+
+  std::string address = "127.0.0.1";
+  uint16_t port = 8443;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string client_ca_file;
+  std::string requestheader_ca_file;
+  std::vector<std::string> requestheader_allowed_names;
+  std::string token_file;
+  Authorization authorization = Authorization::kPolicy;
+  std::string policy_file;
+  std::string objects_file;
+  std::string kubeconfig;
+  std::string context;
+  bool in_cluster = false;
+  std::string pod_ca_file;
+  size_t max_in_flight = 32;
+  int workers = 8;
+
+  // The Kubernetes API is needed (for objects or for reviews).
+  bool UsesKubeApi() const { return !kubeconfig.empty() || in_cluster; }
+};
+
+// Parses the YAML text; relative paths are resolved against `base_dir` ("" keeps them).
+bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
+                      std::string* error);
+// Reads and parses `path`; errors start with the path.
+bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error);
+
+// The pieces the configuration names. Null with `*error` when a file does not load.
+std::unique_ptr<Authenticator> BuildAuthenticator(const ServeConfig& config, std::string* error);
+// `kube` is needed (not null) for subjectaccessreview and must outlive the authoriser.
+std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
+                                            std::string* error);
+ApiServerOptions BuildApiServerOptions(const ServeConfig& config);
+
+}  // namespace modelmetrics::deployment
+
+#endif  // MODELMETRICS_DEPLOYMENT_API_SERVER_H_

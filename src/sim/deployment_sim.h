@@ -1,0 +1,161 @@
+// The deployment simulator: loopback HTTP servers playing the Pods of one ModelDeployment (engine
+// roles and an optional router), each serving /metrics exactly as its exporter does (see
+// sim/exporters.h), plus the Kubernetes objects that describe them (ModelDeployment, Pods, the
+// router's ReplicaSet and Deployment) in the shape `kubectl get -o json` prints and the
+// deployment aggregator reads: scrape annotations, container ports and args, owner references.
+//
+// Every Pod listens on its own 127.0.0.1 port (port 0 at Start); all Pods' objects carry podIP
+// 127.0.0.1. Traffic evolves in 100 ms ticks from the seed (sim/exporters.h); a scrape brings the
+// Pod's model up to the elapsed time, so what a Pod serves depends only on the options and the
+// time elapsed since Start.
+//
+// Faults, per Pod, at start (options.faults) or at runtime (SetFault), take effect on the next
+// request or connection:
+//   hang            accepts and reads the request, never answers
+//   slow-body       sends the headers at once, then trickles the body over about 3 s
+//   oversize        a valid exposition of more than 1 MiB
+//   gzip-bomb       Content-Encoding: gzip, ~9 KiB that decode to 8 MiB
+//   http-500        500 Internal Server Error
+//   redirect        302 to another path on the same loopback listener
+//   garbage         200 with a body that is not a valid exposition
+//   counter-reset   every scrape finds every counter and histogram halved from the last
+//                   (exporter restarts that keep the Pod UID)
+//   restart         the Pod restarts as a new Pod (new UID, counters from zero) when the fault is
+//                   set and again after every scrape it serves while set
+//   untrusted-tls   the listener speaks TLS with a certificate no CA trusts; the Pod's
+//                   annotations switch to scheme https
+// Objects() always describes the current Pods (UIDs, schemes); with `objects_file` set the file
+// is rewritten (atomically) whenever they change.
+//
+// Thread-safety: after Start(), every method may be called from any thread concurrently with
+// scrapes. Start() and Stop() must not run concurrently with each other.
+#ifndef MODELMETRICS_SIM_DEPLOYMENT_SIM_H_
+#define MODELMETRICS_SIM_DEPLOYMENT_SIM_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deployment/object_file.h"
+
+namespace modelmetrics::sim {
+
+enum class PodFault {
+  kNone,
+  kHang,
+  kSlowBody,
+  kOversize,
+  kGzipBomb,
+  kHttp500,
+  kRedirect,
+  kGarbage,
+  kCounterReset,
+  kRestart,
+  kUntrustedTls,
+};
+
+// "none", "hang", "slow-body", "oversize", "gzip-bomb", "http-500", "redirect", "garbage",
+// "counter-reset", "restart", "untrusted-tls" (underscores accepted when parsing).
+std::optional<PodFault> ParsePodFault(std::string_view name);
+std::string_view PodFaultName(PodFault fault);
+
+struct SimRole {
+  std::string name;  // e.g. "server", "prompt"
+  std::string kind;  // server | prefill | decode
+  int replicas = 1;
+  int size = 1;                         // Pods per replica
+  std::vector<std::string> extra_args;  // appended to each Pod's container args
+};
+
+struct DeploymentSimOptions {
+  std::string name = "chat";
+  std::string ns = "default";
+  std::string uid;              // empty: derived from namespace, name and seed
+  std::string engine = "vllm";  // vllm | sglang
+  std::string model = "Qwen/Qwen2.5-0.5B-Instruct";
+  std::vector<SimRole> roles;  // empty: one "server" role with one Pod
+  std::string router;          // "" | llm-d-router | vllm-router | sglang-gateway
+  int router_replicas = 1;
+  bool kv_cache = false;      // attach a KV cache pool (vLLM: connector; SGLang: tiers)
+  bool kv_connector = false;  // vLLM: render --kv-transfer-config even without a pool
+  uint64_t seed = 1;
+  bool idle = false;
+  double requests_per_second = 8;          // offered to the deployment
+  double warm_seconds = 30;                // busy Pods' history before Start
+  size_t padding_bytes = 0;                // extra realistic series per engine scrape (benchmarks)
+  std::map<std::string, PodFault> faults;  // by Pod name
+  // The untrusted-tls certificate; empty: a self-signed one is generated at Start.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string objects_file;  // non-empty: written at Start and on every change
+};
+
+// A Pod as the simulator runs it.
+struct SimPodInfo {
+  std::string name;
+  std::string uid;
+  std::string component;  // role name, or "" for a router Pod
+  bool router = false;
+  uint16_t port = 0;
+  std::string url;  // http(s)://127.0.0.1:<port>/metrics
+  PodFault fault = PodFault::kNone;
+};
+
+class DeploymentSim {
+ public:
+  explicit DeploymentSim(DeploymentSimOptions options);
+  ~DeploymentSim();  // Stop()s
+
+  DeploymentSim(const DeploymentSim&) = delete;
+  DeploymentSim& operator=(const DeploymentSim&) = delete;
+
+  // Validates the options, starts every Pod's listener and writes the objects file. False with
+  // `*error` on bad options (unknown engine, router or role kind, a fault for an unknown Pod) or
+  // when a listener or the certificate cannot be set up. Once only.
+  bool Start(std::string* error);
+  // Closes every listener and connection (hanging and trickling ones included). Idempotent.
+  void Stop();
+
+  const DeploymentSimOptions& options() const { return options_; }
+
+  // Pod names, sorted: engines `<name>-<role>-<i>`, routers `<name>-router-<hash>-<suffix>`.
+  std::vector<std::string> PodNames() const;
+  std::vector<SimPodInfo> Pods() const;
+  // The Pod's metrics URL, or "" for an unknown Pod.
+  std::string PodUrl(const std::string& pod) const;
+
+  // Sets (kNone clears) a Pod's fault; false for an unknown Pod.
+  bool SetFault(const std::string& pod, PodFault fault);
+
+  deployment::ObjectSet Objects() const;
+  // A `kubectl get -o json` List of the same objects.
+  std::string ObjectsJson() const;
+
+  // What `pod` would serve at `elapsed` after Start with no fault, computed on a fresh model
+  // (it does not disturb the served state). "" for an unknown Pod. For determinism tests.
+  std::string MetricsAt(const std::string& pod, std::chrono::milliseconds elapsed) const;
+
+  size_t ScrapesServed() const;          // requests answered or attempted, every Pod
+  size_t PeakConcurrentScrapes() const;  // the most requests in flight at once, every Pod
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  DeploymentSimOptions options_;
+};
+
+// `modelmetrics simulate deployment`: starts the simulator, prints each Pod's URL (and where the
+// objects file is) to `out`, serves for `duration`, stops. Returns a process exit code.
+int RunDeploymentSimulator(const DeploymentSimOptions& options, std::chrono::milliseconds duration,
+                           std::ostream& out, std::ostream& err);
+
+}  // namespace modelmetrics::sim
+
+#endif  // MODELMETRICS_SIM_DEPLOYMENT_SIM_H_
