@@ -51,7 +51,7 @@ std::string CheckFault(const std::string& text) {
   if (eq == std::string::npos || eq == 0) return "expected POD=FAULT: " + text;
   if (!sim::ParsePodFault(text.substr(eq + 1))) {
     return "unknown fault \"" + text.substr(eq + 1) +
-           "\" (hang, slow-body, oversize, gzip-bomb, http-500, redirect, garbage, "
+           "\" (hang, slow, slow-body, oversize, gzip-bomb, http-500, redirect, garbage, "
            "counter-reset, restart, untrusted-tls)";
   }
   return "";

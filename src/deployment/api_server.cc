@@ -7,7 +7,6 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -68,12 +67,13 @@ std::string DefaultReason(int code) {
   }
 }
 
+// An error code as sent: a status that is not an HTTP error (a source's bug) is a 500.
+int ErrorCode(int code) { return code >= 400 && code <= 599 ? code : 500; }
+
 // Errors: the deployment named in details; 401 without details, as Kubernetes sends it.
 net::HttpResponse StatusResponse(const ApiStatus& status, const std::string* details_name,
                                  bool with_details = true) {
-  net::HttpResponse response =
-      JsonResponse(status.code, StatusJson(status, details_name, with_details));
-  return response;
+  return JsonResponse(ErrorCode(status.code), StatusJson(status, details_name, with_details));
 }
 
 net::HttpResponse Unauthorized() {
@@ -274,8 +274,9 @@ std::string ValidateDns1123Subdomain(std::string_view value) {
 
 std::string StatusJson(const ApiStatus& status, const std::string* details_name,
                        bool with_details) {
-  const int code = status.code >= 400 && status.code <= 599 ? status.code : 500;
-  std::string reason = status.reason.empty() ? DefaultReason(code) : status.reason;
+  const int code = ErrorCode(status.code);
+  std::string reason =
+      status.reason.empty() || code != status.code ? DefaultReason(code) : status.reason;
   std::string message = status.message.empty() ? reason : status.message;
   OrderedJson json{{"kind", "Status"},
                    {"apiVersion", "v1"},

@@ -250,8 +250,9 @@ std::optional<ApiStatus> DecodeStatus(const std::string& body, int http_status) 
   if (auto message = status.find("message"); message != status.end() && message->is_string()) {
     out.message = message->get<std::string>();
   }
-  if (out.message.empty())
+  if (out.message.empty()) {
     out.message = "the server responded with HTTP " + std::to_string(out.code);
+  }
   // A Status never means success here: a 2xx code in a non-2xx answer is a broken server.
   if (out.code >= 200 && out.code < 300) out.code = http_status;
   return out;

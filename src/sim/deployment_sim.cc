@@ -29,17 +29,12 @@ constexpr struct {
   PodFault fault;
   std::string_view name;
 } kFaultNames[] = {
-    {PodFault::kNone, "none"},
-    {PodFault::kHang, "hang"},
-    {PodFault::kSlowBody, "slow-body"},
-    {PodFault::kOversize, "oversize"},
-    {PodFault::kGzipBomb, "gzip-bomb"},
-    {PodFault::kHttp500, "http-500"},
-    {PodFault::kRedirect, "redirect"},
-    {PodFault::kGarbage, "garbage"},
-    {PodFault::kCounterReset, "counter-reset"},
-    {PodFault::kRestart, "restart"},
-    {PodFault::kUntrustedTls, "untrusted-tls"},
+    {PodFault::kNone, "none"},         {PodFault::kHang, "hang"},
+    {PodFault::kSlow, "slow"},         {PodFault::kSlowBody, "slow-body"},
+    {PodFault::kOversize, "oversize"}, {PodFault::kGzipBomb, "gzip-bomb"},
+    {PodFault::kHttp500, "http-500"},  {PodFault::kRedirect, "redirect"},
+    {PodFault::kGarbage, "garbage"},   {PodFault::kCounterReset, "counter-reset"},
+    {PodFault::kRestart, "restart"},   {PodFault::kUntrustedTls, "untrusted-tls"},
 };
 
 uint64_t Fnv1a(std::string_view text, uint64_t hash = 1469598103934665603ULL) {
@@ -217,7 +212,7 @@ struct DeploymentSim::Impl {
   std::string cert_pem, key_pem;
   Clock::time_point start;
   std::mutex file_mu;
-  std::mutex oversize_mu;  // guards oversize_padding
+  std::mutex oversize_mu;          // guards oversize_padding
   std::atomic<bool> ready{false};  // set once every model, padding and the clock are in place
   bool started = false;
 
@@ -308,18 +303,20 @@ struct DeploymentSim::Impl {
           reply.trickle_interval = std::chrono::milliseconds(100);
           return reply;
         case PodFault::kCounterReset:
-          if (!pod.reset_snapshot) {
-            pod.reset_snapshot = *pod.model;
-          } else {
-            pod.reset_snapshot->HalveCounters();
-            pod.reset_snapshot->CopyGaugesFrom(*pod.model);
-          }
+          // The first faulted scrape already drops below what the last healthy one served.
+          if (!pod.reset_snapshot) pod.reset_snapshot = *pod.model;
+          pod.reset_snapshot->HalveCounters();
+          pod.reset_snapshot->CopyGaugesFrom(*pod.model);
           reply.body = pod.reset_snapshot->Render();
           break;
         case PodFault::kRestart:
           reply.body = pod.model->Render();
           RestartLocked(pod);
           objects_changed = true;
+          break;
+        case PodFault::kSlow:
+          reply.delay = std::chrono::milliseconds(300);
+          reply.body = pod.model->Render();
           break;
         case PodFault::kNone:
         case PodFault::kUntrustedTls:

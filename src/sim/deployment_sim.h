@@ -12,13 +12,15 @@
 // Faults, per Pod, at start (options.faults) or at runtime (SetFault), take effect on the next
 // request or connection:
 //   hang            accepts and reads the request, never answers
+//   slow            answers in full, but only after 300 ms (a loaded Pod)
 //   slow-body       sends the headers at once, then trickles the body over about 3 s
 //   oversize        a valid exposition of more than 1 MiB
 //   gzip-bomb       Content-Encoding: gzip, ~9 KiB that decode to 8 MiB
 //   http-500        500 Internal Server Error
 //   redirect        302 to another path on the same loopback listener
 //   garbage         200 with a body that is not a valid exposition
-//   counter-reset   every scrape finds every counter and histogram halved from the last
+//   counter-reset   every scrape, the first one included, finds every counter and histogram
+//                   halved from the value before
 //                   (exporter restarts that keep the Pod UID)
 //   restart         the Pod restarts as a new Pod (new UID, counters from zero) when the fault is
 //                   set and again after every scrape it serves while set
@@ -50,6 +52,7 @@ namespace modelmetrics::sim {
 enum class PodFault {
   kNone,
   kHang,
+  kSlow,
   kSlowBody,
   kOversize,
   kGzipBomb,
@@ -61,7 +64,7 @@ enum class PodFault {
   kUntrustedTls,
 };
 
-// "none", "hang", "slow-body", "oversize", "gzip-bomb", "http-500", "redirect", "garbage",
+// "none", "hang", "slow", "slow-body", "oversize", "gzip-bomb", "http-500", "redirect", "garbage",
 // "counter-reset", "restart", "untrusted-tls" (underscores accepted when parsing).
 std::optional<PodFault> ParsePodFault(std::string_view name);
 std::string_view PodFaultName(PodFault fault);

@@ -166,7 +166,14 @@ struct FaultServer::Impl {
       while (now > seen && !stats_->peak.compare_exchange_weak(seen, now)) {
       }
     }
-    ~InFlight() { --stats_->current; }
+    ~InFlight() { Release(); }
+    // Ends the count early: a complete answer is about to be written, so the client may see it
+    // and start its next request before this coroutine resumes (a Go handler's deferred
+    // decrement runs at the same point).
+    void Release() {
+      if (stats_ != nullptr) --stats_->current;
+      stats_ = nullptr;
+    }
     InFlight(const InFlight&) = delete;
     InFlight& operator=(const InFlight&) = delete;
 
@@ -233,12 +240,12 @@ struct FaultServer::Impl {
       ++stats->requests;
       InFlight counted(stats.get());
       FaultReply reply = options.planner ? options.planner(request) : TestRoute(request);
-      co_await Respond(stream, reply);
+      co_await Respond(stream, reply, counted);
     }
   }
 
   template <typename Stream>
-  awaitable<void> Respond(Stream& stream, const FaultReply& reply) {
+  awaitable<void> Respond(Stream& stream, const FaultReply& reply, InFlight& counted) {
     auto sleep = [](std::chrono::milliseconds ms) -> awaitable<void> {
       asio::steady_timer timer(co_await asio::this_coro::executor);
       timer.expires_after(ms);
@@ -254,6 +261,7 @@ struct FaultServer::Impl {
       case FaultReply::Action::kRespond: {
         if (reply.delay.count() > 0) co_await sleep(reply.delay);
         std::string head = Head(reply, length);
+        counted.Release();
         std::array<asio::const_buffer, 3> buffers{asio::buffer(head), asio::buffer(reply.body),
                                                   asio::buffer(tail.data(), tail.size())};
         co_await asio::async_write(stream, buffers, use_awaitable);

@@ -134,6 +134,7 @@ class FakeSnapshots {
     if (name == "empty") return ApiStatus::Unavailable("ModelDeployment has no owned metrics Pods");
     if (name == "broken") return ApiStatus::Internal("list ModelDeployment Pods: boom");
     if (name == "throws") throw std::runtime_error("it threw");
+    if (name == "weird") return ApiStatus{302, "Found", "not an error code"};
     if (name == "slow") {
       std::unique_lock lock(mu_);
       ++slow_waiting_;
@@ -661,6 +662,9 @@ TEST(ApiServerTest, SnapshotErrorsBecomeStatusObjects) {
   result = Fetch(server.url(MetricsPath("team", "throws")), Token("alice-token"));
   EXPECT_EQ(result.status, 500);
   EXPECT_EQ(result.body, status_body(500, "InternalError", "it threw", "throws"));
+  result = Fetch(server.url(MetricsPath("team", "weird")), Token("alice-token"));
+  EXPECT_EQ(result.status, 500);
+  EXPECT_EQ(result.body, status_body(500, "InternalError", "not an error code", "weird"));
 }
 
 TEST(ApiServerTest, UnknownPathsAre404Status) {
@@ -1186,6 +1190,22 @@ TEST(ServeCommandTest, BadConfigExits2) {
   EXPECT_THAT(run.err, HasSubstr("tokens.csv: line 1"));
   run = RunCommand(ModelmetricsBinary() + " serve --config " + dir.path() + "/none.yaml", dir);
   EXPECT_EQ(run.exit_code, 2);
+}
+
+TEST(ServeCommandTest, StopsCleanlyOnSigterm) {
+  if (access(ModelmetricsBinary().c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "modelmetrics is not built: " << ModelmetricsBinary();
+  }
+  TempDir dir;
+  ConfigFiles files(dir);
+  const std::string config = dir.Write("serve.yaml", kBaseConfig + "port: 0\n");
+  // No --duration: only the signal (sent by `timeout` after 2 s) stops it; exit 0.
+  CommandResult run = RunCommand(
+      "timeout --preserve-status -s TERM 2 " + ModelmetricsBinary() + " serve --config " + config,
+      dir);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("serving ModelDeploymentMetrics on https://127.0.0.1:"));
+  EXPECT_THAT(run.err, HasSubstr("SIGTERM, stopping"));
 }
 
 TEST(ServeCommandTest, ServesFromAnObjectsFileUntilTheDurationEnds) {

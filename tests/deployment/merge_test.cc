@@ -1070,6 +1070,66 @@ TEST(SnapshotMerge, ErrorRatioOnlyForTheGateway) {
   }
 }
 
+// §2.3 step a: the baseline is stored before the unsupported checks, so a scope that becomes
+// readable (vLLM's external counters start moving) has a window at once.
+TEST(SnapshotMerge, UnsupportedScopesStillStoreTheirBaseline) {
+  ModelDeployment md = MetricsModelDeployment();
+  md.kv_cache = true;
+  const Pod pod = MetricsServerPod("server", {"vllm", "serve"});
+  const std::string first = Fixture("vllm_server_busy_first.prom");
+  std::string second = Fixture("vllm_server_busy_second.prom");
+  second = SetSample(second, "vllm:external_prefix_cache_hits_total", "2");
+  second = SetSample(second, "vllm:external_prefix_cache_queries_total", "8");
+  BaselineStore store;
+  const Snapshot unsupported = MergeOnce(md, &store, T0(), pod, Parse(first, Exporter::kVllm));
+  bool no_connector = false;
+  for (const Missing& m : unsupported.missing) {
+    no_connector |= m == M("server", "external-store", reason::kVllmNoKvConnector);
+  }
+  EXPECT_TRUE(no_connector);
+  const Snapshot moving = MergeOnce(md, &store, T0() + 30s, pod, Parse(second, Exporter::kVllm));
+  EXPECT_TRUE(moving.missing.empty());
+  const CacheHit* external = FindCacheHit(moving.cache_hits, "server", "external-store");
+  ASSERT_NE(external, nullptr);
+  EXPECT_EQ(external->hits, 2);
+  EXPECT_EQ(external->queries, 8);
+  EXPECT_EQ(external->rate, 0.25);
+}
+
+// §2.4 step 1: the labeled-counter rule needs only the pair's key in this scrape, not its
+// baseline; the labeled-histogram rule needs the pair's delta in this pass.
+TEST(SnapshotMerge, LabeledPairRulesOnTheFirstRead) {
+  BaselineStore store;
+  const ModelDeployment llmd = WithRouter(MetricsModelDeployment(), "llm-d-router");
+  PodMetrics router;
+  router.gauges = {{"router-running", 0}, {"router-backends", 1}};
+  router.windows = {{"ttft", {0, 0}}, {"tpot", {0, 0}}, {"requests", {0, 7}}};
+  const Snapshot first = MergeOnce(
+      llmd, &store, T0(), MetricsRouterPod("chat-router", "router-uid", "llm-d-router"), router);
+  EXPECT_EQ(
+      first.missing,
+      (Missings{
+          M("chat-router", "llm_d_epp_request_error_total", reason::kLabeledCounterUnexported),
+          M("chat-router", "llm_d_epp_request_streaming_tpot_seconds", reason::kAwaiting),
+          M("chat-router", "llm_d_epp_request_total", reason::kAwaiting),
+          M("chat-router", "llm_d_epp_request_ttft_seconds", reason::kAwaiting)}));
+
+  // SGLang ITL absent while TTFT awaits its second sample: no delta, so `metric is absent`.
+  ModelDeployment sglang = MetricsModelDeployment();
+  sglang.engine = "sglang";
+  const Snapshot idle_first =
+      MergeOnce(sglang, &store, T0(), MetricsServerPod("server"),
+                Parse(Fixture("sglang_server_idle_first.prom"), Exporter::kSglang));
+  bool found = false;
+  for (const Missing& m : idle_first.missing) {
+    if (m.source == "sglang:inter_token_latency_seconds") {
+      EXPECT_EQ(m.reason, "metric is absent");
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 // §2.2 step 11: byte-wise order of the concatenated key; a deployment-level entry (pod "") sorts
 // by its source alone, so `engine/server` follows `chat-...` Pods.
 TEST(SnapshotMerge, SortsByConcatenatedKeyBytewise) {
