@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/duration.h"
 #include "deployment/aggregator.h"
 #include "deployment/api_server.h"
 #include "deployment/kube_api.h"
@@ -29,33 +30,6 @@ namespace modelmetrics::cli {
 namespace {
 
 using deployment::ServeConfig;
-
-// "90s", "2m", "500ms", "1h", or plain seconds.
-bool ParseServeDuration(const std::string& text, std::chrono::milliseconds* out) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    return false;
-  }
-  const std::string unit = text.substr(used);
-  double ms;
-  if (unit.empty() || unit == "s") {
-    ms = value * 1000;
-  } else if (unit == "ms") {
-    ms = value;
-  } else if (unit == "m") {
-    ms = value * 60'000;
-  } else if (unit == "h") {
-    ms = value * 3'600'000;
-  } else {
-    return false;
-  }
-  if (!(ms >= 0) || ms > 1e12) return false;
-  *out = std::chrono::milliseconds(static_cast<int64_t>(ms));
-  return true;
-}
 
 // Waits for SIGINT/SIGTERM (blocked beforehand) or until `duration` passes, if set.
 void WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration) {
@@ -178,16 +152,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   serve
       ->add_option("--duration", args->duration,
                    "Stop after this long (e.g. 30s, 2m); default: until SIGINT/SIGTERM")
-      ->check([](const std::string& text) {
-        std::chrono::milliseconds ignored;
-        return ParseServeDuration(text, &ignored) ? std::string()
-                                                  : "not a duration (e.g. 90s, 2m, 500ms): " + text;
-      });
+      ->check(CheckDuration);
   serve->callback([args, exit_code] {
     std::optional<std::chrono::milliseconds> duration;
     if (!args->duration.empty()) {
       duration.emplace();
-      ParseServeDuration(args->duration, &*duration);
+      ParseDuration(args->duration, &*duration);
     }
     *exit_code = RunServe(args->config, duration);
   });
