@@ -534,6 +534,15 @@ size_t HttpClient::Impl::OnWrite(char* data, size_t size, size_t count, void* us
     t->too_large = true;
     return 0;  // Short count: curl aborts the transfer with CURLE_WRITE_ERROR.
   }
+  if (t->body.empty()) {
+    // One allocation for the whole body when its length is announced (and within the cap), not
+    // a doubling series of copies; an encoded body's length only seeds the first allocation.
+    curl_off_t length = -1;
+    if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK &&
+        length > 0 && static_cast<uint64_t>(length) <= t->max_body) {
+      t->body.reserve(static_cast<size_t>(length));
+    }
+  }
   t->body.append(data, n);
   return n;
 }

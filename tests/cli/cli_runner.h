@@ -1,0 +1,164 @@
+// Runs the real `modelmetrics` binary (MM_BINARY) from tests: argv without a shell, stdin from
+// /dev/null, stdout and stderr captured in files, and a deadline after which the child is killed
+// (SIGKILL) so a hung binary fails the test instead of hanging CI. posix_spawn rather than
+// fork: the test process runs simulator threads, and a forked child of a threaded process may
+// only call async-signal-safe functions before exec.
+#ifndef MODELMETRICS_TESTS_CLI_CLI_RUNNER_H_
+#define MODELMETRICS_TESTS_CLI_CLI_RUNNER_H_
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+extern char** environ;
+
+namespace modelmetrics::testing {
+
+struct CliResult {
+  int exit_code = -1;  // -1: killed by a signal or by the deadline
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+inline std::string SlurpFile(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(file), {});
+}
+
+// A per-test scratch directory, removed at the end.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = std::filesystem::temp_directory_path() /
+            ("mm_cli_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" +
+             info->name());
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+  std::string Write(const std::string& name, const std::string& content) const {
+    const std::string file = File(name);
+    std::ofstream(file, std::ios::binary) << content;
+    return file;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// One `modelmetrics` child process. The destructor kills it if it still runs.
+class CliProcess {
+ public:
+  // Starts `modelmetrics <args>`, stdout to `out_file`, stderr to `err_file`.
+  CliProcess(const std::vector<std::string>& args, std::string out_file, std::string err_file)
+      : out_file_(std::move(out_file)), err_file_(std::move(err_file)) {
+    std::vector<std::string> argv_strings{MM_BINARY};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : argv_strings) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_file_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_file_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~CliProcess() { Kill(); }
+  CliProcess(const CliProcess&) = delete;
+  CliProcess& operator=(const CliProcess&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  bool running() const { return pid_ > 0 && !result_ready_; }
+
+  // Waits for the exit at most `timeout`; on the deadline kills the child and reports
+  // timed_out. Idempotent once the child has been reaped.
+  CliResult Wait(std::chrono::milliseconds timeout) {
+    if (!result_ready_ && pid_ > 0) {
+      const auto deadline = std::chrono::steady_clock::now() + timeout;
+      int status = 0;
+      for (;;) {
+        const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+        if (done == pid_) {
+          result_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+          break;
+        }
+        if (done < 0 || std::chrono::steady_clock::now() >= deadline) {
+          result_.timed_out = done >= 0;
+          ::kill(pid_, SIGKILL);
+          ::waitpid(pid_, &status, 0);
+          result_.exit_code = -1;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      result_ready_ = true;
+    }
+    result_.out = SlurpFile(out_file_);
+    result_.err = SlurpFile(err_file_);
+    return result_;
+  }
+
+  // What the child has written to stdout so far.
+  std::string StdoutSoFar() const { return SlurpFile(out_file_); }
+
+  void Kill() {
+    if (pid_ > 0 && !result_ready_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      result_ready_ = true;
+    }
+  }
+
+ private:
+  std::string out_file_;
+  std::string err_file_;
+  pid_t pid_ = -1;
+  bool result_ready_ = false;
+  CliResult result_;
+};
+
+// Runs `modelmetrics <args>` to completion (or the deadline) with output under `dir`.
+inline CliResult RunModelmetrics(const ScratchDir& dir, const std::vector<std::string>& args,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+  static int serial = 0;
+  const std::string tag = std::to_string(++serial);
+  CliProcess process(args, dir.File("stdout." + tag), dir.File("stderr." + tag));
+  if (!process.started()) {
+    ADD_FAILURE() << "cannot start " << MM_BINARY;
+    return {};
+  }
+  CliResult result = process.Wait(timeout);
+  if (result.timed_out) ADD_FAILURE() << "modelmetrics did not stop within the deadline";
+  return result;
+}
+
+}  // namespace modelmetrics::testing
+
+#endif  // MODELMETRICS_TESTS_CLI_CLI_RUNNER_H_
