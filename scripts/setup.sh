@@ -26,6 +26,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# kubectl, the API client the aggregated API is tested with. Debian ships it as
+# kubernetes-client; a kubectl already on the machine (any source) is used as it is.
+if ! command -v kubectl >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing kubernetes-client (kubectl)"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends kubernetes-client
+fi
+
 # A comma-decimal locale, so the locale-independence tests run for real.
 if ! locale -a 2>/dev/null | grep -qi '^de_DE.utf8$'; then
   SUDO=""

@@ -30,11 +30,14 @@ ninja -C build-asan -j "$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs")
 
-step "TSan (threaded code: net, metrics stress, federation)"
+step "TSan (threaded code: net, metrics, pipeline, deployment, simulators, API server)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELMETRICS_SANITIZE=thread \
   -DMODELMETRICS_BENCH=OFF >/dev/null
-ninja -C build-tsan -j "$jobs" net_tests metrics_tests pipeline_tests
-for suite in net/net_tests metrics/metrics_tests pipeline/pipeline_tests; do
+tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests
+  deployment/deployment_tests deployment/deployment_objects_tests deployment/api_server_tests
+  deployment/deployment_integration_tests sim/sim_tests)
+ninja -C build-tsan -j "$jobs" modelmetrics "${tsan_suites[@]##*/}"
+for suite in "${tsan_suites[@]}"; do
   TSAN_OPTIONS="halt_on_error=1" "./build-tsan/tests/$suite" --gtest_brief=1
 done
 
@@ -54,5 +57,6 @@ step "benchmark smoke run"
 ./build/bench/parser_speed_test --benchmark_min_time=0.05 \
   --benchmark_filter='generated|tinyllama'
 ./build/bench/instruments_speed_test --benchmark_min_time=0.05
+./build/bench/snapshot_speed_test --rounds 10
 
 step "all tests passed"
