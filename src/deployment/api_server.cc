@@ -2,6 +2,8 @@
 // api_server.h).
 #include "deployment/api_server.h"
 
+#include "base/file.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -36,35 +38,6 @@ net::HttpResponse JsonResponse(int code, std::string body) {
   response.content_type = "application/json";
   response.body = std::move(body);
   return response;
-}
-
-std::string DefaultReason(int code) {
-  switch (code) {
-    case 400:
-      return "BadRequest";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "NotFound";
-    case 405:
-      return "MethodNotAllowed";
-    case 409:
-      return "Conflict";
-    case 410:
-      return "Expired";
-    case 429:
-      return "TooManyRequests";
-    case 500:
-      return "InternalError";
-    case 503:
-      return "ServiceUnavailable";
-    case 504:
-      return "Timeout";
-    default:
-      return "";
-  }
 }
 
 // An error code as sent: a status that is not an HTTP error (a source's bug) is a 500.
@@ -275,8 +248,9 @@ std::string ValidateDns1123Subdomain(std::string_view value) {
 std::string StatusJson(const ApiStatus& status, const std::string* details_name,
                        bool with_details) {
   const int code = ErrorCode(status.code);
-  std::string reason =
-      status.reason.empty() || code != status.code ? DefaultReason(code) : status.reason;
+  std::string reason = status.reason.empty() || code != status.code
+                           ? std::string(ReasonForCode(code))
+                           : status.reason;
   std::string message = status.message.empty() ? reason : status.message;
   OrderedJson json{{"kind", "Status"},
                    {"apiVersion", "v1"},
@@ -459,18 +433,7 @@ void ApiServer::Stop() {
 // ---------------------------------------------------------------------------------------------
 // Serve configuration
 
-namespace {
-
-bool ReadText(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = std::move(text).str();
-  return !in.bad();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
                       std::string* error) {
@@ -639,10 +602,7 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
 
 bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error) {
   std::string text;
-  if (!ReadText(path, &text)) {
-    *error = fmt::format("{}: cannot read", path);
-    return false;
-  }
+  if (!base::ReadFile(path, &text, error)) return false;
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
   if (!ParseServeConfig(text, base_dir, out, error)) {
     *error = fmt::format("{}: {}", path, *error);

@@ -1,6 +1,8 @@
 // Authentication and authorisation for the aggregated API server (see auth.h).
 #include "deployment/auth.h"
 
+#include "base/file.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -11,22 +13,6 @@
 
 namespace modelmetrics::deployment {
 namespace {
-
-bool ReadWholeFile(const std::string& path, std::string* out, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = fmt::format("{}: cannot open", path);
-    return false;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    *error = fmt::format("{}: read error", path);
-    return false;
-  }
-  *out = std::move(text).str();
-  return true;
-}
 
 std::string_view TrimSpace(std::string_view text) {
   const auto is_space = [](char c) {
@@ -168,7 +154,7 @@ std::unique_ptr<TokenFileAuthenticator> TokenFileAuthenticator::Parse(std::strin
 std::unique_ptr<TokenFileAuthenticator> TokenFileAuthenticator::Load(const std::string& path,
                                                                      std::string* error) {
   std::string text;
-  if (!ReadWholeFile(path, &text, error)) return nullptr;
+  if (!base::ReadFile(path, &text, error)) return nullptr;
   auto authenticator = Parse(text, error);
   if (!authenticator) *error = fmt::format("{}: {}", path, *error);
   return authenticator;
@@ -371,7 +357,7 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
 std::unique_ptr<PolicyAuthorizer> PolicyAuthorizer::Load(const std::string& path,
                                                          std::string* error) {
   std::string text;
-  if (!ReadWholeFile(path, &text, error)) return nullptr;
+  if (!base::ReadFile(path, &text, error)) return nullptr;
   std::vector<PolicyRule> rules;
   if (!ParsePolicy(text, &rules, error)) {
     *error = fmt::format("{}: {}", path, *error);

@@ -5,6 +5,8 @@
 // certificates and keys by file name.
 #include "deployment/kube_api.h"
 
+#include "base/file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,22 +50,6 @@ std::string TrimSpace(std::string s) {
   if (first == std::string::npos) return "";
   size_t last = s.find_last_not_of(space);
   return s.substr(first, last - first + 1);
-}
-
-bool ReadFile(const std::string& path, std::string* out, std::string* error) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    *error = "cannot read " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  *out = text.str();
-  return true;
 }
 
 // Standard base64 (RFC 4648, the alphabet of kubeconfig *-data fields); whitespace is ignored and
@@ -202,35 +188,6 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
-std::string ReasonForCode(int code) {
-  switch (code) {
-    case 400:
-      return "BadRequest";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "NotFound";
-    case 405:
-      return "MethodNotAllowed";
-    case 409:
-      return "Conflict";
-    case 410:
-      return "Expired";
-    case 422:
-      return "Invalid";
-    case 429:
-      return "TooManyRequests";
-    case 503:
-      return "ServiceUnavailable";
-    case 504:
-      return "Timeout";
-    default:
-      return code >= 500 ? "InternalError" : "Unknown";
-  }
-}
-
 // A Kubernetes Status from an error body, or nullopt when the body is not one.
 std::optional<ApiStatus> DecodeStatus(const std::string& body, int http_status) {
   json status = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -246,7 +203,7 @@ std::optional<ApiStatus> DecodeStatus(const std::string& body, int http_status) 
   if (auto reason = status.find("reason"); reason != status.end() && reason->is_string()) {
     out.reason = reason->get<std::string>();
   }
-  if (out.reason.empty()) out.reason = ReasonForCode(out.code);
+  if (out.reason.empty()) out.reason = std::string(ReasonForCode(out.code));
   if (auto message = status.find("message"); message != status.end() && message->is_string()) {
     out.message = message->get<std::string>();
   }
@@ -290,7 +247,7 @@ bool WritePrivateTempFile(const std::string& content, std::string* path, std::st
 bool LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
                     std::string* error) {
   std::string text;
-  if (!ReadFile(path, &text, error)) return false;
+  if (!base::ReadFile(path, &text, error)) return false;
   std::vector<json> docs;
   std::string problem;
   if (!ParseYamlDocuments(text, &docs, &problem)) {
@@ -374,7 +331,7 @@ bool LoadKubeconfig(const std::string& path, const std::string& context, KubeCon
     if (!config.token_file.empty()) {
       // Read now, so a bad path fails at start-up; the client re-reads it later.
       std::string token;
-      if (!ReadFile(config.token_file, &token, &problem)) {
+      if (!base::ReadFile(config.token_file, &token, &problem)) {
         return reader.Fail(user_path + " tokenFile: " + problem);
       }
       config.token = TrimSpace(std::move(token));
@@ -404,7 +361,7 @@ bool LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out
   config.server = "https://" + host_part + ":" + port;
   config.token_file = service_account_dir + "/token";
   std::string token;
-  if (!ReadFile(config.token_file, &token, error)) {
+  if (!base::ReadFile(config.token_file, &token, error)) {
     *error = "in-cluster service account token: " + *error;
     return false;
   }
@@ -416,7 +373,7 @@ bool LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out
   }
   std::string ns;
   std::string ignored;
-  if (ReadFile(service_account_dir + "/namespace", &ns, &ignored)) {
+  if (base::ReadFile(service_account_dir + "/namespace", &ns, &ignored)) {
     config.namespace_ = TrimSpace(std::move(ns));
   }
   *out = std::move(config);
@@ -486,7 +443,7 @@ std::string KubeApiClient::Impl::Token() {
     std::string fresh;
     std::string ignored;
     // A failed read keeps the last token: a rotation in progress should not log us out.
-    if (ReadFile(config.token_file, &fresh, &ignored)) token = TrimSpace(std::move(fresh));
+    if (base::ReadFile(config.token_file, &fresh, &ignored)) token = TrimSpace(std::move(fresh));
     token_read = Clock::now();
   }
   return token;

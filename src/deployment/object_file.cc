@@ -6,6 +6,8 @@
 // becomes a number.
 #include "deployment/object_file.h"
 
+#include "base/file.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -338,20 +340,11 @@ bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error) {
 }
 
 bool FileObjectSource::Load(const std::string& path, std::string* error) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    *error = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    *error = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
+  std::string text;
+  if (!base::ReadFile(path, &text, error)) return false;
   ObjectSet objects;
   std::string problem;
-  if (!DecodeObjects(text.str(), &objects, &problem)) {
+  if (!DecodeObjects(text, &objects, &problem)) {
     *error = path + ": " + problem;
     return false;
   }

@@ -44,6 +44,10 @@ struct ApiStatus {
   }
 };
 
+// Kubernetes' StatusReason for an HTTP error code (BadRequest, Unauthorized, Forbidden, NotFound,
+// ..., InternalError for any other 5xx); "" (StatusReasonUnknown) for other codes.
+std::string_view ReasonForCode(int code);
+
 // Named constants (see file comment for the comparison rules).
 inline constexpr std::string_view kEngineVllm = "vllm";
 inline constexpr std::string_view kEngineSglang = "sglang";

@@ -1,5 +1,7 @@
 #include "sim/deployment_sim.h"
 
+#include "base/file.h"
+
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -73,15 +75,6 @@ std::string KubeSuffix(uint64_t value, size_t length) {
     if (value == 0) value = Mix(i + 1);
   }
   return out;
-}
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return true;
 }
 
 // A self-signed P-256 certificate for 127.0.0.1: served by untrusted-tls Pods, trusted by no one.
@@ -596,8 +589,8 @@ bool DeploymentSim::Start(std::string* error) {
 
   // Certificates for untrusted-tls, which any Pod may be switched to at runtime.
   if (!o.tls_cert_file.empty()) {
-    if (!ReadFile(o.tls_cert_file, &impl_->cert_pem) ||
-        !ReadFile(o.tls_key_file, &impl_->key_pem)) {
+    if (!base::ReadFile(o.tls_cert_file, &impl_->cert_pem) ||
+        !base::ReadFile(o.tls_key_file, &impl_->key_pem)) {
       return fail("cannot read " + o.tls_cert_file + " / " + o.tls_key_file);
     }
   } else if (!SelfSignedCertificate(&impl_->cert_pem, &impl_->key_pem, error)) {

@@ -999,7 +999,7 @@ TEST(ServeConfigTest, DefaultsAndLoadFromFile) {
   EXPECT_NE(BuildAuthorizer(config, nullptr, &error), nullptr) << error;
 
   EXPECT_FALSE(LoadServeConfig(dir.path() + "/none.yaml", &config, &error));
-  EXPECT_EQ(error, dir.path() + "/none.yaml: cannot read");
+  EXPECT_EQ(error, dir.path() + "/none.yaml: cannot open: No such file or directory");
   const std::string bad = dir.Write("bad.yaml", kBaseConfig + "colour: blue\n");
   EXPECT_FALSE(LoadServeConfig(bad, &config, &error));
   EXPECT_EQ(error, bad + ": unknown setting `colour`");
