@@ -41,17 +41,27 @@ for suite in "${tsan_suites[@]}"; do
   TSAN_OPTIONS="halt_on_error=1" "./build-tsan/tests/$suite" --gtest_brief=1
 done
 
-step "fuzz the parser for ${fuzz_seconds}s (clang, libFuzzer, ASan+UBSan)"
+step "fuzz for ${fuzz_seconds}s + 2 x $((fuzz_seconds / 2))s (clang, libFuzzer, ASan+UBSan)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DMODELMETRICS_FUZZ=ON \
   -DMODELMETRICS_SANITIZE=address,undefined -DBUILD_TESTING=OFF -DMODELMETRICS_BENCH=OFF >/dev/null
-ninja -C build-fuzz -j "$jobs" parser_fuzz_test
+ninja -C build-fuzz -j "$jobs" parser_fuzz_test snapshot_fuzz_test objects_fuzz_test
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# New inputs go to a scratch folder; the checked-in corpus and the shared captures are seeds.
-(cd "$work" && "$root/build-fuzz/fuzz/parser_fuzz_test" -max_total_time="$fuzz_seconds" \
-  -max_len=65536 -timeout=10 -print_final_stats=1 "$work" "$root/fuzz/corpus/parser" \
-  "$shared/fixtures/real/vllm" "$shared/fixtures/real/sglang" "$shared/fixtures/real/llm-d-epp" \
-  "$shared/fixtures/deployment" 2>&1 | tail -n 12)
+# fuzz TARGET SECONDS SEEDS...: new inputs go to a scratch folder; checked-in corpora and the
+# shared captures are seeds only.
+fuzz() {
+  local target=$1 seconds=$2
+  shift 2
+  mkdir -p "$work/$target"
+  (cd "$work" && "$root/build-fuzz/fuzz/$target" -max_total_time="$seconds" -max_len=65536 \
+    -timeout=10 -print_final_stats=1 "$work/$target" "$@" 2>&1 | tail -n 12)
+}
+# The parser: every format quirk; seeded from the real captures.
+fuzz parser_fuzz_test "$fuzz_seconds" "$root/fuzz/corpus/parser" "$shared/fixtures/real/vllm" \
+  "$shared/fixtures/real/sglang" "$shared/fixtures/real/llm-d-epp" "$shared/fixtures/deployment"
+# A hostile Pod's body through parse, merge and JSON; objects files and API JSON.
+fuzz snapshot_fuzz_test $((fuzz_seconds / 2)) "$root/fuzz/corpus/snapshot"
+fuzz objects_fuzz_test $((fuzz_seconds / 2)) "$root/fuzz/corpus/objects"
 
 step "benchmark smoke run"
 ./build/bench/parser_speed_test --benchmark_min_time=0.05 \

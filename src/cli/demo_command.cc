@@ -3,7 +3,7 @@
 //     cache pool) behind an llm-d router,
 //   * a simulated SGLang deployment (`demo/assistant`: 2 server Pods with host and storage tiers)
 //     behind the SGLang gateway,
-//   * the pipeline simulator's /metrics,
+//   * the pipeline simulator's /metrics (its URL in the banner; its own tables are not printed),
 //   * the aggregated API server (plain HTTP on 127.0.0.1, a bearer token made up at start),
 // then prints each deployment's snapshot table every --interval until --duration has passed. The
 // first round is every Pod's baseline (so it lists `awaiting a second counter sample`); windows,
@@ -11,10 +11,15 @@
 #include "cli/demo_command.h"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <streambuf>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -72,6 +77,57 @@ void Append(deployment::ObjectSet* into, deployment::ObjectSet from) {
   for (auto& rs : from.replica_sets) into->replica_sets.push_back(std::move(rs));
   for (auto& d : from.deployments) into->deployments.push_back(std::move(d));
 }
+
+// What the pipeline simulator prints, kept off stdout: written from its thread, it would land in
+// the middle of the rounds (its listening line at a random point, its summary tables after the
+// last round, breaking `-o json`). The demo prints the listening line in its banner instead.
+class CapturedOutput : public std::streambuf {
+ public:
+  // The first line starting with `prefix`, waiting for it until `timeout` or Close(); "" if none.
+  std::string WaitForLine(std::string_view prefix, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    std::string line;
+    changed_.wait_for(lock, timeout, [&] {
+      for (size_t at = 0; at < text_.size();) {
+        const size_t end = text_.find('\n', at);
+        if (end == std::string::npos) break;
+        if (std::string_view(text_).substr(at, end - at).starts_with(prefix)) {
+          line = text_.substr(at, end - at);
+          return true;
+        }
+        at = end + 1;
+      }
+      return closed_;
+    });
+    return line;
+  }
+  void Close() {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    changed_.notify_all();
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    xsputn(&ch, 1);
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::lock_guard lock(mutex_);
+    if (text_.size() < kKeep) text_.append(s, static_cast<size_t>(n));
+    changed_.notify_all();
+    return n;
+  }
+
+ private:
+  static constexpr size_t kKeep = 64 * 1024;  // the listening line comes first
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string text_;
+  bool closed_ = false;
+};
 
 std::string MakeToken() {
   std::random_device random;
@@ -136,6 +192,8 @@ int RunDemo(const DemoArgs& args) {
             << "/apis/worker.gpustack.ai/v1/namespaces/demo/modeldeployments/chat/metrics\n";
 
   // The pipeline half, serving its /metrics beside the deployments for the same duration.
+  CapturedOutput pipeline_output;
+  std::ostream pipeline_stream(&pipeline_output);
   std::thread pipeline;
   if (args.pipeline) {
     sim::PipelineSimOptions options;
@@ -143,7 +201,14 @@ int RunDemo(const DemoArgs& args) {
     options.duration = duration;
     options.log_interval = std::chrono::milliseconds(0);
     options.seed = args.seed;
-    pipeline = std::thread([options] { sim::RunPipelineSimulator(options); });
+    options.out = &pipeline_stream;
+    pipeline = std::thread([options, &pipeline_output] {
+      sim::RunPipelineSimulator(options);
+      pipeline_output.Close();
+    });
+    const std::string listening =
+        pipeline_output.WaitForLine("serving /metrics on ", std::chrono::seconds(2));
+    if (!listening.empty()) std::cout << "pipeline simulator: " << listening << "\n";
   }
   std::cout << "\n" << std::flush;
 

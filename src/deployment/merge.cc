@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <span>
 
@@ -343,12 +344,18 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
                  std::string(idle ? reason::kIdleWindow : reason::kNoObservations));
       continue;
     }
+    const double value_of_window =
+        def.kind == Kind::kHistogram ? sum / count : count / window_seconds;
+    if (!std::isfinite(value_of_window)) {
+      AddMissing(pod.name, std::string(def.source), std::string(reason::kNotFinite));
+      continue;
+    }
     Window window{.name = std::string(def.name),
                   .pod = pod.name,
                   .source = std::string(def.source),
                   .scope = pod.scope,
                   .unit = std::string(def.unit),
-                  .value = def.kind == Kind::kHistogram ? sum / count : count / window_seconds,
+                  .value = value_of_window,
                   .samples = count,
                   .window_seconds = window_seconds,
                   .observed_at = pod.at};
@@ -474,6 +481,14 @@ Snapshot SnapshotBuilder::Finish(WallTime timestamp) {
   sort_by(snapshot_.latency, window_key);
   sort_by(snapshot_.traffic, window_key);
   sort_by(snapshot_.transfer, window_key);
+  // A sum of huge values can overflow; report it rather than send a false zero.
+  for (std::vector<Gauge>* list : {&snapshot_.processing, &snapshot_.queueing}) {
+    std::erase_if(*list, [this](const Gauge& g) {
+      if (std::isfinite(g.value)) return false;
+      AddMissing("", g.source + " (" + g.scope + ")", std::string(reason::kNotFinite));
+      return true;
+    });
+  }
   sort_by(snapshot_.missing, [](const Missing& m) { return m.pod + m.source; });
   snapshot_.partial = forced_partial_ ||
                       std::any_of(snapshot_.missing.begin(), snapshot_.missing.end(),

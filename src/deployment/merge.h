@@ -36,6 +36,9 @@ inline constexpr std::string_view kDifferentWindows =
     "request and error counters have different sampling windows";
 inline constexpr std::string_view kNoRequests = "no requests in the sampling window";
 inline constexpr std::string_view kErrorsExceedRequests = "error counter exceeds request counter";
+// Not upstream's: Go cannot encode such a value at all. A hostile Pod's huge values can overflow
+// a sum or a mean; the entry is reported missing rather than sent as a false zero.
+inline constexpr std::string_view kNotFinite = "value is not a finite number";
 // Scrape errors (source "scrape").
 inline constexpr std::string_view kNoEndpoint = "pod has no ready advertised metrics endpoint";
 inline constexpr std::string_view kInvalidPort = "pod advertises an invalid metrics port";

@@ -209,6 +209,14 @@ bool ParsePodMetrics(std::string_view body, Exporter exporter, PodMetrics* out,
   }
   if (exporter == Exporter::kSglang) ReadSglangTiers(scrape, out);
   if (exporter == Exporter::kSglangGateway) ReadGatewayHttp5xx(scrape, out);
+  // Each sample is finite, but a sum of huge ones can overflow: such a key reads as absent.
+  std::erase_if(out->gauges, [](const auto& g) { return !std::isfinite(g.second); });
+  std::erase_if(out->cache, [](const auto& c) {
+    return !std::isfinite(c.second.hits) || !std::isfinite(c.second.queries);
+  });
+  std::erase_if(out->windows, [](const auto& w) {
+    return !std::isfinite(w.second.sum) || !std::isfinite(w.second.count);
+  });
   return true;
 }
 

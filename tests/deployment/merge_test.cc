@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "deployment/baseline_store.h"
@@ -1324,6 +1325,38 @@ TEST(SnapshotMerge, SGLangPDSkipsLeaveNoMissing) {
   const Snapshot s = MergeOnce(server, &store, T0(), MetricsServerPod("server"), read);
   for (const Missing& m : s.missing) EXPECT_EQ(m.source.find("kv_transfer"), std::string::npos);
   EXPECT_EQ(FindGauge(s.queueing, "decode-transfer-waiting", "engine/server"), nullptr);
+}
+
+}  // namespace
+}  // namespace modelmetrics::deployment
+
+namespace modelmetrics::deployment {
+namespace {
+
+TEST(SnapshotMerge, OverflowingValuesAreMissingNotZero) {
+  // A hostile Pod: two gauge series whose sum overflows, and a histogram whose mean does.
+  const std::string body =
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running{engine=\"0\"} 1.7e308\n"
+      "vllm:num_requests_running{engine=\"1\"} 1.7e308\n";
+  const PodMetrics read = testing::Parse(body, Exporter::kVllm);
+  EXPECT_FALSE(read.gauges.contains("running"));
+
+  const ModelDeployment md = testing::MetricsModelDeployment();
+  const Pod pod = testing::MetricsEnginePod("pod", "uid");
+  BaselineStore store;
+  PodMetrics first;
+  first.windows["ttft"] = {1e307, 1};
+  PodMetrics second;
+  second.windows["ttft"] = {1.7e308, 1 + 1e-15};  // mean of the delta: ~1.6e323 -> Inf
+  testing::MergeOnce(md, &store, testing::T0(), pod, first);
+  const Snapshot s =
+      testing::MergeOnce(md, &store, testing::T0() + std::chrono::seconds(30), pod, second);
+  EXPECT_EQ(testing::FindWindow(s.latency, "pod", "ttft"), nullptr);
+  EXPECT_THAT(s.missing, ::testing::Contains(testing::M("pod", "vllm:time_to_first_token_seconds",
+                                                        "value is not a finite number")));
+  EXPECT_TRUE(s.partial);
+  EXPECT_EQ(SnapshotToJson(s).find("inf"), std::string::npos);
 }
 
 }  // namespace

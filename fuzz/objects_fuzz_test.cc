@@ -1,0 +1,47 @@
+// libFuzzer target for the objects file and the Kubernetes API's JSON: DecodeObjects on arbitrary
+// JSON or YAML text, and each decoder on whatever JSON parses.
+//
+// Invariants checked (abort on violation): decoding terminates without memory or UB errors and
+// never throws; a failed decode always says why.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "deployment/object_file.h"
+#include "deployment/objects.h"
+
+namespace {
+
+void Check(bool condition) {
+  if (!condition) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace modelmetrics::deployment;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  ObjectSet objects;
+  std::string error;
+  if (!DecodeObjects(text, &objects, &error)) Check(!error.empty());
+
+  const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return 0;
+  ModelDeployment md;
+  Pod pod;
+  ReplicaSet rs;
+  Deployment deployment;
+  error.clear();
+  if (!DecodeModelDeployment(json, &md, &error)) Check(!error.empty());
+  error.clear();
+  if (!DecodePod(json, &pod, &error)) Check(!error.empty());
+  error.clear();
+  if (!DecodeReplicaSet(json, &rs, &error)) Check(!error.empty());
+  error.clear();
+  if (!DecodeDeployment(json, &deployment, &error)) Check(!error.empty());
+  if (!pod.metadata.labels.empty()) MatchesSelector(pod.metadata, "a=b,c==d,e!=f,g,!h");
+  return 0;
+}
