@@ -146,12 +146,16 @@ struct Aggregator::Impl {
 
   static net::ClientOptions ClientOptionsFrom(const AggregatorOptions& options) {
     net::ClientOptions client;
-    client.max_in_flight = options.max_in_flight;
+    // The bound is per request, as upstream's per-request semaphore: concurrent snapshots must
+    // not shrink each other's share and miss the two-rounds-in-half-the-budget guarantee. The
+    // client-wide ceiling only caps sockets when many requests overlap.
+    client.max_in_flight_per_batch = options.max_in_flight;
+    client.max_in_flight = options.max_in_flight * 4;
     client.fetch_timeout = options.fetch_timeout;
     client.connect_timeout = std::min(options.fetch_timeout, std::chrono::milliseconds(2000));
     client.max_body_bytes = options.max_body_bytes;
     client.ca_file = options.ca_file;
-    client.max_idle_connections = std::max<size_t>(64, options.pod_limit);
+    client.max_idle_connections = std::max<size_t>(2 * options.max_in_flight, options.pod_limit);
     return client;
   }
 };

@@ -202,6 +202,7 @@ struct HttpClient::Impl {
     Clock::time_point deadline;
     std::vector<size_t> todo;          // Indices still to run (valid requests), in order.
     size_t next = 0;                   // Driver only: todo[next] is the next one to start.
+    size_t running = 0;                // Driver only: transfers of this batch in active_.
     std::vector<FetchResult> results;  // Guarded by mu_ while the batch is in flight.
     size_t remaining = 0;              // Guarded by mu_: results not yet published.
     std::condition_variable done;
@@ -231,6 +232,9 @@ struct HttpClient::Impl {
   void Run();
   void ExpireDeadlines(Clock::time_point now);
   void StartQueued(Clock::time_point now);
+  // A queued request could start now: a client-wide slot is free and some batch is under its
+  // own bound.
+  bool CanStartMore() const;
   void Start(Batch* batch, size_t index, Clock::time_point now);
   std::optional<FetchResult> Configure(Transfer& t, const FetchRequest& request);
   void ReapCompleted();
@@ -355,7 +359,7 @@ void HttpClient::Impl::Run() {
     curl_multi_perform(multi_, &running);
     ReapCompleted();
     // Completions may have freed slots: start queued work before sleeping.
-    if (!runnable_.empty() && active_.size() < options_.max_in_flight) continue;
+    if (CanStartMore()) continue;
 
     int timeout_ms = PollTimeoutMs(Clock::now());
     if (curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr) != CURLM_OK) {
@@ -412,10 +416,26 @@ void HttpClient::Impl::ExpireDeadlines(Clock::time_point now) {
   }
 }
 
+bool HttpClient::Impl::CanStartMore() const {
+  if (active_.size() >= options_.max_in_flight) return false;
+  const size_t per_batch = options_.max_in_flight_per_batch;
+  return std::any_of(runnable_.begin(), runnable_.end(), [per_batch](const Batch* b) {
+    return per_batch == 0 || b->running < per_batch;
+  });
+}
+
 void HttpClient::Impl::StartQueued(Clock::time_point now) {
-  while (active_.size() < options_.max_in_flight && !runnable_.empty()) {
+  const size_t per_batch = options_.max_in_flight_per_batch;
+  size_t passed_over = 0;  // batches in a row at their own bound
+  while (active_.size() < options_.max_in_flight && passed_over < runnable_.size()) {
     Batch* batch = runnable_.front();
     runnable_.pop_front();
+    if (per_batch != 0 && batch->running >= per_batch) {
+      runnable_.push_back(batch);
+      ++passed_over;
+      continue;
+    }
+    passed_over = 0;
     size_t index = batch->todo[batch->next++];
     // Round-robin between batches. Decide before Start(): if Start() publishes this batch's last
     // result, `batch` may be gone.
@@ -447,6 +467,7 @@ void HttpClient::Impl::Start(Batch* batch, size_t index, Clock::time_point now) 
     Complete(batch, index, std::move(*failed));
     return;
   }
+  ++batch->running;
   active_.push_back(std::move(t));
 }
 
@@ -608,6 +629,7 @@ void HttpClient::Impl::Finish(Transfer* t, std::optional<CURLcode> rc) {
   t->headers = nullptr;
   Batch* batch = t->batch;
   size_t index = t->index;
+  --batch->running;
   auto it = std::find_if(active_.begin(), active_.end(),
                          [t](const std::unique_ptr<Transfer>& a) { return a.get() == t; });
   std::unique_ptr<Transfer> owned = std::move(*it);

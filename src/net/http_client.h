@@ -9,7 +9,8 @@
 //     is aborted, and whatever has not started yet is not started; both get kDeadline.
 //   * At most ClientOptions::max_in_flight transfers run at once, counted over the whole client
 //     (all concurrent FetchAll calls together); queued requests of concurrent batches are started
-//     round-robin, so one large batch cannot starve another.
+//     round-robin, so one large batch cannot starve another. With max_in_flight_per_batch, each
+//     FetchAll call also runs at most that many at once.
 //   * Each transfer is limited by fetch_timeout (connect + TLS + headers + body, measured from the
 //     moment the transfer starts, not from when it was queued) -> kTimeout.
 //   * The body is capped at max_body_bytes of *decoded* bytes (after gzip/deflate/br/zstd), so a
@@ -85,6 +86,9 @@ struct FetchResult {
 
 struct ClientOptions {
   size_t max_in_flight = 32;  // Transfers running at once (client-wide); 0 is treated as 1.
+  // Transfers one FetchAll call may run at once; 0: only the client-wide bound. A per-request
+  // bound, so concurrent callers do not shrink each other's concurrency below it.
+  size_t max_in_flight_per_batch = 0;
   std::chrono::milliseconds fetch_timeout{2000};    // Whole transfer.
   std::chrono::milliseconds connect_timeout{1000};  // TCP connect + TLS handshake.
   size_t max_body_bytes = size_t{1} << 20;          // Decoded bytes.

@@ -43,9 +43,8 @@ class ScratchDir {
  public:
   ScratchDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("mm_cli_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" +
-             info->name());
+    path_ = std::filesystem::temp_directory_path() / ("mm_cli_" + std::to_string(::getpid()) + "_" +
+                                                      info->test_suite_name() + "_" + info->name());
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

@@ -421,6 +421,35 @@ TEST(HttpClientTest, ReusesConnectionsAcrossBatches) {
   EXPECT_EQ(server.Connections(), 1);
 }
 
+TEST(HttpClientTest, PerBatchBoundHoldsAndConcurrentBatchesKeepTheirShare) {
+  // Two callers, each with 6 held requests: the per-batch bound of 3 caps each, while the
+  // client-wide bound (8) would have let one caller take more. Both take two rounds.
+  FaultServer first_server;
+  FaultServer second_server;
+  ClientOptions options;
+  options.max_in_flight = 8;
+  options.max_in_flight_per_batch = 3;
+  HttpClient client(options);
+  auto run = [&client](FaultServer* server, milliseconds* took) {
+    std::vector<FetchRequest> batch(6, FetchRequest{server->Url("/hold/200"), {}});
+    const Clock::time_point start = Clock::now();
+    for (const FetchResult& r : client.FetchAll(batch, Clock::now() + 10s)) {
+      EXPECT_TRUE(r.ok()) << Describe(r);
+    }
+    *took = Since(start);
+  };
+  milliseconds first_took{};
+  milliseconds second_took{};
+  std::thread other(run, &second_server, &second_took);
+  run(&first_server, &first_took);
+  other.join();
+  EXPECT_EQ(first_server.MaxConcurrent(), 3);
+  EXPECT_EQ(second_server.MaxConcurrent(), 3);
+  EXPECT_GE(first_took, 390ms);
+  EXPECT_GE(second_took, 390ms);
+  EXPECT_LT(first_took, 2s);  // never waits on the other caller's requests
+}
+
 TEST(HttpClientTest, ConcurrentFetchAllFromFourThreads) {
   FaultServer server;
   ClientOptions options;
