@@ -814,14 +814,14 @@ TEST(KubeconfigTest, ErrorsSayWhatIsWrong) {
 
   std::string missing_token_file =
       dir.Write("missing-token", Kubeconfig("https://h:1", "", "    tokenFile: absent\n"));
-  EXPECT_NE(LoadError(missing_token_file).find("tokenFile: " + dir.path() + "/absent: cannot open: "),
-            std::string::npos);
+  EXPECT_NE(
+      LoadError(missing_token_file).find("tokenFile: " + dir.path() + "/absent: cannot open: "),
+      std::string::npos);
 
   std::string not_yaml = dir.Write("not-yaml", "clusters: [\n");
   EXPECT_EQ(LoadError(not_yaml).rfind(not_yaml + ": invalid YAML: line ", 0), 0u);
 
-  EXPECT_EQ(LoadError(dir.path() + "/absent").rfind(dir.path() + "/absent: cannot open: ", 0),
-            0u);
+  EXPECT_EQ(LoadError(dir.path() + "/absent").rfind(dir.path() + "/absent: cannot open: ", 0), 0u);
 }
 
 TEST(InClusterConfigTest, ReadsTheServiceAccount) {
@@ -868,7 +868,8 @@ TEST(InClusterConfigTest, MissingEnvironmentOrTokenIsAnError) {
   ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
   EXPECT_FALSE(LoadInClusterConfig(dir.path(), &config, &error));
   EXPECT_EQ(
-      error.rfind("in-cluster service account token: " + dir.path() + "/token: cannot open: ", 0), 0u)
+      error.rfind("in-cluster service account token: " + dir.path() + "/token: cannot open: ", 0),
+      0u)
       << error;
 }
 
