@@ -242,28 +242,29 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
     requests.push_back({.url = urls[i], .headers = {{"Accept", "text/plain;version=0.0.4"}}});
     request_pod.push_back(i);
   }
-  std::vector<net::FetchResult> results = impl_->client.FetchAll(requests, deadline);
-
-  // Parse each body; its read time is taken after the parse, as upstream does.
+  // Each body is parsed as soon as it arrives, while the other fetches run, and its read time is
+  // taken right after its own parse (step 8.10): a slow Pod does not shift a fast one's window.
   std::vector<std::optional<PodMetrics>> reads(owned.size());
   std::vector<WallTime> read_at(owned.size());
-  for (size_t r = 0; r < results.size(); ++r) {
+  auto on_result = [&](size_t r, net::FetchResult& result) {
     const size_t i = request_pod[r];
-    net::FetchResult& result = results[r];
     if (!result.ok() || result.status != 200) {
       if (result.ok()) result.error = net::FetchError::kHttpStatus;
       errors[i] = FetchErrorText(urls[i], result);
-      continue;
+      return;
     }
     const Pod& pod = owned[i];
     const bool router = !pod.metadata.Label(kLabelRouter).empty();
     const Exporter exporter =
         router ? RouterExporter(md.router ? md.router->name : "") : EngineExporter(md.engine);
     PodMetrics read;
-    if (!ParsePodMetrics(result.body, exporter, &read, &errors[i])) continue;
+    const bool parsed = ParsePodMetrics(result.body, exporter, &read, &errors[i]);
+    std::string().swap(result.body);  // the body is no longer needed: free it now
+    if (!parsed) return;
     reads[i] = std::move(read);
     read_at[i] = options.now();
-  }
+  };
+  impl_->client.FetchAll(requests, deadline, on_result);
 
   // 9. Merge in Pod name order.
   size_t readable = 0;

@@ -205,7 +205,8 @@ struct HttpClient::Impl {
     size_t running = 0;                // Driver only: transfers of this batch in active_.
     std::vector<FetchResult> results;  // Guarded by mu_ while the batch is in flight.
     size_t remaining = 0;              // Guarded by mu_: results not yet published.
-    std::condition_variable done;
+    std::vector<size_t> published;     // Guarded by mu_: published, not yet handed to the caller.
+    std::condition_variable done;      // A result was published.
   };
 
   // One running transfer. Owned by the driver thread.
@@ -225,8 +226,8 @@ struct HttpClient::Impl {
   explicit Impl(ClientOptions opts);
   ~Impl();
 
-  std::vector<FetchResult> FetchAll(std::span<const FetchRequest> batch,
-                                    Clock::time_point deadline);
+  std::vector<FetchResult> FetchAll(std::span<const FetchRequest> batch, Clock::time_point deadline,
+                                    const HttpClient::OnResult& on_result);
 
   // Driver thread.
   void Run();
@@ -303,7 +304,8 @@ HttpClient::Impl::~Impl() {
 }
 
 std::vector<FetchResult> HttpClient::Impl::FetchAll(std::span<const FetchRequest> requests,
-                                                    Clock::time_point deadline) {
+                                                    Clock::time_point deadline,
+                                                    const HttpClient::OnResult& on_result) {
   Batch batch;
   batch.requests = requests;
   batch.deadline = deadline;
@@ -312,6 +314,7 @@ std::vector<FetchResult> HttpClient::Impl::FetchAll(std::span<const FetchRequest
     if (auto problem = ValidateRequest(requests[i])) {
       batch.results[i].error = FetchError::kBadUrl;
       batch.results[i].message = std::move(*problem);
+      if (on_result) on_result(i, batch.results[i]);
     } else {
       batch.todo.push_back(i);
     }
@@ -324,16 +327,32 @@ std::vector<FetchResult> HttpClient::Impl::FetchAll(std::span<const FetchRequest
   lock.unlock();
   curl_multi_wakeup(multi_);
   lock.lock();
-  batch.done.wait(lock, [&] { return batch.remaining == 0; });
+  for (;;) {
+    batch.done.wait(lock, [&] { return !batch.published.empty() || batch.remaining == 0; });
+    std::vector<size_t> ready;
+    ready.swap(batch.published);
+    const bool finished = batch.remaining == 0;
+    if (on_result && !ready.empty()) {
+      // Outside the lock: the driver keeps publishing other results meanwhile. Each element of
+      // `results` is written once, before its index is published, and the vector never grows.
+      lock.unlock();
+      for (size_t index : ready) on_result(index, batch.results[index]);
+      lock.lock();
+    }
+    if (finished && batch.published.empty()) break;
+  }
   return std::move(batch.results);
 }
 
 void HttpClient::Impl::Complete(Batch* batch, std::vector<std::pair<size_t, FetchResult>> results) {
   std::lock_guard lock(mu_);
-  for (auto& [index, result] : results) batch->results[index] = std::move(result);
+  for (auto& [index, result] : results) {
+    batch->results[index] = std::move(result);
+    batch->published.push_back(index);
+  }
   batch->remaining -= results.size();
   // Notify under the lock: once remaining hits 0 the waiter may destroy the batch.
-  if (batch->remaining == 0) batch->done.notify_all();
+  batch->done.notify_all();
 }
 
 void HttpClient::Impl::Complete(Batch* batch, size_t index, FetchResult result) {
@@ -661,8 +680,9 @@ HttpClient::HttpClient(ClientOptions options) : impl_(std::make_unique<Impl>(std
 HttpClient::~HttpClient() = default;
 
 std::vector<FetchResult> HttpClient::FetchAll(std::span<const FetchRequest> batch,
-                                              std::chrono::steady_clock::time_point deadline) {
-  return impl_->FetchAll(batch, deadline);
+                                              std::chrono::steady_clock::time_point deadline,
+                                              const OnResult& on_result) {
+  return impl_->FetchAll(batch, deadline, on_result);
 }
 
 }  // namespace modelmetrics::net

@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -108,9 +109,16 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Runs `batch` (see the file comment) and blocks until every request has a result.
+  // Called on the calling thread, once per request, as soon as that request has its result
+  // (index into the batch); it may change the result, e.g. move the body out. Runs while other
+  // transfers of the batch are still in flight, so a caller can process bodies as they arrive.
+  using OnResult = std::function<void(size_t index, FetchResult& result)>;
+
+  // Runs `batch` (see the file comment) and blocks until every request has a result; with
+  // `on_result`, hands each result to it first.
   std::vector<FetchResult> FetchAll(std::span<const FetchRequest> batch,
-                                    std::chrono::steady_clock::time_point deadline);
+                                    std::chrono::steady_clock::time_point deadline,
+                                    const OnResult& on_result = {});
 
  private:
   struct Impl;

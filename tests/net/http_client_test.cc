@@ -450,6 +450,33 @@ TEST(HttpClientTest, PerBatchBoundHoldsAndConcurrentBatchesKeepTheirShare) {
   EXPECT_LT(first_took, 2s);  // never waits on the other caller's requests
 }
 
+TEST(HttpClientTest, OnResultHandsEachResultOverAsItArrives) {
+  FaultServer server;
+  HttpClient client;
+  const std::vector<FetchRequest> batch = {
+      {server.Url("/hold/600"), {}}, {server.Url("/size/5"), {}}, {"ftp://example.invalid/", {}}};
+  const std::thread::id caller = std::this_thread::get_id();
+  const Clock::time_point start = Clock::now();
+  std::vector<std::pair<size_t, milliseconds>> seen;
+  std::vector<FetchResult> results =
+      client.FetchAll(batch, Clock::now() + 10s, [&](size_t index, FetchResult& result) {
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+        seen.emplace_back(index, Since(start));
+        if (index == 1) {
+          EXPECT_EQ(result.body, "xxxxx");
+          result.body = "taken";  // the callback may change what FetchAll returns
+        }
+      });
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].first, 2u);  // rejected up front
+  EXPECT_EQ(seen[1].first, 1u);  // the quick one, long before the held one finished
+  EXPECT_LT(seen[1].second, 400ms);
+  EXPECT_EQ(seen[2].first, 0u);
+  EXPECT_GE(seen[2].second, 590ms);
+  EXPECT_EQ(results[1].body, "taken");
+  EXPECT_EQ(results[2].error, FetchError::kBadUrl);
+}
+
 TEST(HttpClientTest, ConcurrentFetchAllFromFourThreads) {
   FaultServer server;
   ClientOptions options;
