@@ -53,6 +53,19 @@ void WaitForStop(const sigset_t& signals, std::optional<std::chrono::millisecond
 }
 
 int RunServe(const std::string& config_path, std::optional<std::chrono::milliseconds> duration) {
+  // Block the stop signals before anything starts a thread (the API client, the aggregator and
+  // the server all do), so every thread inherits the mask and only sigtimedwait receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);
+  struct RestoreMask {
+    sigset_t mask;
+    ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{previous};
+
   ServeConfig config;
   std::string error;
   if (!deployment::LoadServeConfig(config_path, &config, &error)) {
@@ -102,15 +115,6 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
   aggregator_options.ca_file = config.pod_ca_file;
   deployment::Aggregator aggregator(source.get(), aggregator_options);
 
-  // Block the stop signals before any thread starts, so every thread inherits the mask and only
-  // sigtimedwait below receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigset_t previous;
-  pthread_sigmask(SIG_BLOCK, &signals, &previous);
-
   int exit_code = 0;
   {
     deployment::ApiServer server(
@@ -132,7 +136,6 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
       server.Stop();
     }
   }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return exit_code;
 }
 

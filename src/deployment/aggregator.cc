@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -24,9 +25,46 @@ ApiStatus OwnershipError(const ApiStatus& status) {
   return status.code >= 400 ? status : ApiStatus::Internal(status.message);
 }
 
+// One request's view of the object source: every ReplicaSet and Deployment is read once, however
+// many router Pods name it (a router's replicas share both), so discovery costs a bounded number
+// of API calls.
+class MemoizedOwners {
+ public:
+  explicit MemoizedOwners(ObjectSource* source) : source_(source) {}
+
+  ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) {
+    return Get(&replica_sets_, ns, name, out, &ObjectSource::GetReplicaSet);
+  }
+  ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) {
+    return Get(&deployments_, ns, name, out, &ObjectSource::GetDeployment);
+  }
+
+ private:
+  template <typename T>
+  using Cache = std::map<std::string, std::pair<ApiStatus, T>, std::less<>>;
+
+  template <typename T, typename Getter>
+  ApiStatus Get(Cache<T>* cache, std::string_view ns, std::string_view name, T* out,
+                Getter getter) {
+    auto it = cache->find(name);
+    if (it == cache->end()) {
+      T object;
+      ApiStatus status = (source_->*getter)(ns, name, &object);
+      it = cache->emplace(std::string(name), std::make_pair(std::move(status), std::move(object)))
+               .first;
+    }
+    *out = it->second.second;
+    return it->second.first;
+  }
+
+  ObjectSource* source_;
+  Cache<ReplicaSet> replica_sets_;
+  Cache<Deployment> deployments_;
+};
+
 // Step 3, router Pods: Pod -> ReplicaSet -> `<md>-router` Deployment -> ModelDeployment, every
 // link a controller reference whose UID matches the object it names.
-ApiStatus RouterPodOwned(ObjectSource* source, const ModelDeployment& md, const Pod& pod,
+ApiStatus RouterPodOwned(MemoizedOwners* source, const ModelDeployment& md, const Pod& pod,
                          bool* owned) {
   *owned = false;
   if (!md.router || pod.metadata.Label(kLabelRouter) != md.router->name) return ApiStatus::Ok();
@@ -186,10 +224,11 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
 
   // 3. Owned Pods only.
   std::vector<Pod> owned;
+  MemoizedOwners owners(source);
   for (Pod& pod : pods) {
     bool is_owned = false;
     if (!pod.metadata.Label(kLabelRouter).empty()) {
-      status = RouterPodOwned(source, md, pod, &is_owned);
+      status = RouterPodOwned(&owners, md, pod, &is_owned);
       if (!status.ok()) return status;
     } else {
       is_owned = EnginePodOwned(md, pod);
@@ -198,6 +237,11 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
   }
   // 4.
   if (owned.empty()) return ApiStatus::Unavailable("ModelDeployment has no owned metrics Pods");
+  // The 8 s cover discovery too; a slow API server must not turn into a snapshot of timeouts.
+  if (SteadyClock::now() >= deadline) {
+    return {504, "Timeout",
+            "ModelDeployment metrics request exceeded its time limit while reading objects"};
+  }
 
   // 5-6. Coverage, before truncation; extra Pods are not reported.
   SnapshotBuilder builder(md, impl_->store);

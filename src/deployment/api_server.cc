@@ -2,8 +2,6 @@
 // api_server.h).
 #include "deployment/api_server.h"
 
-#include "base/file.h"
-
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -17,6 +15,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
+
+#include "base/file.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -649,7 +649,7 @@ std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiCl
 }
 
 ApiServerOptions BuildApiServerOptions(const ServeConfig& config) {
-  ApiServerOptions options;
+  ApiServerOptions options;  // keeps the small body cap
   options.http.address = config.address;
   options.http.port = config.port;
   options.http.threads = 2;

@@ -60,7 +60,13 @@ using SnapshotFunction =
 struct ApiServerOptions {
   // Address, port, TLS (with client_ca_file / requestheader_ca_file for certificates) and the
   // HTTP limits. Defaults: 127.0.0.1, port 0 (any free one), no TLS.
-  net::ServerOptions http;
+  net::ServerOptions http = [] {
+    net::ServerOptions o;
+    // The API serves GETs only; a small body cap keeps unauthenticated clients (whose bodies
+    // are read before they are turned away) from holding memory.
+    o.max_body_bytes = 4096;
+    return o;
+  }();
   // Metrics requests being authorised or snapshotted, or waiting for a worker; one more is 429.
   size_t max_in_flight = 32;
   // Threads serving metrics requests.

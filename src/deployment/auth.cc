@@ -1,18 +1,26 @@
 // Authentication and authorisation for the aggregated API server (see auth.h).
 #include "deployment/auth.h"
 
-#include "base/file.h"
+#include <openssl/sha.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "base/file.h"
+
 namespace modelmetrics::deployment {
 namespace {
+
+// Tokens are kept and looked up by their SHA-256: a lookup's timing then reveals nothing about
+// the tokens themselves, and the process holds no token in the clear.
+std::string TokenDigest(std::string_view token) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
+}
 
 std::string_view TrimSpace(std::string_view text) {
   const auto is_space = [](char c) {
@@ -146,7 +154,7 @@ std::unique_ptr<TokenFileAuthenticator> TokenFileAuthenticator::Parse(std::strin
     if (record[0].empty()) continue;  // Kubernetes skips (and warns about) an empty token
     UserInfo user{.name = record[1], .uid = record[2]};
     if (record.size() >= 4) user.groups = SplitGroups(record[3]);
-    authenticator->users_by_token_[record[0]] = std::move(user);
+    authenticator->users_by_token_[TokenDigest(record[0])] = std::move(user);
   }
   return authenticator;
 }
@@ -169,7 +177,7 @@ bool TokenFileAuthenticator::Authenticate(const net::HttpRequest& request, UserI
   std::string_view token = header.substr(space + 1);
   token = token.substr(0, token.find(' '));
   if (token.empty()) return false;
-  const auto found = users_by_token_.find(token);
+  const auto found = users_by_token_.find(TokenDigest(token));
   if (found == users_by_token_.end()) return false;
   *user = found->second;
   return true;
@@ -391,17 +399,20 @@ SubjectAccessReviewAuthorizer::SubjectAccessReviewAuthorizer(ReviewFunction revi
 
 AuthorizationDecision SubjectAccessReviewAuthorizer::Authorize(
     const AuthorizationRequest& request) const {
-  // The key holds every field the review sends; '\0' cannot occur in any of them via HTTP.
-  std::string key = request.user.name;
-  for (const std::string* part : {&request.verb, &request.api_group, &request.resource,
-                                  &request.subresource, &request.ns, &request.name}) {
-    key += '\0';
-    key += *part;
+  // The key holds every field the review sends, each with its length in front, so no two
+  // requests share a key whatever bytes their fields hold.
+  std::string key;
+  auto add = [&key](std::string_view part) {
+    key += std::to_string(part.size());
+    key += ':';
+    key += part;
+  };
+  for (const std::string* part :
+       {&request.user.name, &request.verb, &request.api_group, &request.resource,
+        &request.subresource, &request.ns, &request.name}) {
+    add(*part);
   }
-  for (const std::string& group : request.user.groups) {
-    key += '\1';
-    key += group;
-  }
+  for (const std::string& group : request.user.groups) add(group);
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);

@@ -70,7 +70,7 @@ class TokenFileAuthenticator : public Authenticator {
   size_t size() const { return users_by_token_.size(); }
 
  private:
-  std::map<std::string, UserInfo, std::less<>> users_by_token_;
+  std::map<std::string, UserInfo, std::less<>> users_by_token_;  // by the token's SHA-256
 };
 
 // A client certificate verified by the client CA (TlsPeer::verified_by_client_ca) with a

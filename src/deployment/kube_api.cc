@@ -5,8 +5,6 @@
 // certificates and keys by file name.
 #include "deployment/kube_api.h"
 
-#include "base/file.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/file.h"
 #include "deployment/object_file.h"
 #include "net/http_client.h"
 

@@ -144,25 +144,26 @@ std::string CoverageReason(size_t found, size_t expected) {
 SglangTiers DetectSglangTiers(const Pod& pod) {
   SglangTiers tiers;
   for (const Container& container : pod.containers) {
-    for (const std::vector<std::string>* argv : {&container.command, &container.args}) {
-      for (size_t i = 0; i < argv->size(); ++i) {
-        const std::string_view entry = (*argv)[i];
-        const std::string_view name = FlagName(entry);
-        for (std::string_view key :
-             {"--enable-hierarchical-cache", "--enable-lmcache", "--enable-flexkv"}) {
-          if (ResolvesTo(name, key)) tiers.host = true;
-        }
-        if (ResolvesTo(name, "--radix-cache-backend")) {
-          std::optional<std::string_view> value;
-          if (name.size() < entry.size()) {
-            value = entry.substr(name.size() + 1);
-          } else if (i + 1 < argv->size()) {
-            value = (*argv)[i + 1];
-          }
-          if (value == "flexkv") tiers.host = true;
-        }
-        if (ResolvesTo(name, "--hicache-storage-backend")) tiers.storage = true;
+    // One argv, command then args: a flag's value may be the first element of args.
+    std::vector<std::string_view> argv(container.command.begin(), container.command.end());
+    argv.insert(argv.end(), container.args.begin(), container.args.end());
+    for (size_t i = 0; i < argv.size(); ++i) {
+      const std::string_view entry = argv[i];
+      const std::string_view name = FlagName(entry);
+      for (std::string_view key :
+           {"--enable-hierarchical-cache", "--enable-lmcache", "--enable-flexkv"}) {
+        if (ResolvesTo(name, key)) tiers.host = true;
       }
+      if (ResolvesTo(name, "--radix-cache-backend")) {
+        std::optional<std::string_view> value;
+        if (name.size() < entry.size()) {
+          value = entry.substr(name.size() + 1);
+        } else if (i + 1 < argv.size()) {
+          value = argv[i + 1];
+        }
+        if (value == "flexkv") tiers.host = true;
+      }
+      if (ResolvesTo(name, "--hicache-storage-backend")) tiers.storage = true;
     }
   }
   return tiers;

@@ -6,8 +6,6 @@
 // becomes a number.
 #include "deployment/object_file.h"
 
-#include "base/file.h"
-
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -18,6 +16,8 @@
 
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
+
+#include "base/file.h"
 
 namespace modelmetrics::deployment {
 namespace {

@@ -113,9 +113,22 @@ std::string FirstNameEntry(const X509_NAME* name, int nid) {
   return all.empty() ? std::string() : std::move(all.front());
 }
 
-bool Contains(const std::vector<X509Ptr>& bundle, X509* cert) {
-  return std::any_of(bundle.begin(), bundle.end(),
-                     [cert](const X509Ptr& ca) { return X509_cmp(ca.get(), cert) == 0; });
+// Whether `leaf` (with the intermediates the client sent) chains to a certificate of `bundle`
+// alone. The handshake verifies against every bundle at once; this tells them apart, so a
+// certificate only the client CA vouches for can never pass as the front proxy's, whatever the
+// bundles share (Kubernetes verifies against the request-header pool the same way).
+bool VerifiesAgainst(const std::vector<X509Ptr>& bundle, X509* leaf, STACK_OF(X509) * untrusted) {
+  if (bundle.empty()) return false;
+  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), X509_STORE_free);
+  std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(),
+                                                                      X509_STORE_CTX_free);
+  if (!store || !ctx) return false;
+  for (const X509Ptr& ca : bundle) X509_STORE_add_cert(store.get(), ca.get());
+  bool ok = X509_STORE_CTX_init(ctx.get(), store.get(), leaf, untrusted) == 1 &&
+            X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_CLIENT) == 1 &&
+            X509_verify_cert(ctx.get()) == 1;
+  ERR_clear_error();
+  return ok;
 }
 
 const beast::error_category& HttpErrorCategory() {
@@ -683,13 +696,9 @@ TlsPeer ServerImpl::PeerOf(SSL* ssl) const {
   peer.subject_organizations = NameEntries(X509_get_subject_name(cert.get()), NID_organizationName);
   peer.issuer_cn = FirstNameEntry(X509_get_issuer_name(cert.get()), NID_commonName);
   if (asks_client_cert_ && SSL_get_verify_result(ssl) == X509_V_OK) {
-    STACK_OF(X509)* chain = SSL_get0_verified_chain(ssl);
-    int n = chain == nullptr ? 0 : sk_X509_num(chain);
-    if (n > 0) {
-      X509* anchor = sk_X509_value(chain, n - 1);
-      peer.verified_by_client_ca = Contains(client_cas_, anchor);
-      peer.verified_by_requestheader_ca = Contains(requestheader_cas_, anchor);
-    }
+    STACK_OF(X509)* sent = SSL_get_peer_cert_chain(ssl);  // the client's intermediates
+    peer.verified_by_client_ca = VerifiesAgainst(client_cas_, cert.get(), sent);
+    peer.verified_by_requestheader_ca = VerifiesAgainst(requestheader_cas_, cert.get(), sent);
     peer.cert_verified = peer.verified_by_client_ca || peer.verified_by_requestheader_ca;
   }
   return peer;

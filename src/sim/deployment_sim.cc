@@ -1,7 +1,5 @@
 #include "sim/deployment_sim.h"
 
-#include "base/file.h"
-
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -18,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/file.h"
 #include "sim/exporters.h"
 #include "sim/fault_server.h"
 

@@ -170,6 +170,8 @@ class FakeObjects : public ObjectSource {
   std::vector<Deployment> deployments;
   ApiStatus list_status = ApiStatus::Ok();
   ApiStatus replica_set_status = ApiStatus::Ok();
+  int replica_set_reads = 0;
+  int deployment_reads = 0;
 
   ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
                                ModelDeployment* out) override {
@@ -194,6 +196,7 @@ class FakeObjects : public ObjectSource {
     return ApiStatus::Ok();
   }
   ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override {
+    ++replica_set_reads;
     if (!replica_set_status.ok()) return replica_set_status;
     for (const ReplicaSet& rs : replica_sets) {
       if (rs.metadata.namespace_ == ns && rs.metadata.name == name) {
@@ -204,6 +207,7 @@ class FakeObjects : public ObjectSource {
     return ApiStatus::NotFound(fmt::format("replicasets.apps \"{}\" not found", name));
   }
   ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override {
+    ++deployment_reads;
     for (const Deployment& d : deployments) {
       if (d.metadata.namespace_ == ns && d.metadata.name == name) {
         *out = d;
@@ -457,6 +461,26 @@ TEST(SnapshotUpstream, RouterOwnershipAndScope) {
   EXPECT_EQ(second.traffic[1].value, 0.1);
   EXPECT_EQ(second.missing, (Missings{M("", "engine/server", "no owned metrics Pod")}));
   EXPECT_TRUE(second.partial);
+}
+
+// Router replicas share their ReplicaSet and Deployment: each is read once per request, so a
+// deployment with many router Pods costs no more API calls than one with a single Pod.
+TEST(SnapshotAggregator, RouterOwnersAreReadOncePerRequest) {
+  ModelDeployment md = MetricsModelDeployment();
+  md.router = Router{.name = "llm-d-router", .replicas = 3};
+  Harness h(md);
+  h.AddRouterChain();
+  for (const char* suffix : {"a1", "b2", "c3"}) {
+    h.AddPod(MetricsRouterPod(std::string("chat-router-5d8f-") + suffix,
+                              std::string("router-") + suffix, "llm-d-router"),
+             LlmdRouterBody(1, 0, 0, 0, 0, 0, 0));
+  }
+  Aggregator aggregator(&h.objects, h.Options());
+  Snapshot snapshot;
+  ASSERT_TRUE(h.Get(aggregator, &snapshot).ok());
+  EXPECT_EQ(h.objects.replica_set_reads, 1);
+  EXPECT_EQ(h.objects.deployment_reads, 1);
+  EXPECT_EQ(FindGauge(snapshot.processing, "router-running", "router")->pod_count, 3);
 }
 
 // §4.1 case 13.

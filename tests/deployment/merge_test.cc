@@ -780,6 +780,9 @@ TEST(SglangTiers, RadixCacheBackendFlexkv) {
   EXPECT_FALSE(TiersOf({"--radix-cache-backend=flexkv2"}).host);
   EXPECT_FALSE(TiersOf({"--radix-cache-backend"}).host);             // no value
   EXPECT_FALSE(TiersOf({"--radix-cache-backend=", "flexkv"}).host);  // inline empty value
+  // command and args are one argv: the value may open the args.
+  EXPECT_TRUE(
+      TiersOf({"flexkv"}, {"python", "-m", "sglang.launch_server", "--radix-cache-backend"}).host);
 }
 
 TEST(SglangTiers, StorageTier) {
