@@ -26,7 +26,7 @@ void Check(bool condition) {
   if (!condition) std::abort();
 }
 
-ModelDeployment Deployment(bool vllm, bool pd, bool kv_cache, std::string_view router) {
+ModelDeployment MakeDeployment(bool vllm, bool pd, bool kv_cache, std::string_view router) {
   ModelDeployment md;
   md.metadata = {.name = "chat", .namespace_ = "team", .uid = "md-one"};
   md.engine = vllm ? "vllm" : "sglang";
@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static constexpr std::string_view kRouters[] = {"llm-d-router", "vllm-router", "sglang-gateway",
                                                   ""};
   const std::string_view router = kRouters[(shape >> 3) & 3];
-  const ModelDeployment md = Deployment(vllm, pd, kv_cache, router);
+  const ModelDeployment md = MakeDeployment(vllm, pd, kv_cache, router);
   if (!router.empty() && (shape & 32)) {
     MergeTwice(body, RouterExporter(router), md, MakePod("", /*router=*/true));
   } else {

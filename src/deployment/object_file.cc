@@ -26,8 +26,10 @@ using nlohmann::json;
 
 // Deeper nesting than any Kubernetes object needs; bounds the recursion on hostile input.
 constexpr int kMaxYamlDepth = 128;
+// More nodes than any real objects file holds (a 1,000-Pod List has about 100,000). Aliases let a
+// few kilobytes of YAML name billions of nodes; converting stops here instead of exhausting memory.
+constexpr size_t kMaxYamlNodes = 1'000'000;
 
-constexpr std::string_view kYamlStrTag = "tag:yaml.org,2002:str";
 constexpr std::string_view kYamlIntTag = "tag:yaml.org,2002:int";
 constexpr std::string_view kYamlFloatTag = "tag:yaml.org,2002:float";
 constexpr std::string_view kYamlBoolTag = "tag:yaml.org,2002:bool";
@@ -148,11 +150,18 @@ bool ConvertScalar(const YAML::Node& node, json* out, std::string* error) {
   return true;
 }
 
-bool ConvertNode(const YAML::Node& node, int depth, json* out, std::string* error) {
+// `*budget` counts down the nodes still allowed (see kMaxYamlNodes).
+bool ConvertNode(const YAML::Node& node, int depth, size_t* budget, json* out, std::string* error) {
   if (depth > kMaxYamlDepth) {
     *error = MarkText(node.Mark()) + "nested deeper than " + std::to_string(kMaxYamlDepth);
     return false;
   }
+  if (*budget == 0) {
+    *error = MarkText(node.Mark()) + "more than " + std::to_string(kMaxYamlNodes) +
+             " nodes once aliases are expanded";
+    return false;
+  }
+  --*budget;
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -164,7 +173,7 @@ bool ConvertNode(const YAML::Node& node, int depth, json* out, std::string* erro
       *out = json::array();
       for (const YAML::Node& item : node) {
         json converted;
-        if (!ConvertNode(item, depth + 1, &converted, error)) return false;
+        if (!ConvertNode(item, depth + 1, budget, &converted, error)) return false;
         out->push_back(std::move(converted));
       }
       return true;
@@ -183,7 +192,7 @@ bool ConvertNode(const YAML::Node& node, int depth, json* out, std::string* erro
           return false;
         }
         json value;
-        if (!ConvertNode(entry.second, depth + 1, &value, error)) return false;
+        if (!ConvertNode(entry.second, depth + 1, budget, &value, error)) return false;
         (*out)[name] = std::move(value);  // a repeated key: the last one wins
       }
       return true;
@@ -296,10 +305,11 @@ bool ParseYamlDocuments(std::string_view text, std::vector<json>* out, std::stri
     return false;
   }
   out->clear();
+  size_t budget = kMaxYamlNodes;  // over every document of the text
   for (const YAML::Node& doc : docs) {
     if (doc.IsNull()) continue;  // `---` with nothing after it
     json converted;
-    if (!ConvertNode(doc, 0, &converted, error)) {
+    if (!ConvertNode(doc, 0, &budget, &converted, error)) {
       *error = "invalid YAML: " + *error;
       return false;
     }

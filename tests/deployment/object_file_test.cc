@@ -544,3 +544,25 @@ TEST(ObjectFileTest, SetAndConcurrentReadsAreSafe) {
 
 }  // namespace
 }  // namespace modelmetrics::deployment
+
+namespace modelmetrics::deployment {
+namespace {
+
+// A "billion laughs" document: nine levels of aliases name 10^9 scalars in a few hundred bytes.
+// Decoding stops at the node budget with an error instead of expanding it.
+TEST(ObjectFileTest, AliasBombIsRefused) {
+  std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= 9; ++level) {
+    const std::string prev = "*a" + std::to_string(level - 1);
+    yaml += "a" + std::to_string(level) + ": &a" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) yaml += (i ? ", " : "") + prev;
+    yaml += "]\n";
+  }
+  ObjectSet objects;
+  std::string error;
+  EXPECT_FALSE(DecodeObjects(yaml, &objects, &error));
+  EXPECT_NE(error.find("nodes once aliases are expanded"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace modelmetrics::deployment
