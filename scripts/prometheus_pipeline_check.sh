@@ -16,9 +16,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Below the kernel's ephemeral range (32768+ by default), so no outgoing connection of this
+# machine can be holding the port by the time something binds it.
 free_port() {
   for _ in $(seq 1 100); do
-    local p=$((20000 + RANDOM % 30000))
+    local p=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   return 1
@@ -38,10 +40,19 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$sim_port']
 YAML
-prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
-  --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
-pids+=($!)
-sleep 16
+# Another process may still take the port between the check and the bind: try a few.
+for attempt in 1 2 3 4 5; do
+  prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
+  prom_pid=$!
+  sleep 2
+  if kill -0 "$prom_pid" 2>/dev/null; then break; fi
+  echo "prometheus did not start on port $prom_port (attempt $attempt):"
+  tail -n 2 "$work/prometheus.log"
+  prom_port=$(free_port)
+done
+pids+=("$prom_pid")
+sleep 14
 
 status=0
 queries=(
