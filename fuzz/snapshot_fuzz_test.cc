@@ -66,7 +66,7 @@ void MergeTwice(std::string_view body, Exporter exporter, const ModelDeployment&
   BaselineStore store;
   const WallTime t0 = WallTime(std::chrono::seconds(1'800'000'000));
   SnapshotBuilder first(md, &store);
-  first.MergePod(pod, read, t0);
+  first.MergePod(pod, read, ReadTime::Replay(t0));
   first.Finish(t0);
   // The second read: every value doubled, so each delta equals the first value.
   PodMetrics later = read;
@@ -74,7 +74,7 @@ void MergeTwice(std::string_view body, Exporter exporter, const ModelDeployment&
   for (auto& [key, pair] : later.cache) pair = {pair.hits * 2, pair.queries * 2};
   for (auto& [key, window] : later.windows) window = {window.sum * 2, window.count * 2};
   SnapshotBuilder second(md, &store);
-  second.MergePod(pod, later, t0 + std::chrono::seconds(30));
+  second.MergePod(pod, later, ReadTime::Replay(t0 + std::chrono::seconds(30)));
   const Snapshot snapshot = second.Finish(t0 + std::chrono::seconds(30));
   bool partial = false;
   for (const Missing& m : snapshot.missing) partial = partial || !IsNotPartialReason(m.reason);

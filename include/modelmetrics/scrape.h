@@ -2,7 +2,9 @@
 // typed look-ups the deployment aggregator needs.
 //
 // Only wanted families are materialised; the other families' lines are still checked, so any
-// syntax error fails the whole parse (the deployment spec's rule for a Pod's read). A wanted name
+// syntax error fails the whole parse (the deployment spec's rule for a Pod's read). A series
+// (sample name and label set, in any label order) that appears twice among the wanted families
+// fails it too, as Prometheus fails such a scrape: `duplicate series name{labels}`. A wanted name
 // `x` also selects `x_total` (text counters) and, for a name ending in `_total`, the OpenMetrics
 // family without it, so callers name a counter either way.
 //

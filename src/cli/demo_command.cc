@@ -172,9 +172,8 @@ int RunDemo(const DemoArgs& args) {
       &rules, &error);
   deployment::ApiServer api(
       {},
-      [&aggregator](std::string_view ns, std::string_view name, deployment::Snapshot* out) {
-        return aggregator.Get(ns, name, out);
-      },
+      [&aggregator](std::string_view ns, std::string_view name, deployment::SteadyTime deadline,
+                    deployment::Snapshot* out) { return aggregator.Get(ns, name, out, deadline); },
       std::move(authenticator), std::make_unique<deployment::PolicyAuthorizer>(rules));
   if (!api.Start(&error)) {
     std::cerr << "modelmetrics demo: API server: " << error << "\n";

@@ -119,8 +119,9 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
   {
     deployment::ApiServer server(
         deployment::BuildApiServerOptions(config),
-        [&aggregator](std::string_view ns, std::string_view name, deployment::Snapshot* out) {
-          return aggregator.Get(ns, name, out);
+        [&aggregator](std::string_view ns, std::string_view name, deployment::SteadyTime deadline,
+                      deployment::Snapshot* out) {
+          return aggregator.Get(ns, name, out, deadline);
         },
         std::move(authenticator), std::move(authorizer));
     if (!server.Start(&error)) {

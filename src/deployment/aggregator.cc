@@ -13,12 +13,11 @@
 #include "deployment/baseline_store.h"
 #include "deployment/merge.h"
 #include "deployment/metrics_parse.h"
+#include "deployment/shared_reads.h"
 #include "net/http_client.h"
 
 namespace modelmetrics::deployment {
 namespace {
-
-using SteadyClock = std::chrono::steady_clock;
 
 // Kubernetes' error for a lookup that failed for a reason other than absence.
 ApiStatus OwnershipError(const ApiStatus& status) {
@@ -203,9 +202,11 @@ Aggregator::Aggregator(ObjectSource* source, AggregatorOptions options)
 
 Aggregator::~Aggregator() = default;
 
-ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* out) {
+ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* out,
+                          std::optional<SteadyClock::time_point> request_deadline) {
   const AggregatorOptions& options = impl_->options;
-  const SteadyClock::time_point deadline = SteadyClock::now() + options.request_timeout;
+  SteadyClock::time_point deadline = SteadyClock::now() + options.request_timeout;
+  if (request_deadline) deadline = std::min(deadline, *request_deadline);
   ObjectSource* source = impl_->source;
 
   // 1. The ModelDeployment; NotFound and every other error pass through unchanged.
@@ -289,7 +290,7 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
   // Each body is parsed as soon as it arrives, while the other fetches run, and its read time is
   // taken right after its own parse (step 8.10): a slow Pod does not shift a fast one's window.
   std::vector<std::optional<PodMetrics>> reads(owned.size());
-  std::vector<WallTime> read_at(owned.size());
+  std::vector<ReadTime> read_at(owned.size());
   auto on_result = [&](size_t r, net::FetchResult& result) {
     const size_t i = request_pod[r];
     if (!result.ok() || result.status != 200) {
@@ -306,7 +307,7 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
     std::string().swap(result.body);  // the body is no longer needed: free it now
     if (!parsed) return;
     reads[i] = std::move(read);
-    read_at[i] = options.now();
+    read_at[i] = {options.now(), options.steady_now()};
   };
   impl_->client.FetchAll(requests, deadline, on_result);
 

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -40,8 +41,10 @@ struct AggregatorOptions {
   std::chrono::milliseconds request_timeout{8000};
   size_t max_body_bytes = size_t{1} << 20;
   std::string ca_file;  // trust for HTTPS Pods; empty: the system bundle
-  // The wall clock (observedAt, windows); tests inject one.
+  // The wall clock (observedAt, timestamp) and the monotonic one (windows, baseline ages); tests
+  // inject both.
   std::function<WallTime()> now = [] { return WallClock::now(); };
+  std::function<SteadyTime()> steady_now = [] { return SteadyClock::now(); };
   // The baseline store; null: the process-wide one.
   BaselineStore* baselines = nullptr;
 };
@@ -51,7 +54,9 @@ class Aggregator {
   Aggregator(ObjectSource* source, AggregatorOptions options = {});
   ~Aggregator();
 
-  ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out);
+  // Reads the deployment, finishing by the earlier of `deadline` and request_timeout from now.
+  ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out,
+                std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
  private:
   struct Impl;

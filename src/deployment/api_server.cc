@@ -45,8 +45,13 @@ int ErrorCode(int code) { return code >= 400 && code <= 599 ? code : 500; }
 
 // Errors: the deployment named in details; 401 without details, as Kubernetes sends it.
 net::HttpResponse StatusResponse(const ApiStatus& status, const std::string* details_name,
-                                 bool with_details = true) {
-  return JsonResponse(ErrorCode(status.code), StatusJson(status, details_name, with_details));
+                                 bool with_details = true, int retry_after_seconds = 0) {
+  net::HttpResponse response = JsonResponse(
+      ErrorCode(status.code), StatusJson(status, details_name, with_details, retry_after_seconds));
+  if (retry_after_seconds > 0) {
+    response.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
+  }
+  return response;
 }
 
 net::HttpResponse Unauthorized() {
@@ -245,8 +250,8 @@ std::string ValidateDns1123Subdomain(std::string_view value) {
          "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 }
 
-std::string StatusJson(const ApiStatus& status, const std::string* details_name,
-                       bool with_details) {
+std::string StatusJson(const ApiStatus& status, const std::string* details_name, bool with_details,
+                       int retry_after_seconds) {
   const int code = ErrorCode(status.code);
   std::string reason = status.reason.empty() || code != status.code
                            ? std::string(ReasonForCode(code))
@@ -265,7 +270,8 @@ std::string StatusJson(const ApiStatus& status, const std::string* details_name,
       details["group"] = kMetricsGroup;
       details["kind"] = kMetricsResource;
     }
-    if (code == 429) details["retryAfterSeconds"] = 1;
+    if (code == 429 && retry_after_seconds == 0) retry_after_seconds = 1;
+    if (retry_after_seconds > 0) details["retryAfterSeconds"] = retry_after_seconds;
     json["details"] = std::move(details);
   }
   json["code"] = code;
@@ -281,14 +287,33 @@ struct ApiServer::Impl {
   std::unique_ptr<Authenticator> authenticator;
   std::unique_ptr<Authorizer> authorizer;
   std::unique_ptr<net::HttpServer> http;
-  std::unique_ptr<WorkerPool> workers;
+  std::unique_ptr<WorkerPool> authorizing;
+  std::unique_ptr<SharedReads> reads;
   bool started = false;
 
   void Serve(const net::HttpRequest& request, net::Responder respond);
   void ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string ns,
                     std::string name, net::Responder respond);
-  net::HttpResponse ReadMetrics(const AuthorizationRequest& access);
+  void Authorize(const AuthorizationRequest& access, SteadyTime deadline,
+                 const net::Responder& respond);
+  SharedReads::Result Read(const std::string& ns, const std::string& name, SteadyTime deadline);
 };
+
+namespace {
+
+net::HttpResponse Busy(const std::string& name) {
+  return StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
+                        &name, /*with_details=*/true, /*retry_after_seconds=*/1);
+}
+
+net::HttpResponse ReadResponse(const SharedReads::Result& result, const std::string& name) {
+  if (!result.status.ok() || result.body == nullptr) {
+    return StatusResponse(result.status, &name, /*with_details=*/true, result.retry ? 1 : 0);
+  }
+  return JsonResponse(200, *result.body);
+}
+
+}  // namespace
 
 void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder respond) {
   UserInfo user;
@@ -329,6 +354,10 @@ void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo use
     return respond(StatusResponse(
         ApiStatus::BadRequest(fmt::format("invalid name \"{}\": {}", Echo(name), problem)), &name));
   }
+  // The budget counts from the request's arrival, not from when a thread gets to it.
+  const SteadyTime arrived =
+      request.received_at == SteadyTime() ? SteadyClock::now() : request.received_at;
+  const SteadyTime deadline = arrived + options.request_timeout;
   AuthorizationRequest access{.user = std::move(user),
                               .verb = "get",
                               .api_group = std::string(kMetricsGroup),
@@ -337,40 +366,49 @@ void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo use
                               .ns = std::move(ns),
                               .name = std::move(name)};
   const std::string details_name = access.name;
-  auto job = [this, access = std::move(access), respond]() mutable {
-    net::HttpResponse response;
+  auto job = [this, access = std::move(access), deadline, respond]() mutable {
     try {
-      response = ReadMetrics(access);
+      Authorize(access, deadline, respond);
     } catch (const std::exception& e) {
-      response = StatusResponse(ApiStatus::Internal(e.what()), &access.name);
+      respond(StatusResponse(ApiStatus::Internal(e.what()), &access.name));
     } catch (...) {
-      response = StatusResponse(ApiStatus::Internal("unknown error"), &access.name);
+      respond(StatusResponse(ApiStatus::Internal("unknown error"), &access.name));
     }
-    respond(std::move(response));
   };
-  if (!workers->TrySubmit(std::move(job))) {
-    net::HttpResponse busy = StatusResponse(
-        {429, "TooManyRequests", "Too many requests, please try again later."}, &details_name);
-    busy.headers.emplace_back("Retry-After", "1");
-    respond(std::move(busy));
-  }
+  if (!authorizing->TrySubmit(std::move(job))) respond(Busy(details_name));
 }
 
-net::HttpResponse ApiServer::Impl::ReadMetrics(const AuthorizationRequest& access) {
+void ApiServer::Impl::Authorize(const AuthorizationRequest& access, SteadyTime deadline,
+                                const net::Responder& respond) {
+  if (deadline - SteadyClock::now() < options.min_read_budget) {
+    return respond(ReadResponse(
+        {.status = SharedReads::NotStartedInTime(), .body = nullptr, .retry = true}, access.name));
+  }
   const AuthorizationDecision decision = authorizer->Authorize(access);
   if (!decision.error.ok()) {
-    return StatusResponse(
+    return respond(StatusResponse(
         ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
-        &access.name);
+        &access.name));
   }
   if (!decision.allowed) {
-    return StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)},
-                          &access.name);
+    return respond(StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)},
+                                  &access.name));
   }
+  const SharedReads::Admission admission =
+      reads->Submit(access.ns, access.name, deadline,
+                    [respond, name = access.name](const SharedReads::Result& result) {
+                      respond(ReadResponse(result, name));
+                    });
+  if (admission == SharedReads::Admission::kBusy) respond(Busy(access.name));
+}
+
+SharedReads::Result ApiServer::Impl::Read(const std::string& ns, const std::string& name,
+                                          SteadyTime deadline) {
   Snapshot result;
-  const ApiStatus status = snapshot(access.ns, access.name, &result);
-  if (!status.ok()) return StatusResponse(status, &access.name);
-  return JsonResponse(200, SnapshotToJson(result));
+  const ApiStatus status = snapshot(ns, name, deadline, &result);
+  if (!status.ok()) return {.status = status};
+  // Rendered once per read: every request sharing it gets the same bytes.
+  return {.status = status, .body = std::make_shared<const std::string>(SnapshotToJson(result))};
 }
 
 ApiServer::ApiServer(ApiServerOptions options, SnapshotFunction snapshot,
@@ -405,12 +443,23 @@ bool ApiServer::Start(std::string* error) {
                               [&impl](const net::HttpRequest& request, net::Responder respond) {
                                 impl.Serve(request, std::move(respond));
                               });
-  impl.workers =
-      std::make_unique<WorkerPool>(impl.options.worker_threads, impl.options.max_in_flight);
+  impl.authorizing =
+      std::make_unique<WorkerPool>(impl.options.authorizer_threads, impl.options.max_authorizing);
+  SharedReads::Options reads;
+  reads.threads = impl.options.worker_threads;
+  reads.max_reads = impl.options.max_in_flight;
+  reads.max_waiters = impl.options.max_waiting;
+  reads.reuse_for = impl.options.reuse_for;
+  reads.min_read_budget = impl.options.min_read_budget;
+  impl.reads = std::make_unique<SharedReads>(
+      reads, [&impl](const std::string& ns, const std::string& name, SteadyTime deadline) {
+        return impl.Read(ns, name, deadline);
+      });
   std::string start_error;
   if (!impl.http->Start(&start_error)) {
     if (error) *error = start_error;
-    impl.workers->Shutdown();
+    impl.authorizing->Shutdown();
+    impl.reads->Shutdown();
     return false;
   }
   return true;
@@ -427,7 +476,8 @@ std::string ApiServer::url() const {
 
 void ApiServer::Stop() {
   if (impl_->http) impl_->http->Stop();
-  if (impl_->workers) impl_->workers->Shutdown();
+  if (impl_->authorizing) impl_->authorizing->Shutdown();
+  if (impl_->reads) impl_->reads->Shutdown();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,13 +13,19 @@
 //
 // Every other request is authenticated first (401 Status `Unauthorized`). For the metrics path,
 // in this order: `ns` must be a DNS-1123 label (<= 63) and `name` a DNS-1123 subdomain (<= 253),
-// else 400 BadRequest before anything is looked up; then the request needs a free slot of
-// `max_in_flight` (else 429 TooManyRequests with Retry-After: 1); then, on a worker thread (the
-// snapshot may take 8 s and a SubjectAccessReview goes over the network, so neither runs on an
-// IO thread), the Authorizer decides `get` on `modeldeployments/metrics` in `ns` (403 Forbidden
-// with Kubernetes' message; an authoriser error is 500), and the snapshot function answers: its
-// ApiStatus becomes the Status code, reason and message (404 NotFound, 503 ServiceUnavailable,
-// 500 InternalError, ...). Errors are Kubernetes Status objects:
+// else 400 BadRequest before anything is looked up; then, on an authorisation thread (a
+// SubjectAccessReview goes over the network, so it never runs on an IO thread, and it takes no
+// snapshot slot), the Authorizer decides `get` on `modeldeployments/metrics` in `ns` (403 Forbidden
+// with Kubernetes' message; an authoriser error is 500); then the read goes through SharedReads
+// (deployment/shared_reads.h): one read per deployment at a time, shared by every request that
+// arrives while it runs, its result reused for `reuse_for`. The snapshot function's ApiStatus
+// becomes the Status code, reason and message (404 NotFound, 503 ServiceUnavailable, 500
+// InternalError, ...).
+//
+// Admission: the time budget (`request_timeout`, 8 s) counts from the request's arrival
+// (HttpRequest::received_at). Full queues answer 429 TooManyRequests with Retry-After: 1 at once;
+// a request whose read cannot start with `min_read_budget` left answers 503 with Retry-After: 1
+// at once; nothing is answered after its budget. Errors are Kubernetes Status objects:
 //   {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":...,
 //    "reason":...,"details":{"name":...,"group":"worker.gpustack.ai","kind":"modeldeployments"},
 //    "code":N}
@@ -32,6 +38,7 @@
 #ifndef MODELMETRICS_DEPLOYMENT_API_SERVER_H_
 #define MODELMETRICS_DEPLOYMENT_API_SERVER_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -42,6 +49,7 @@
 
 #include "deployment/auth.h"
 #include "deployment/objects.h"
+#include "deployment/shared_reads.h"
 #include "deployment/snapshot.h"
 #include "net/http_server.h"
 
@@ -53,9 +61,10 @@ inline constexpr std::string_view kMetricsResource = "modeldeployments";
 inline constexpr std::string_view kMetricsSubresource = "metrics";
 inline constexpr std::string_view kMetricsKind = "ModelDeploymentMetrics";
 
-// Answers one ModelDeploymentMetrics read; e.g. Aggregator::Get bound to an aggregator.
-using SnapshotFunction =
-    std::function<ApiStatus(std::string_view ns, std::string_view name, Snapshot* out)>;
+// Answers one ModelDeploymentMetrics read by `deadline`; e.g. Aggregator::Get bound to an
+// aggregator.
+using SnapshotFunction = std::function<ApiStatus(std::string_view ns, std::string_view name,
+                                                 SteadyTime deadline, Snapshot* out)>;
 
 struct ApiServerOptions {
   // Address, port, TLS (with client_ca_file / requestheader_ca_file for certificates) and the
@@ -67,10 +76,21 @@ struct ApiServerOptions {
     o.max_body_bytes = 4096;
     return o;
   }();
-  // Metrics requests being authorised or snapshotted, or waiting for a worker; one more is 429.
+  // Deployments being read or waiting for a reader; a request needing one more is 429.
   size_t max_in_flight = 32;
-  // Threads serving metrics requests.
+  // Threads reading deployments (one deployment per thread at a time).
   int worker_threads = 8;
+  // Requests waiting for a read (joined to one, or queued); one more is 429.
+  size_t max_waiting = 4096;
+  // A finished read answers requests arriving this long after it (0: every request reads).
+  std::chrono::milliseconds reuse_for{1000};
+  // Each metrics request's budget, from its arrival.
+  std::chrono::milliseconds request_timeout{8000};
+  // A read does not start with less than this left of its earliest request's budget.
+  std::chrono::milliseconds min_read_budget{2000};
+  // Threads and queue for authorisation (never shared with reads).
+  int authorizer_threads = 4;
+  size_t max_authorizing = 1024;
 };
 
 class ApiServer {
@@ -104,8 +124,9 @@ std::string ValidateDns1123Subdomain(std::string_view value);
 
 // A Kubernetes Status object (one line of JSON). `details_name` set: details name the deployment
 // (name, group worker.gpustack.ai, kind modeldeployments); `with_details` false: no details.
+// `retry_after_seconds` > 0 (always 1 for a 429) sets details.retryAfterSeconds.
 std::string StatusJson(const ApiStatus& status, const std::string* details_name,
-                       bool with_details = true);
+                       bool with_details = true, int retry_after_seconds = 0);
 
 // ---------------------------------------------------------------------------------------------
 // `modelmetrics serve --config FILE`
@@ -126,8 +147,8 @@ std::string StatusJson(const ApiStatus& status, const std::string* details_name,
 //   context: ""                        #     (its current context unless named here)
 //   in_cluster: false                  # ... or via the in-cluster service account
 //   pod_ca_file: cluster-ca.pem        # trust for HTTPS Pods; default the system bundle
-//   max_in_flight: 32                  # metrics requests at once (then 429)
-//   workers: 8                         # threads serving metrics requests
+//   max_in_flight: 32                  # deployments read or queued at once (then 429)
+//   workers: 8                         # threads reading deployments
 // At least one of token_file, client_ca_file, requestheader_ca_file is needed. `kubeconfig`
 // and `in_cluster` exclude each other; objects need `objects_file` or one of them, and
 // `subjectaccessreview` needs one of them. Unknown keys are errors (a typo must not silently drop

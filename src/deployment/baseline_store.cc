@@ -26,22 +26,22 @@ size_t BaselineStore::size() const {
 std::optional<BaselineStore::Sample> BaselineStore::Replace(Map* map, const std::string& key,
                                                             const Sample& current) {
   std::lock_guard lock(mu_);
-  if (current.at - last_purge_ >= std::chrono::seconds(1) || current.at < last_purge_) {
-    PurgeLocked(current.at);
-  }
+  const SteadyTime now = current.at.steady;
+  if (now - last_purge_ >= std::chrono::seconds(1) || now < last_purge_) PurgeLocked(now);
   auto [it, inserted] = map->try_emplace(key, current);
   if (inserted) return std::nullopt;
   const Sample previous = it->second;
   it->second = current;
-  const auto age = current.at - previous.at;
-  if (age <= WallClock::duration::zero() || age > kMaxAge) return std::nullopt;
+  const auto age = now - previous.at.steady;
+  if (age <= SteadyClock::duration::zero() || age > kMaxAge) return std::nullopt;
   return previous;
 }
 
-void BaselineStore::PurgeLocked(WallTime now) {
+void BaselineStore::PurgeLocked(SteadyTime now) {
   last_purge_ = now;
   for (Map* map : {&windows_, &counters_}) {
-    std::erase_if(*map, [now](const auto& entry) { return now - entry.second.at > kPurgeAge; });
+    std::erase_if(*map,
+                  [now](const auto& entry) { return now - entry.second.at.steady > kPurgeAge; });
   }
 }
 

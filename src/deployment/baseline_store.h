@@ -4,11 +4,11 @@
 // Two maps, windows keyed `mdUID/podUID/<series>` and cache counters keyed `mdUID/podUID/<scope>`,
 // each entry holding two values (sum and count, or hits and queries) and the read time.
 // Replace() always stores the new sample ("replace, then validate") and returns the previous one
-// only when 0 < at - previous.at <= 5 min; so a reset shows once, a Pod UID change starts fresh,
-// and the first read after more than 5 min of silence awaits a second sample. Entries older than
-// 10 min relative to the newest read are purged; the sweep runs at most once per second of read
-// time, which keeps Replace() O(1) amortised without changing what any read can see (a purgeable
-// entry is already too old to be valid).
+// only when 0 < at - previous.at <= 5 min on the monotonic clock; so a reset shows once, a Pod UID
+// change starts fresh, and the first read after more than 5 min of silence awaits a second sample.
+// Entries older than 10 min relative to the newest read are purged; the sweep runs at most once per
+// second of read time, which keeps Replace() O(1) amortised without changing what any read can see
+// (a purgeable entry is already too old to be valid).
 //
 // Thread-safety: all methods are safe to call concurrently (one mutex).
 #ifndef MODELMETRICS_DEPLOYMENT_BASELINE_STORE_H_
@@ -32,7 +32,7 @@ class BaselineStore {
   struct Sample {
     double first = 0;   // sum, or hits
     double second = 0;  // count, or queries
-    WallTime at;
+    ReadTime at;        // ages and windows use at.steady
   };
 
   // The store every Aggregator shares unless given its own.
@@ -46,12 +46,12 @@ class BaselineStore {
  private:
   using Map = std::unordered_map<std::string, Sample>;
   std::optional<Sample> Replace(Map* map, const std::string& key, const Sample& current);
-  void PurgeLocked(WallTime now);
+  void PurgeLocked(SteadyTime now);
 
   mutable std::mutex mu_;
   Map windows_;
   Map counters_;
-  WallTime last_purge_{};
+  SteadyTime last_purge_{};
 };
 
 }  // namespace modelmetrics::deployment

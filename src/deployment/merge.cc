@@ -102,6 +102,7 @@ const std::vector<WindowDefinition>& Definitions(Exporter exporter, bool pd) {
     case Exporter::kSglang:
       return pd ? kSglangPd : kSglang;
     case Exporter::kUnknownRouter:
+    case Exporter::kUnknownEngine:
       return kNone;
   }
   return kNone;
@@ -135,6 +136,18 @@ bool ResolvesTo(std::string_view name, std::string_view key) {
 bool IsNotPartialReason(std::string_view reason) {
   return std::find(std::begin(reason::kNotPartialReasons), std::end(reason::kNotPartialReasons),
                    reason) != std::end(reason::kNotPartialReasons);
+}
+
+std::string UnsupportedEngineReason(std::string_view engine) {
+  return fmt::format(
+      "unsupported source: engine \"{}\" is not one the deployment metrics read ({}, {})", engine,
+      kEngineVllm, kEngineSglang);
+}
+
+std::string UnsupportedRouterReason(std::string_view router) {
+  return fmt::format(
+      "unsupported source: router \"{}\" is not one the deployment metrics read ({}, {}, {})",
+      router, kRouterLlmd, kRouterVllm, kRouterSglangGateway);
 }
 
 std::string CoverageReason(size_t found, size_t expected) {
@@ -185,7 +198,7 @@ struct SnapshotBuilder::PodContext {
   const Pod& pod;
   std::string name;
   std::string scope;
-  WallTime at;
+  ReadTime at;
   bool router = false;
   Exporter exporter = Exporter::kVllm;
   bool pd = false;       // the deployment is a prefill/decode pair
@@ -204,7 +217,7 @@ void SnapshotBuilder::AddMissing(std::string pod, std::string source, std::strin
   snapshot_.missing.push_back({std::move(pod), std::move(source), std::move(reason)});
 }
 
-void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, WallTime at) {
+void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, ReadTime at) {
   const std::string_view router_label = pod.metadata.Label(kLabelRouter);
   const std::string_view component = pod.metadata.Label(kLabelComponent);
   PodContext context{.pod = pod, .name = pod.metadata.name, .at = at};
@@ -222,6 +235,13 @@ void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, WallTime 
   }
   context.key_prefix = md_.metadata.uid + "/" + pod.metadata.uid + "/";
 
+  if (context.exporter == Exporter::kUnknownRouter) {
+    return AddMissing(context.name, "router",
+                      UnsupportedRouterReason(md_.router ? md_.router->name : ""));
+  }
+  if (context.exporter == Exporter::kUnknownEngine) {
+    return AddMissing(context.name, "engine", UnsupportedEngineReason(md_.engine));
+  }
   MergeGauges(context, read);
   const bool idle = MergeWindows(context, read);
   if (context.router) return;
@@ -269,6 +289,7 @@ void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read)
       }
       break;
     case Exporter::kUnknownRouter:
+    case Exporter::kUnknownEngine:
       break;
   }
   for (const Wanted& gauge : wanted) {
@@ -283,12 +304,12 @@ void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read)
     auto [it, inserted] = gauges_.try_emplace(std::move(key), gauge.queueing, list.size());
     if (inserted) {
       list.push_back({std::string(gauge.name), std::string(gauge.source), pod.scope,
-                      std::string(gauge.unit), value->second, 1, pod.at});
+                      std::string(gauge.unit), value->second, 1, pod.at.wall});
     } else {
       Gauge& merged = list[it->second.second];
       merged.value += value->second;
       merged.pod_count += 1;
-      merged.observed_at = std::max(merged.observed_at, pod.at);
+      merged.observed_at = std::max(merged.observed_at, pod.at.wall);
     }
   }
 }
@@ -297,7 +318,7 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
   struct Delta {
     double count;
     double window_seconds;
-    WallTime start;
+    SteadyTime start;
   };
   std::map<std::string_view, Delta> deltas;
   const bool sglang = pod.exporter == Exporter::kSglang;
@@ -329,14 +350,14 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
       AddMissing(pod.name, std::string(def.source), std::string(reason::kAwaiting));
       continue;
     }
-    const double window_seconds = Seconds(pod.at - previous->at);
+    const double window_seconds = Seconds(pod.at.steady - previous->at.steady);
     const double count = value->second.count - previous->second;
     const double sum = value->second.sum - previous->first;
     if (count < 0 || sum < 0) {
       AddMissing(pod.name, std::string(def.source), std::string(reason::kCounterReset));
       continue;
     }
-    deltas[def.name] = {count, window_seconds, previous->at};
+    deltas[def.name] = {count, window_seconds, previous->at.steady};
     if (def.kind == Kind::kHistogram && count == 0) {
       const auto ttft = deltas.find("ttft");
       const bool idle =
@@ -359,7 +380,7 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
                   .value = value_of_window,
                   .samples = count,
                   .window_seconds = window_seconds,
-                  .observed_at = pod.at};
+                  .observed_at = pod.at.wall};
     std::vector<Window>& area = def.area == Area::kLatency   ? snapshot_.latency
                                 : def.area == Area::kTraffic ? snapshot_.traffic
                                                              : snapshot_.transfer;
@@ -391,7 +412,7 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
                                    .value = e / r,
                                    .samples = r,
                                    .window_seconds = requests->second.window_seconds,
-                                   .observed_at = pod.at});
+                                   .observed_at = pod.at.wall});
     } else {
       AddMissing(pod.name, source,
                  std::string(e > r ? reason::kErrorsExceedRequests : reason::kNoRequests));
@@ -442,7 +463,9 @@ void SnapshotBuilder::MergeCacheHits(const PodContext& pod, const PodMetrics& re
     if (!why) {
       hits = pair->second.hits - previous->first;
       queries = pair->second.queries - previous->second;
-      if (hits < 0 || queries < 0 || hits > queries) {
+      if (!std::isfinite(hits) || !std::isfinite(queries)) {
+        why = reason::kNotFinite;  // the Pod's sums overflowed
+      } else if (hits < 0 || queries < 0 || hits > queries) {
         why = reason::kCacheReset;
       } else if (queries == 0) {
         why = idle ? reason::kIdleWindow : reason::kNoQueries;
@@ -462,9 +485,9 @@ void SnapshotBuilder::MergeCacheHits(const PodContext& pod, const PodMetrics& re
                                     .hits = hits,
                                     .queries = queries,
                                     .rate = hits / queries,
-                                    .window_seconds = Seconds(pod.at - previous->at),
+                                    .window_seconds = Seconds(pod.at.steady - previous->at.steady),
                                     .pod_count = 1,
-                                    .observed_at = pod.at});
+                                    .observed_at = pod.at.wall});
   }
 }
 

@@ -84,6 +84,12 @@ inline constexpr std::string_view kNotPartialReasons[] = {
 
 bool IsNotPartialReason(std::string_view reason);
 
+// An engine or router name the deployment metrics have no rules for (partial: nothing is read).
+//   unsupported source: engine "<name>" is not one the deployment metrics read (vllm, sglang)
+//   unsupported source: router "<name>" is not one ... (llm-d-router, vllm-router, sglang-gateway)
+std::string UnsupportedEngineReason(std::string_view engine);
+std::string UnsupportedRouterReason(std::string_view router);
+
 // "<found> of <expected> owned metrics Pods present"
 std::string CoverageReason(size_t found, size_t expected);
 
@@ -107,7 +113,7 @@ class SnapshotBuilder {
   void ForcePartial() { forced_partial_ = true; }
 
   // Merges one successful read of `pod`, taken at `at` (after its body was read and parsed).
-  void MergePod(const Pod& pod, const PodMetrics& read, WallTime at);
+  void MergePod(const Pod& pod, const PodMetrics& read, ReadTime at);
 
   // Sorts every list, sets `partial` and `timestamp` and returns the snapshot.
   Snapshot Finish(WallTime timestamp);

@@ -88,6 +88,7 @@ const ExporterSeries& SeriesOf(Exporter exporter) {
     case Exporter::kSglangGateway:
       return kGateway;
     case Exporter::kUnknownRouter:
+    case Exporter::kUnknownEngine:
       return kNone;
   }
   return kNone;
@@ -157,7 +158,9 @@ std::vector<std::string> WantedFamilies(Exporter exporter) {
 }  // namespace
 
 Exporter EngineExporter(std::string_view engine) {
-  return IsVllmEngine(engine) ? Exporter::kVllm : Exporter::kSglang;
+  if (IsVllmEngine(engine)) return Exporter::kVllm;
+  if (IsSglangEngine(engine)) return Exporter::kSglang;
+  return Exporter::kUnknownEngine;
 }
 
 Exporter RouterExporter(std::string_view router) {
@@ -171,7 +174,7 @@ bool ParsePodMetrics(std::string_view body, Exporter exporter, PodMetrics* out,
                      std::string* error) {
   static const auto kWanted = [] {
     std::vector<std::vector<std::string>> wanted;
-    for (int e = 0; e <= static_cast<int>(Exporter::kUnknownRouter); ++e) {
+    for (int e = 0; e <= static_cast<int>(Exporter::kUnknownEngine); ++e) {
       wanted.push_back(WantedFamilies(static_cast<Exporter>(e)));
     }
     return wanted;

@@ -18,10 +18,21 @@
 
 namespace modelmetrics::deployment {
 
-// Which exporter a Pod runs: the engine for engine Pods, the router for router Pods.
-enum class Exporter { kVllm, kSglang, kLlmdRouter, kVllmRouter, kSglangGateway, kUnknownRouter };
+// Which exporter a Pod runs: the engine for engine Pods, the router for router Pods. The unknown
+// ones read nothing: their Pods are scraped (so a broken one still shows its scrape error) and
+// reported with an `unsupported source` entry instead of being read by another exporter's rules.
+enum class Exporter {
+  kVllm,
+  kSglang,
+  kLlmdRouter,
+  kVllmRouter,
+  kSglangGateway,
+  kUnknownRouter,
+  kUnknownEngine,
+};
 
-// Engine names other than vLLM read as SGLang (the upstream handler's rule).
+// `vllm` and `sglang` in any case. Upstream reads every other name as SGLang; that silently
+// applies SGLang's rules to an engine nobody checked, so here it is kUnknownEngine.
 Exporter EngineExporter(std::string_view engine);
 Exporter RouterExporter(std::string_view router);
 

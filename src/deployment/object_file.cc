@@ -6,8 +6,11 @@
 // becomes a number.
 #include "deployment/object_file.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -349,7 +352,19 @@ bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error) {
   return true;
 }
 
+bool FileObjectSource::Stat(const std::string& path, FileVersion* out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  out->device = static_cast<uint64_t>(st.st_dev);
+  out->inode = static_cast<uint64_t>(st.st_ino);
+  out->size = static_cast<uint64_t>(st.st_size);
+  out->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
 bool FileObjectSource::Load(const std::string& path, std::string* error) {
+  FileVersion before;
+  const bool stated = Stat(path, &before);
   std::string text;
   if (!base::ReadFile(path, &text, error)) return false;
   ObjectSet objects;
@@ -358,14 +373,91 @@ bool FileObjectSource::Load(const std::string& path, std::string* error) {
     *error = path + ": " + problem;
     return false;
   }
-  Set(std::move(objects));
+  FileVersion after;
+  // A file that changed while it was read is served, but read again on the next Refresh().
+  const bool stable = stated && Stat(path, &after) && after == before;
+  auto fresh = std::make_shared<const ObjectSet>(std::move(objects));
+  std::lock_guard lock(mu_);
+  objects_ = std::move(fresh);
+  path_ = path;
+  version_ = stable ? before : FileVersion{};
+  last_error_.clear();
   return true;
+}
+
+bool FileObjectSource::Refresh() {
+  std::string path;
+  FileVersion served;
+  {
+    std::lock_guard lock(mu_);
+    if (path_.empty()) return false;
+    path = path_;
+    served = version_;
+  }
+  FileVersion now;
+  if (Stat(path, &now) && now == served) return false;  // the common case: one stat
+  std::lock_guard reload(reload_mu_);
+  FileVersion before;
+  if (!Stat(path, &before)) {
+    // Gone (mid rename-replace, or deleted): keep serving what we have.
+    return false;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (before == version_ || path_ != path) return false;  // another thread got there first
+  }
+  std::string text;
+  std::string error;
+  ObjectSet objects;
+  bool ok = base::ReadFile(path, &text, &error);
+  if (ok) {
+    std::string problem;
+    ok = DecodeObjects(text, &objects, &problem);
+    if (!ok) error = path + ": " + problem;
+  }
+  FileVersion after;
+  const bool stable = Stat(path, &after) && after == before;
+  if (!ok && !stable) return false;  // still being written: look again next time
+  std::function<void(const std::string&)> log;
+  {
+    std::lock_guard lock(mu_);
+    if (path_ != path) return false;
+    if (!ok) {
+      version_ = before;  // report this version's error once
+      last_error_ = error;
+      log = log_;
+    } else {
+      objects_ = std::make_shared<const ObjectSet>(std::move(objects));
+      version_ = stable ? before : FileVersion{};
+      last_error_.clear();
+    }
+  }
+  if (!ok) {
+    const std::string message = error + " (still serving the last good objects)";
+    if (log) {
+      log(message);
+    } else {
+      std::fprintf(stderr, "objects file: %s\n", message.c_str());
+    }
+  }
+  return ok;
+}
+
+void FileObjectSource::SetErrorLog(std::function<void(const std::string&)> log) {
+  std::lock_guard lock(mu_);
+  log_ = std::move(log);
+}
+
+std::string FileObjectSource::last_error() const {
+  std::lock_guard lock(mu_);
+  return last_error_;
 }
 
 void FileObjectSource::Set(ObjectSet objects) {
   auto fresh = std::make_shared<const ObjectSet>(std::move(objects));
   std::lock_guard lock(mu_);
   objects_ = std::move(fresh);
+  path_.clear();
 }
 
 std::shared_ptr<const ObjectSet> FileObjectSource::Current() const {
@@ -375,6 +467,7 @@ std::shared_ptr<const ObjectSet> FileObjectSource::Current() const {
 
 ApiStatus FileObjectSource::GetModelDeployment(std::string_view ns, std::string_view name,
                                                ModelDeployment* out) {
+  Refresh();  // each snapshot starts here: see the file as it is now
   auto objects = Current();
   for (const ModelDeployment& md : objects->model_deployments) {
     if (md.metadata.namespace_ == ns && md.metadata.name == name) {

@@ -7,11 +7,21 @@
 // found`, `replicasets.apps "x" not found`, `deployments.apps "x" not found`. ListPods with an
 // empty namespace lists every namespace, as the API does.
 //
-// Thread-safety: concurrent calls are safe. Load() (again) and Set() swap the objects under a
-// mutex, so a simulator may rewrite the file and reload while an aggregator reads.
+// Live file: after Load(path), every GetModelDeployment (the first call of each snapshot) checks
+// the file's identity (device, inode, size, modification time) and re-reads it when that changed,
+// so an atomic rename-replace, an edit in place and a simulator's rewrite after a Pod restart are
+// all seen by the next read. A re-read that fails (a half-written file, a bad edit) keeps the last
+// good objects and reports the error once per file version through the error log; the identity
+// is taken before and after the read, and a file that changed while being read is read again on
+// the next call rather than trusted.
+//
+// Thread-safety: concurrent calls are safe. Load() (again), Refresh() and Set() swap the objects
+// under a mutex, so a simulator may rewrite the file while an aggregator reads.
 #ifndef MODELMETRICS_DEPLOYMENT_OBJECT_FILE_H_
 #define MODELMETRICS_DEPLOYMENT_OBJECT_FILE_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,8 +58,14 @@ class FileObjectSource : public ObjectSource {
   // Reads and decodes `path`; false with `*error` ("<path>: ...") on failure, leaving the objects
   // served so far in place. Calling it again reloads (atomically for concurrent readers).
   bool Load(const std::string& path, std::string* error);
-  // Serves `objects` directly (tests, in-process simulators).
+  // Serves `objects` directly (tests, in-process simulators); stops following a file.
   void Set(ObjectSet objects);
+  // Re-reads the loaded file if its identity changed. True when the objects were replaced.
+  bool Refresh();
+  // Where reload errors go (default: stderr, one line). Set before concurrent use.
+  void SetErrorLog(std::function<void(const std::string&)> log);
+  // The last reload error, "" after a good read.
+  std::string last_error() const;
 
   ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
                                ModelDeployment* out) override;
@@ -59,10 +75,22 @@ class FileObjectSource : public ObjectSource {
   ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override;
 
  private:
+  // What identifies one version of a file.
+  struct FileVersion {
+    uint64_t device = 0, inode = 0, size = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const FileVersion&) const = default;
+  };
+  static bool Stat(const std::string& path, FileVersion* out);
   std::shared_ptr<const ObjectSet> Current() const;
 
   mutable std::mutex mu_;
   std::shared_ptr<const ObjectSet> objects_ = std::make_shared<ObjectSet>();
+  std::mutex reload_mu_;    // one reload at a time; never held with mu_ inverted
+  std::string path_;        // followed file; "" after Set(). Under mu_.
+  FileVersion version_;     // of the objects served, or of the last failed attempt. Under mu_.
+  std::string last_error_;  // under mu_
+  std::function<void(const std::string&)> log_;
 };
 
 }  // namespace modelmetrics::deployment

@@ -67,6 +67,9 @@ inline constexpr std::string_view kLabelRouter = "modeldeployment.gpustack.ai/ro
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 inline bool IsVllmEngine(std::string_view engine) { return EqualsIgnoreCase(engine, kEngineVllm); }
+inline bool IsSglangEngine(std::string_view engine) {
+  return EqualsIgnoreCase(engine, kEngineSglang);
+}
 
 struct OwnerReference {
   std::string api_version;

@@ -18,7 +18,7 @@ namespace {
 // Go's strconv.FormatFloat(f, 'f' or 'e', -1, 64) as encoding/json picks it.
 void AppendGoFloat(std::string* out, double value) {
   if (!std::isfinite(value)) value = 0;  // never NaN or Inf on the wire
-  if (value == 0) value = 0;             // -0 prints as 0, as Go's encoder does
+  // -0 stays -0: Go's encoder hands it to strconv.AppendFloat, which writes "-0".
   char buffer[64];
   const double magnitude = std::fabs(value);
   const bool exponent = magnitude != 0 && (magnitude < 1e-6 || magnitude >= 1e21);

@@ -21,6 +21,22 @@ namespace modelmetrics::deployment {
 
 using WallClock = std::chrono::system_clock;
 using WallTime = WallClock::time_point;
+using SteadyClock = std::chrono::steady_clock;
+using SteadyTime = SteadyClock::time_point;
+
+// When a Pod's body was read: wall time for `observedAt`, the monotonic clock for window lengths
+// and baseline ages, so a wall-clock step cannot shorten, lengthen or invert a window.
+struct ReadTime {
+  WallTime wall;
+  SteadyTime steady;
+
+  static ReadTime Now() { return {WallClock::now(), SteadyClock::now()}; }
+  // Both clocks from one wall time: replays and tests, where the wall time is the only clock.
+  static ReadTime Replay(WallTime wall) {
+    return {wall,
+            SteadyTime(std::chrono::duration_cast<SteadyClock::duration>(wall.time_since_epoch()))};
+  }
+};
 
 struct Gauge {
   std::string name;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <unordered_set>
 
 #include "format/number.h"
 
@@ -27,6 +29,37 @@ bool Matches(const MetricSample& s, std::span<const LabelMatch> match) {
   return true;
 }
 
+// The series identity Prometheus uses: the sample name and its labels, in any order.
+std::string SeriesKey(const MetricSample& s) {
+  std::vector<const LabelPair*> labels;
+  labels.reserve(s.labels.size());
+  for (const LabelPair& label : s.labels) labels.push_back(&label);
+  std::sort(labels.begin(), labels.end(),
+            [](const LabelPair* a, const LabelPair* b) { return a->first < b->first; });
+  std::string key = s.name;
+  for (const LabelPair* label : labels) {
+    // Length-prefixed, so no label text can forge another key.
+    key += '\0' + std::to_string(label->first.size()) + ':' + label->first;
+    key += std::to_string(label->second.size()) + ':' + label->second;
+  }
+  return key;
+}
+
+// `name{a="1",b="2"}` for an error message, cut short.
+std::string SeriesText(const MetricSample& s) {
+  std::string text = s.name;
+  if (!s.labels.empty()) {
+    text += '{';
+    for (size_t i = 0; i < s.labels.size(); ++i) {
+      if (i > 0) text += ',';
+      text += s.labels[i].first + "=\"" + s.labels[i].second + '"';
+    }
+    text += '}';
+  }
+  if (text.size() > 200) text = text.substr(0, 200) + "...";
+  return text;
+}
+
 }  // namespace
 
 bool Scrape::Parse(std::string_view body, const ScrapeOptions& options, std::string* error) {
@@ -48,6 +81,19 @@ bool Scrape::Parse(std::string_view body, const ScrapeOptions& options, std::str
     families_.clear();
     if (error != nullptr) *error = errors.front().ToString();
     return false;
+  }
+  // A series twice in one scrape is ambiguous (which value is current?); Prometheus rejects
+  // the whole scrape, and so does this.
+  std::unordered_set<std::string> seen;
+  for (const MetricFamily& family : families_) {
+    for (const MetricSample& sample : family.samples) {
+      if (!seen.insert(SeriesKey(sample)).second) {
+        const std::string series = SeriesText(sample);
+        families_.clear();
+        if (error != nullptr) *error = "duplicate series " + series;
+        return false;
+      }
+    }
   }
   for (size_t i = 0; i < families_.size(); ++i) index_.emplace(families_[i].name, i);
   return true;

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <exception>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -227,9 +228,17 @@ class ConnectionBase : public std::enable_shared_from_this<ConnectionBase> {
   virtual void Start() = 0;
   virtual void OnServerStop() = 0;  // close if idle, else finish the request in flight and close
   virtual void ForceClose() = 0;
+  virtual void EvictIfIdle() = 0;  // close unless a request has begun since it was chosen
   virtual void OnAsyncResponse(uint64_t id, HttpResponse response) = 0;
 
   asio::io_context* ioc() const { return ioc_; }
+
+  // Written on the connection's thread, read by the acceptor: between requests (evictable).
+  std::atomic<bool> idle{true};
+  std::atomic<bool> evicting{false};  // chosen for eviction; not chosen twice
+  // Set before Start(), then read-only.
+  uint64_t sequence = 0;       // accept order: lower is older
+  std::string remote_address;  // for the per-address limit
 
  private:
   asio::io_context* const ioc_;  // fixed at construction: safe to read from any thread
@@ -263,6 +272,8 @@ class ServerImpl {
   void DoAccept();
   void OnAccept(const beast::error_code& ec, tcp::socket socket, asio::io_context* ioc);
   std::vector<std::shared_ptr<ConnectionBase>> Snapshot();
+  // Under conns_mu_: the oldest idle connection not already being evicted, or null.
+  std::shared_ptr<ConnectionBase> OldestIdleLocked();
 
   ServerOptions options_;
   std::vector<RouteEntry> routes_;
@@ -287,6 +298,9 @@ class ServerImpl {
   std::condition_variable conns_cv_;
   bool stopping_ = false;  // guarded by conns_mu_
   std::unordered_map<ConnectionBase*, std::shared_ptr<ConnectionBase>> conns_;  // conns_mu_
+  std::map<uint64_t, ConnectionBase*> by_age_;                                  // conns_mu_
+  std::unordered_map<std::string, size_t> per_address_;                         // conns_mu_
+  uint64_t next_sequence_ = 0;                                                  // conns_mu_
 };
 
 // One connection, plain (kTls = false) or TLS. Everything runs on the thread of its io_context.
@@ -311,7 +325,7 @@ class Connection final : public ConnectionBase {
     remote_port_ = remote.port();
     if constexpr (kTls) {
       state_ = kHandshake;
-      lowest().expires_after(opts().read_timeout);
+      lowest().expires_after(opts().handshake_timeout);
       stream_.async_handshake(
           asio::ssl::stream_base::server,
           [self = Self()](const beast::error_code& e) { self->OnHandshake(e); });
@@ -326,6 +340,14 @@ class Connection final : public ConnectionBase {
   }
 
   void ForceClose() override { Close(); }
+
+  void EvictIfIdle() override {
+    if (state_ == kNew || state_ == kHandshake || state_ == kIdle || state_ == kClosing) {
+      Close();
+    } else {
+      evicting.store(false, std::memory_order_relaxed);  // busy again: may be chosen later
+    }
+  }
 
   void OnAsyncResponse(uint64_t id, HttpResponse response) override {
     if (state_ != kHandling || id != request_id_) return;
@@ -362,6 +384,7 @@ class Connection final : public ConnectionBase {
     parser_->body_limit(opts().max_body_bytes);
     if (buffer_.size() > 0) {  // pipelined
       state_ = kReading;
+      idle.store(false, std::memory_order_relaxed);
       lowest().expires_after(opts().read_timeout);
       ReadHeader();
       return;
@@ -370,6 +393,7 @@ class Connection final : public ConnectionBase {
     // Wait for the first byte: a new connection's first request must arrive whole within
     // read_timeout; a kept-alive one may first idle for idle_timeout.
     state_ = kIdle;
+    idle.store(true, std::memory_order_relaxed);
     lowest().expires_after(requests_ == 0 ? opts().read_timeout : opts().idle_timeout);
     stream_.async_read_some(
         buffer_.prepare(kReadChunk),
@@ -384,6 +408,7 @@ class Connection final : public ConnectionBase {
     }
     buffer_.commit(n);
     state_ = kReading;
+    idle.store(false, std::memory_order_relaxed);
     if (requests_ > 0) lowest().expires_after(opts().read_timeout);
     ReadHeader();
   }
@@ -461,6 +486,7 @@ class Connection final : public ConnectionBase {
     head_ = msg.method() == http::verb::head;
 
     auto request = std::make_shared<HttpRequest>();
+    request->received_at = std::chrono::steady_clock::now();
     request->method = std::string(msg.method_string());
     request->target = std::string(msg.target());
     size_t q = request->target.find('?');
@@ -581,6 +607,7 @@ class Connection final : public ConnectionBase {
       return;
     }
     state_ = kClosing;
+    idle.store(true, std::memory_order_relaxed);
     if constexpr (kTls) {
       lowest().expires_after(std::min(opts().write_timeout, kLingerTimeout));
       stream_.async_shutdown([self = Self()](const beast::error_code&) { self->Close(); });
@@ -844,24 +871,53 @@ void ServerImpl::OnAccept(const beast::error_code& ec, tcp::socket socket, asio:
   }
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
+  const tcp::endpoint remote = socket.remote_endpoint(ignored);
+  std::string address = ignored ? std::string() : remote.address().to_string();
   std::shared_ptr<ConnectionBase> connection;
+  std::shared_ptr<ConnectionBase> evicted;
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
-    if (!stopping_ && conns_.size() < options_.max_connections) {
+    bool admit = !stopping_;
+    const size_t per_address_limit = options_.max_connections_per_address;
+    if (admit && per_address_limit > 0) {
+      const auto it = per_address_.find(address);
+      admit = it == per_address_.end() || it->second < per_address_limit;
+    }
+    if (admit && conns_.size() >= options_.max_connections) {
+      evicted = OldestIdleLocked();
+      admit = evicted != nullptr;
+    }
+    if (admit) {
       if (ssl_) {
         connection = std::make_shared<Connection<true>>(this, ioc, std::move(socket));
       } else {
         connection = std::make_shared<Connection<false>>(this, ioc, std::move(socket));
       }
+      connection->sequence = next_sequence_++;
+      connection->remote_address = std::move(address);
       conns_.emplace(connection.get(), connection);
+      by_age_.emplace(connection->sequence, connection.get());
+      ++per_address_[connection->remote_address];
     }
+  }
+  if (evicted) {
+    asio::post(*evicted->ioc(), [evicted] { evicted->EvictIfIdle(); });
   }
   if (connection) {
     asio::post(*ioc, [connection] { connection->Start(); });
   } else {
-    socket.close(ignored);  // over max_connections (or stopping)
+    socket.close(ignored);  // over a limit (or stopping)
   }
   DoAccept();
+}
+
+std::shared_ptr<ConnectionBase> ServerImpl::OldestIdleLocked() {
+  for (const auto& [sequence, raw] : by_age_) {
+    if (!raw->idle.load(std::memory_order_relaxed)) continue;
+    if (raw->evicting.exchange(true, std::memory_order_relaxed)) continue;
+    return conns_.at(raw);
+  }
+  return nullptr;
 }
 
 void ServerImpl::Unregister(ConnectionBase* connection) {
@@ -871,6 +927,10 @@ void ServerImpl::Unregister(ConnectionBase* connection) {
   if (it == conns_.end()) return;
   keep = std::move(it->second);
   conns_.erase(it);
+  by_age_.erase(keep->sequence);
+  if (auto count = per_address_.find(keep->remote_address); count != per_address_.end()) {
+    if (--count->second == 0) per_address_.erase(count);
+  }
   if (conns_.empty()) conns_cv_.notify_all();
 }
 
@@ -926,6 +986,8 @@ void ServerImpl::Stop() {
   std::lock_guard<std::mutex> lock(conns_mu_);
   conns = Snapshot();
   conns_.clear();
+  by_age_.clear();
+  per_address_.clear();
   // `conns` dies here, with the io_contexts still alive and no thread running them; handlers still
   // queued in them keep their connections until the io_contexts are destroyed.
 }

@@ -8,10 +8,16 @@
 //    the body at most `max_body_bytes` (else 413 and close); a malformed request gets 400 and
 //    close. A whole request (first byte to last body byte) must arrive within `read_timeout`,
 //    whatever the client trickles; for a connection's first request the clock starts when the
-//    connection is ready (accepted, or TLS handshake done; the handshake has its own
-//    `read_timeout`). A kept-alive connection with no new request within `idle_timeout` is
-//    closed; a response must be written within `write_timeout`. At `max_connections` new
-//    connections are accepted and closed at once.
+//    connection is ready (accepted, or TLS handshake done; the handshake must finish within
+//    `handshake_timeout`). A kept-alive connection with no new request within `idle_timeout` is
+//    closed; a response must be written within `write_timeout`.
+//  - Connection exhaustion: at `max_connections`, a new connection is admitted by closing the
+//    oldest connection that is between requests (still in its TLS handshake, waiting for its first
+//    byte, or kept alive and idle); only when every connection is inside a request is the new one
+//    closed at once. So clients that open connections and send nothing cannot lock others out:
+//    they only push out each other. With `max_connections_per_address` > 0, one client address
+//    holds at most that many (more are closed at once); off by default because behind
+//    kube-apiserver every request comes from the same address.
 //  - HTTP/1.1 keep-alive and pipelining (answered in order, one request at a time per
 //    connection). Every response carries Content-Length, and `Connection: close` when the server
 //    closes after it (HTTP/1.1). `Expect: 100-continue` is answered. A HEAD request reaching a
@@ -97,6 +103,8 @@ struct HttpRequest {
   std::string remote_address;  // the client's IP address
   uint16_t remote_port = 0;
   TlsPeer peer;
+  // When the whole request (headers and body) had arrived; time budgets count from here.
+  std::chrono::steady_clock::time_point received_at;
 };
 
 struct HttpResponse {
@@ -142,10 +150,12 @@ struct ServerOptions {
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 1 << 20;
   std::chrono::milliseconds read_timeout{10000};
+  std::chrono::milliseconds handshake_timeout{3000};  // TLS handshake, from accept
   std::chrono::milliseconds idle_timeout{60000};
   std::chrono::milliseconds write_timeout{10000};
   std::chrono::milliseconds shutdown_timeout{5000};  // how long Stop() lets requests finish
   size_t max_connections = 1024;
+  size_t max_connections_per_address = 0;  // 0: no per-address limit
   int threads = 1;
   std::optional<TlsOptions> tls;
 };

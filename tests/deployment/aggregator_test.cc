@@ -230,6 +230,7 @@ class Harness {
   AggregatorOptions Options() {
     AggregatorOptions options;
     options.now = [this] { return T0() + std::chrono::nanoseconds(offset_ns_.load()); };
+    options.steady_now = [this] { return ReadTime::Replay(Now()).steady; };
     options.baselines = &store;
     return options;
   }

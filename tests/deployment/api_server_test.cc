@@ -135,7 +135,7 @@ class FakeSnapshots {
     if (name == "broken") return ApiStatus::Internal("list ModelDeployment Pods: boom");
     if (name == "throws") throw std::runtime_error("it threw");
     if (name == "weird") return ApiStatus{302, "Found", "not an error code"};
-    if (name == "slow") {
+    if (name.starts_with("slow")) {
       std::unique_lock lock(mu_);
       ++slow_waiting_;
       cv_.notify_all();
@@ -191,7 +191,7 @@ class ServerUnderTest {
     options.worker_threads = 4;
     server_ = std::make_unique<ApiServer>(
         options,
-        [this](std::string_view ns, std::string_view name, Snapshot* out) {
+        [this](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
           return snapshots.Get(ns, name, out);
         },
         std::move(authenticator), std::move(authorizer));
@@ -724,20 +724,22 @@ TEST(ApiServerTest, TooManyInFlightIs429) {
   TempDir dir;
   ServerUnderTest server(TestConfig(dir), /*max_in_flight=*/2);
   ASSERT_TRUE(server.started());
-  // Two slow requests hold both slots...
+  // Two slow deployments hold both read slots; a third request for one of them joins its read.
   std::vector<net::FetchResult> slow;
   std::thread holder([&] {
     net::ClientOptions options;
     options.ca_file = TlsFile("ca.pem");
     options.fetch_timeout = std::chrono::seconds(20);
     net::HttpClient client(options);
-    const std::vector<net::FetchRequest> batch(
-        2, net::FetchRequest{server.url(MetricsPath("team", "slow")),
-                             {{"Authorization", "Bearer alice-token"}}});
+    std::vector<net::FetchRequest> batch;
+    for (const char* name : {"slow", "slow-two", "slow"}) {
+      batch.push_back(net::FetchRequest{server.url(MetricsPath("team", name)),
+                                        {{"Authorization", "Bearer alice-token"}}});
+    }
     slow = client.FetchAll(batch, std::chrono::steady_clock::now() + std::chrono::seconds(25));
   });
   ASSERT_TRUE(server.snapshots.WaitForSlow(2));
-  // ...so a third is turned away at once, without being authorised or read.
+  // ...so a request needing a third read is turned away at once, without being read.
   net::FetchResult busy = Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token"));
   EXPECT_EQ(busy.status, 429);
   EXPECT_EQ(busy.body,
@@ -749,11 +751,13 @@ TEST(ApiServerTest, TooManyInFlightIs429) {
   EXPECT_TRUE(Fetch(server.url("/apis"), Token("alice-token")).ok());
   server.snapshots.Release();
   holder.join();
-  ASSERT_EQ(slow.size(), 2u);
-  for (const net::FetchResult& result : slow) {
-    EXPECT_EQ(result.status, 200) << result.message;
-    EXPECT_EQ(result.body, SnapshotToJson(MakeSnapshot("team", "slow")));
-  }
+  ASSERT_EQ(slow.size(), 3u);
+  EXPECT_EQ(slow[0].status, 200) << slow[0].message;
+  EXPECT_EQ(slow[0].body, SnapshotToJson(MakeSnapshot("team", "slow")));
+  EXPECT_EQ(slow[1].body, SnapshotToJson(MakeSnapshot("team", "slow-two")));
+  // The third shared the first one's read (or reused its result): two reads for three requests.
+  EXPECT_EQ(slow[2].body, slow[0].body);
+  EXPECT_EQ(server.snapshots.calls, 2);
   // The slots are free again.
   EXPECT_EQ(Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token")).status, 200);
 }
@@ -777,7 +781,7 @@ TEST(ApiServerTest, SubjectAccessReviewAuthorizerDecides) {
   ApiServerOptions options = BuildApiServerOptions(config);
   ApiServer server(
       options,
-      [&](std::string_view ns, std::string_view name, Snapshot* out) {
+      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
         return snapshots.Get(ns, name, out);
       },
       BuildAuthenticator(config, &error), std::move(authorizer));
@@ -841,7 +845,7 @@ TEST(ApiServerTest, SubjectAccessReviewThroughTheKubernetesApi) {
   ASSERT_NE(authorizer, nullptr) << error;
   ApiServer server(
       BuildApiServerOptions(config),
-      [&](std::string_view ns, std::string_view name, Snapshot* out) {
+      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
         return snapshots.Get(ns, name, out);
       },
       BuildAuthenticator(config, &error), std::move(authorizer));
@@ -882,7 +886,7 @@ TEST(ApiServerTest, StartFailsOnBadCertificate) {
   std::string error;
   ApiServer server(
       BuildApiServerOptions(config),
-      [](std::string_view, std::string_view, Snapshot*) { return ApiStatus::Ok(); },
+      [](std::string_view, std::string_view, SteadyTime, Snapshot*) { return ApiStatus::Ok(); },
       BuildAuthenticator(config, &error), BuildAuthorizer(config, nullptr, &error));
   EXPECT_FALSE(server.Start(&error));
   EXPECT_FALSE(error.empty());

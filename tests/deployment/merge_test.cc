@@ -836,43 +836,73 @@ TEST(KvConnector, ExactFlagNameOnly) {
 
 TEST(BaselineStore, ValidOnlyWhenAgeInZeroToFiveMinutes) {
   BaselineStore store;
-  EXPECT_FALSE(store.ReplaceWindow("k", {1, 2, T0()}));
+  EXPECT_FALSE(store.ReplaceWindow("k", {1, 2, ReadTime::Replay(T0())}));
   // Same instant: age 0 is not valid, but the sample is stored.
-  EXPECT_FALSE(store.ReplaceWindow("k", {1, 2, T0()}));
-  const auto previous = store.ReplaceWindow("k", {3, 4, T0() + 5min});
+  EXPECT_FALSE(store.ReplaceWindow("k", {1, 2, ReadTime::Replay(T0())}));
+  const auto previous = store.ReplaceWindow("k", {3, 4, ReadTime::Replay(T0() + 5min)});
   ASSERT_TRUE(previous);  // exactly 5 min is valid
   EXPECT_EQ(previous->first, 1);
   EXPECT_EQ(previous->second, 2);
-  EXPECT_EQ(previous->at, T0());
-  EXPECT_FALSE(store.ReplaceWindow("k", {5, 6, T0() + 10min + 1ns}));  // 5 min + 1 ns
-  const auto last = store.ReplaceWindow("k", {7, 8, T0() + 10min + 2ns});
+  EXPECT_EQ(previous->at.wall, T0());
+  EXPECT_FALSE(
+      store.ReplaceWindow("k", {5, 6, ReadTime::Replay(T0() + 10min + 1ns)}));  // 5 min + 1 ns
+  const auto last = store.ReplaceWindow("k", {7, 8, ReadTime::Replay(T0() + 10min + 2ns)});
   ASSERT_TRUE(last);  // replaced, then valid against the stored one
   EXPECT_EQ(last->first, 5);
   // A read earlier than the stored one is not valid either.
-  EXPECT_FALSE(store.ReplaceWindow("k", {9, 9, T0() + 9min}));
+  EXPECT_FALSE(store.ReplaceWindow("k", {9, 9, ReadTime::Replay(T0() + 9min)}));
+}
+
+// Ages and windows follow the monotonic clock: a wall-clock step (NTP, a VM resumed) neither
+// invalidates a baseline nor changes a window's length, while observedAt keeps the wall time.
+TEST(BaselineStore, WallClockStepsDoNotMoveWindows) {
+  BaselineStore store;
+  const SteadyTime s0 = SteadyTime(std::chrono::hours(1000));
+  EXPECT_FALSE(store.ReplaceWindow("k", {1, 1, ReadTime{T0(), s0}}));
+  // The wall clock jumped back an hour while 5 s passed.
+  const auto previous = store.ReplaceWindow("k", {2, 2, ReadTime{T0() - 1h, s0 + 5s}});
+  ASSERT_TRUE(previous);
+  EXPECT_EQ(previous->at.wall, T0());
+  // ...and forward a day: still valid, since only 10 s passed.
+  EXPECT_TRUE(store.ReplaceWindow("k", {3, 3, ReadTime{T0() + 24h, s0 + 10s}}));
+
+  const ModelDeployment md = MetricsModelDeployment();
+  const Pod pod = MetricsEnginePod("chat-0", "u1");
+  SnapshotBuilder first(md, &store);
+  first.MergePod(pod, Parse(Fixture("vllm_server_busy_first.prom"), Exporter::kVllm),
+                 ReadTime{T0(), s0});
+  first.Finish(T0());
+  SnapshotBuilder second(md, &store);
+  second.MergePod(pod, Parse(Fixture("vllm_server_busy_second.prom"), Exporter::kVllm),
+                  ReadTime{T0() - 1h, s0 + 4s});
+  const Snapshot snapshot = second.Finish(T0() - 1h);
+  ASSERT_FALSE(snapshot.cache_hits.empty());
+  EXPECT_EQ(snapshot.cache_hits[0].window_seconds, 4);
+  EXPECT_EQ(snapshot.cache_hits[0].observed_at, T0() - 1h);
 }
 
 TEST(BaselineStore, WindowsAndCountersAreSeparateMaps) {
   BaselineStore store;
-  EXPECT_FALSE(store.ReplaceWindow("md/pod/x", {1, 1, T0()}));
-  EXPECT_FALSE(store.ReplaceCounter("md/pod/x", {1, 1, T0() + 1s}));
-  EXPECT_TRUE(store.ReplaceWindow("md/pod/x", {2, 2, T0() + 2s}));
-  EXPECT_TRUE(store.ReplaceCounter("md/pod/x", {2, 2, T0() + 3s}));
+  EXPECT_FALSE(store.ReplaceWindow("md/pod/x", {1, 1, ReadTime::Replay(T0())}));
+  EXPECT_FALSE(store.ReplaceCounter("md/pod/x", {1, 1, ReadTime::Replay(T0() + 1s)}));
+  EXPECT_TRUE(store.ReplaceWindow("md/pod/x", {2, 2, ReadTime::Replay(T0() + 2s)}));
+  EXPECT_TRUE(store.ReplaceCounter("md/pod/x", {2, 2, ReadTime::Replay(T0() + 3s)}));
   EXPECT_EQ(store.size(), 2u);
 }
 
 TEST(BaselineStore, PurgesEntriesOlderThanTenMinutes) {
   BaselineStore store;
-  store.ReplaceWindow("old", {1, 1, T0()});
-  store.ReplaceCounter("old-counter", {1, 1, T0()});
-  store.ReplaceWindow("recent", {1, 1, T0() + 5min});
+  store.ReplaceWindow("old", {1, 1, ReadTime::Replay(T0())});
+  store.ReplaceCounter("old-counter", {1, 1, ReadTime::Replay(T0())});
+  store.ReplaceWindow("recent", {1, 1, ReadTime::Replay(T0() + 5min)});
   EXPECT_EQ(store.size(), 3u);
-  store.ReplaceWindow("new", {1, 1, T0() + 10min});  // exactly 10 min: kept
+  store.ReplaceWindow("new", {1, 1, ReadTime::Replay(T0() + 10min)});  // exactly 10 min: kept
   EXPECT_EQ(store.size(), 4u);
-  store.ReplaceWindow("newer", {1, 1, T0() + 10min + 2s});  // older than 10 min: purged
+  store.ReplaceWindow("newer",
+                      {1, 1, ReadTime::Replay(T0() + 10min + 2s)});  // older than 10 min: purged
   EXPECT_EQ(store.size(), 3u);
   // The purged key starts fresh.
-  EXPECT_FALSE(store.ReplaceWindow("old", {2, 2, T0() + 10min + 3s}));
+  EXPECT_FALSE(store.ReplaceWindow("old", {2, 2, ReadTime::Replay(T0() + 10min + 3s)}));
 }
 
 TEST(BaselineStore, ResetShowsOnceThenWorks) {
@@ -1013,9 +1043,9 @@ TEST(SnapshotMerge, GaugeObservedAtIsTheLatest) {
   BaselineStore store;
   SnapshotBuilder builder(md, &store);
   const PodMetrics read = Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm);
-  builder.MergePod(MetricsEnginePod("a", "u1"), read, T0() + 2s);
-  builder.MergePod(MetricsEnginePod("b", "u2"), read, T0() + 5s);
-  builder.MergePod(MetricsEnginePod("c", "u3"), read, T0() + 1s);
+  builder.MergePod(MetricsEnginePod("a", "u1"), read, ReadTime::Replay(T0() + 2s));
+  builder.MergePod(MetricsEnginePod("b", "u2"), read, ReadTime::Replay(T0() + 5s));
+  builder.MergePod(MetricsEnginePod("c", "u3"), read, ReadTime::Replay(T0() + 1s));
   const Snapshot s = builder.Finish(T0() + 6s);
   ASSERT_EQ(s.processing.size(), 1u);
   EXPECT_EQ(s.processing[0].observed_at, T0() + 5s);
@@ -1145,10 +1175,10 @@ TEST(SnapshotMerge, SortsByConcatenatedKeyBytewise) {
   builder.AddMissing("chat-b", "scrape", "metrics endpoint returned HTTP 500");
   builder.AddMissing("", "Router", "upper case sorts first");
   const PodMetrics read = Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm);
-  builder.MergePod(MetricsEnginePod("chat-a", "u1"), read, T0());
+  builder.MergePod(MetricsEnginePod("chat-a", "u1"), read, ReadTime::Replay(T0()));
   // Pod "p" and Pod "pa": the concatenated key "palocal-prefix" < "plocal-prefix".
-  builder.MergePod(MetricsEnginePod("p", "u2"), read, T0());
-  builder.MergePod(MetricsEnginePod("pa", "u3"), read, T0());
+  builder.MergePod(MetricsEnginePod("p", "u2"), read, ReadTime::Replay(T0()));
+  builder.MergePod(MetricsEnginePod("pa", "u3"), read, ReadTime::Replay(T0()));
   const Snapshot s = builder.Finish(T0());
   std::vector<std::string> keys;
   for (const Missing& m : s.missing) keys.push_back(m.pod + "|" + m.source);

@@ -260,7 +260,8 @@ TEST(MetricsParse, ExporterNames) {
   EXPECT_EQ(EngineExporter("vLLM"), Exporter::kVllm);
   EXPECT_EQ(EngineExporter("sglang"), Exporter::kSglang);
   EXPECT_EQ(EngineExporter("SGLang"), Exporter::kSglang);
-  EXPECT_EQ(EngineExporter("anything-else"), Exporter::kSglang);  // upstream's rule
+  // Upstream reads every other name as SGLang; an engine nobody checked is reported instead.
+  EXPECT_EQ(EngineExporter("anything-else"), Exporter::kUnknownEngine);
   EXPECT_EQ(RouterExporter("llm-d-router"), Exporter::kLlmdRouter);
   EXPECT_EQ(RouterExporter("vllm-router"), Exporter::kVllmRouter);
   EXPECT_EQ(RouterExporter("sglang-gateway"), Exporter::kSglangGateway);

@@ -457,6 +457,75 @@ TEST(ObjectFileTest, FailedReloadKeepsTheObjectsServed) {
   EXPECT_TRUE(source.GetReplicaSet("n", "two", &rs).ok());
 }
 
+std::string ModelDeploymentJson(const std::string& uid) {
+  return R"({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+      "metadata": {"name": "chat", "namespace": "n", "uid": ")" +
+         uid + R"("}, "spec": {"engine": {"name": "vllm"}, "roles": []}})";
+}
+
+std::string ServedUid(FileObjectSource& source) {
+  ModelDeployment md;
+  const ApiStatus status = source.GetModelDeployment("n", "chat", &md);
+  return status.ok() ? md.metadata.uid : "<" + status.message + ">";
+}
+
+// Sets a file's modification time `seconds` into the past, so a rewrite within the same clock
+// tick still gives a new identity (size alone may not change).
+void Age(const std::string& path, int seconds) {
+  const auto now = std::filesystem::last_write_time(path);
+  std::filesystem::last_write_time(path, now - std::chrono::seconds(seconds));
+}
+
+TEST(ObjectFileTest, LiveFileFollowsRewritesRenamesAndKeepsTheLastGoodSet) {
+  TempDir dir;
+  FileObjectSource source;
+  std::vector<std::string> logged;
+  source.SetErrorLog([&](const std::string& line) { logged.push_back(line); });
+  std::string error;
+  const std::string path = dir.Write("objects.json", ModelDeploymentJson("uid-1"));
+  Age(path, 10);
+  ASSERT_TRUE(source.Load(path, &error)) << error;
+  EXPECT_EQ(ServedUid(source), "uid-1");
+
+  // Rewritten in place: seen by the next read.
+  dir.Write("objects.json", ModelDeploymentJson("uid-2"));
+  EXPECT_EQ(ServedUid(source), "uid-2");
+  Age(path, 10);
+
+  // Atomic rename-replace (what the simulator and kubectl-driven tooling do).
+  const std::string staged = dir.Write("objects.json.tmp", ModelDeploymentJson("uid-3"));
+  std::filesystem::rename(staged, path);
+  EXPECT_EQ(ServedUid(source), "uid-3");
+  Age(path, 10);
+
+  // Half-written: the last good set stays, the error is reported once for this version.
+  dir.Write("objects.json", ModelDeploymentJson("uid-4").substr(0, 40));
+  EXPECT_EQ(ServedUid(source), "uid-3");
+  EXPECT_EQ(ServedUid(source), "uid-3");
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].find(path + ": "), std::string::npos) << logged[0];
+  EXPECT_NE(logged[0].find("still serving the last good objects"), std::string::npos);
+  EXPECT_FALSE(source.last_error().empty());
+  Age(path, 5);
+
+  // Finished: picked up, error cleared.
+  dir.Write("objects.json", ModelDeploymentJson("uid-4"));
+  EXPECT_EQ(ServedUid(source), "uid-4");
+  EXPECT_EQ(source.last_error(), "");
+
+  // Deleted: keeps serving; comes back: followed again.
+  std::filesystem::remove(path);
+  EXPECT_EQ(ServedUid(source), "uid-4");
+  dir.Write("objects.json", ModelDeploymentJson("uid-5"));
+  EXPECT_EQ(ServedUid(source), "uid-5");
+
+  // Set() serves objects directly and stops following the file.
+  source.Set(ObjectSet{});
+  dir.Write("objects.json", ModelDeploymentJson("uid-6"));
+  EXPECT_EQ(ServedUid(source).substr(0, 1), "<");
+  EXPECT_EQ(logged.size(), 1u);
+}
+
 TEST(ObjectFileTest, GettersFindByNamespaceAndNameWithKubernetesNotFound) {
   FileObjectSource source;
   std::string error;

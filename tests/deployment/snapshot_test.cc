@@ -178,7 +178,7 @@ TEST(SnapshotJson, GoFloatFormatting) {
   EXPECT_EQ(WindowJson(4), "4");
   EXPECT_EQ(WindowJson(0.5), "0.5");
   EXPECT_EQ(WindowJson(0), "0");
-  EXPECT_EQ(WindowJson(-0.0), "0");
+  EXPECT_EQ(WindowJson(-0.0), "-0");  // json.Marshal(math.Copysign(0, -1)) is "-0"
   EXPECT_EQ(WindowJson(1e-7), "1e-7");
   EXPECT_EQ(WindowJson(1.5e-7), "1.5e-7");
   EXPECT_EQ(WindowJson(0.000001), "0.000001");

@@ -279,7 +279,7 @@ inline PodMetrics Parse(std::string_view body, Exporter exporter) {
 inline Snapshot MergeReads(const ModelDeployment& md, BaselineStore* store, WallTime at,
                            const std::vector<std::pair<Pod, PodMetrics>>& reads) {
   SnapshotBuilder builder(md, store);
-  for (const auto& [pod, read] : reads) builder.MergePod(pod, read, at);
+  for (const auto& [pod, read] : reads) builder.MergePod(pod, read, ReadTime::Replay(at));
   return builder.Finish(at);
 }
 

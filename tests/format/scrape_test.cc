@@ -296,9 +296,9 @@ TEST(ScrapeInlineTest, InvalidValuesAreSkipped) {
       "g{i=\"6\"} -Inf\n"
       "g{i=\"7\"} -0\n"
       "# TYPE bad gauge\n"
-      "bad NaN\n"
-      "bad -1\n"
-      "bad +Inf\n"
+      "bad{i=\"1\"} NaN\n"
+      "bad{i=\"2\"} -1\n"
+      "bad{i=\"3\"} +Inf\n"
       "# TYPE zero gauge\n"
       "zero 0\n");
   EXPECT_EQ(SumOr(s, "g"), 4.5);

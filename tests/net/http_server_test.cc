@@ -3,6 +3,12 @@
 // hanging it.
 #include "net/http_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -78,9 +84,16 @@ class TestClient {
     stream_.set_verify_callback(ssl::host_name_verification("127.0.0.1"));
   }
 
-  beast::error_code Connect(uint16_t port) {
+  // Connects to 127.0.0.1:port, from `from` (another loopback address) when given.
+  beast::error_code Connect(uint16_t port, const char* from = nullptr) {
     lowest().expires_after(kIoTimeout);
     tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
+    if (from != nullptr) {
+      beast::error_code bind_error;
+      lowest().socket().open(tcp::v4(), bind_error);
+      if (!bind_error) lowest().socket().bind({asio::ip::make_address(from), 0}, bind_error);
+      if (bind_error) return bind_error;
+    }
     beast::error_code ec =
         Await(ioc_, [&](auto handler) { lowest().async_connect(endpoint, std::move(handler)); });
     if (ec) return ec;
@@ -490,33 +503,161 @@ TEST(HttpServerTest, IdleKeepAliveConnectionIsClosedAfterIdleTimeout) {
   EXPECT_LT(idle, 1500);
 }
 
-TEST(HttpServerTest, MaxConnectionsRefusesExtraConnections) {
+TEST(HttpServerTest, AtMaxConnectionsTheOldestIdleConnectionMakesRoom) {
   ServerOptions options;
   options.max_connections = 2;
   HttpServer server(options);
   server.Route("GET", "/", [](const HttpRequest&) { return Ok(); });
+  std::mutex mu;
+  std::vector<Responder> held;
+  server.RouteAsync("GET", "/hold", [&](const HttpRequest&, Responder respond) {
+    std::lock_guard lock(mu);
+    held.push_back(std::move(respond));
+  });
   ASSERT_TRUE(Started(server));
 
-  auto a = std::make_unique<Client>();
+  Client a;
   Client b;
-  ASSERT_FALSE(a->Connect(server.port()));
+  ASSERT_FALSE(a.Connect(server.port()));
+  ASSERT_EQ(a.Get("/").result_int(), 200);
   ASSERT_FALSE(b.Connect(server.port()));
-  ASSERT_EQ(a->Get("/").result_int(), 200);
   ASSERT_EQ(b.Get("/").result_int(), 200);
-
-  Client c;  // the kernel accepts it; the server closes it at once
+  // Both are kept alive and idle: a new client pushes out the oldest (a), not itself.
+  Client c;
   ASSERT_FALSE(c.Connect(server.port()));
-  EXPECT_TRUE(c.WaitClosed(2s));
+  EXPECT_EQ(c.Get("/").result_int(), 200);
+  EXPECT_TRUE(a.WaitClosed(2s));
+  EXPECT_EQ(b.Get("/").result_int(), 200);
 
-  a.reset();  // frees a slot (once the server has seen the close)
-  bool served = false;
-  for (int i = 0; i < 50 && !served; ++i) {
-    Client d;
-    ASSERT_FALSE(d.Connect(server.port()));
-    served = d.Get("/").result_int() == 200;
-    if (!served) std::this_thread::sleep_for(20ms);
+  // With every connection inside a request, there is nothing to evict: a new one is closed.
+  ASSERT_FALSE(b.Write("GET /hold HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_FALSE(c.Write("GET /hold HTTP/1.1\r\nHost: t\r\n\r\n"));
+  for (int i = 0; i < 100; ++i) {
+    std::lock_guard lock(mu);
+    if (held.size() == 2) break;
+    std::this_thread::sleep_for(10ms);
   }
-  EXPECT_TRUE(served);
+  Client d;
+  ASSERT_FALSE(d.Connect(server.port()));
+  EXPECT_TRUE(d.WaitClosed(2s));
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(held.size(), 2u);
+    for (Responder& respond : held) respond(Ok());
+  }
+  Response r;
+  EXPECT_FALSE(b.Read(&r));
+  EXPECT_EQ(r.result_int(), 200);
+}
+
+TEST(HttpServerTest, PerAddressLimitKeepsOneAddressFromTakingEverySlot) {
+  ServerOptions options;
+  options.max_connections_per_address = 2;
+  HttpServer server(options);
+  server.Route("GET", "/", [](const HttpRequest&) { return Ok(); });
+  ASSERT_TRUE(Started(server));
+  Client a, b, c;
+  ASSERT_FALSE(a.Connect(server.port(), "127.0.0.2"));
+  ASSERT_EQ(a.Get("/").result_int(), 200);
+  ASSERT_FALSE(b.Connect(server.port(), "127.0.0.2"));
+  ASSERT_EQ(b.Get("/").result_int(), 200);
+  ASSERT_FALSE(c.Connect(server.port(), "127.0.0.2"));
+  EXPECT_TRUE(c.WaitClosed(2s));  // a third from the same address
+  Client other;
+  ASSERT_FALSE(other.Connect(server.port()));
+  EXPECT_EQ(other.Get("/").result_int(), 200);
+  EXPECT_EQ(a.Get("/").result_int(), 200);  // the first two keep theirs
+}
+
+// Raw sockets from `from` that connect to `port` and never send a byte.
+std::vector<int> HoldIdleConnections(uint16_t port, const char* from, int n) {
+  std::vector<int> fds;
+  sockaddr_in source{};
+  source.sin_family = AF_INET;
+  inet_pton(AF_INET, from, &source.sin_addr);
+  sockaddr_in target{};
+  target.sin_family = AF_INET;
+  target.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &target.sin_addr);
+  for (int i = 0; i < n; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof(source)) != 0 ||
+        connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof(target)) != 0) {
+      close(fd);
+      break;
+    }
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+// Enough descriptors for both ends of ~1,100 connections in this one process.
+bool RaiseFileLimit(rlim_t want) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return false;
+  if (limit.rlim_cur >= want) return true;
+  limit.rlim_cur = std::min(want, limit.rlim_max);
+  return setrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur >= want;
+}
+
+// Clients that open connections and send nothing (no request, no TLS ClientHello) cannot lock
+// others out: at the limit each new connection pushes out the oldest idle one.
+template <bool kTls>
+void IdleFloodLeavesRoomForOthers() {
+  ASSERT_TRUE(RaiseFileLimit(4096)) << "needs 4096 file descriptors";
+  ServerOptions options;  // max_connections 1024
+  options.threads = 2;
+  if constexpr (kTls) {
+    options.tls.emplace();
+    options.tls->cert_file = TlsFile("server.pem");
+    options.tls->key_file = TlsFile("server-key.pem");
+  }
+  HttpServer server(options);
+  server.Route("GET", "/", [](const HttpRequest&) { return Ok(); });
+  ASSERT_TRUE(Started(server));
+  std::vector<int> idle = HoldIdleConnections(server.port(), "127.0.0.2", 1100);
+  ASSERT_EQ(idle.size(), 1100u);
+  std::this_thread::sleep_for(300ms);  // let the server accept them all
+  ssl::context ctx(ssl::context::tls_client);
+  ctx.set_verify_mode(ssl::verify_peer);
+  ctx.load_verify_file(TlsFile("ca.pem"));
+  int served = 0;
+  for (int i = 0; i < 100; ++i) {
+    if constexpr (kTls) {
+      TlsClient client(ctx);
+      if (!client.Connect(server.port())) served += client.Get("/").result_int() == 200;
+    } else {
+      Client client;
+      if (!client.Connect(server.port())) served += client.Get("/").result_int() == 200;
+    }
+  }
+  for (int fd : idle) close(fd);
+  EXPECT_GE(served, 99);
+}
+
+TEST(HttpServerTest, IdleConnectionFloodLeavesRoomForOthers) {
+  IdleFloodLeavesRoomForOthers<false>();
+}
+
+TEST(HttpServerTest, SilentTlsConnectionFloodLeavesRoomForOthers) {
+  IdleFloodLeavesRoomForOthers<true>();
+}
+
+TEST(HttpServerTest, TlsHandshakeHasItsOwnDeadline) {
+  ServerOptions options;
+  options.handshake_timeout = 300ms;
+  options.read_timeout = 10s;
+  options.tls.emplace();
+  options.tls->cert_file = TlsFile("server.pem");
+  options.tls->key_file = TlsFile("server-key.pem");
+  HttpServer server(options);
+  ASSERT_TRUE(Started(server));
+  Client silent;  // plain TCP: never sends a ClientHello
+  ASSERT_FALSE(silent.Connect(server.port()));
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(silent.WaitClosed(3s));
+  EXPECT_LT(MillisSince(t0), 2000);
 }
 
 // Opens `n` connections at once, then sends one request on each; returns how many got their answer.
