@@ -61,11 +61,21 @@ void BM_HistogramObserve(benchmark::State& state, bool shared) {
 
 void BM_GatedOffCounterInc(benchmark::State& state) {
   Counter c = Disabled().counters->Labels({"x"});
-  for (auto _ : state) c.Inc();
+  // The handle is reloaded each iteration (DoNotOptimize forces it through memory): otherwise
+  // the compiler hoists the inert check out of the loop, deletes the loop and reports 0 ns.
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(c);
+    c.Inc();
+  }
 }
 void BM_GatedOffHistogramObserve(benchmark::State& state) {
   Histogram h = Disabled().histograms->Labels({"x"});
-  for (auto _ : state) h.Observe(0.3);
+  double v = 0.3;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(h);  // as above: keep the per-call branch in the loop
+    benchmark::DoNotOptimize(v);
+    h.Observe(v);
+  }
 }
 
 BENCHMARK_CAPTURE(BM_CounterInc, Shared, true)->Threads(1)->Threads(2);

@@ -2,17 +2,19 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
+
 #include <chrono>
-#include <cmath>
-#include <fstream>
-#include <iostream>
+#include <cstdio>
 #include <iterator>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "cli/input_bytes.h"
+#include "cli/parse_output.h"
 #include "modelmetrics/parser.h"
 #include "net/http_client.h"
 
@@ -28,7 +30,7 @@ struct ParseArgs {
 };
 
 struct Input {
-  std::string body;
+  InputBytes bytes;
   std::string content_type;
   std::string error;
 };
@@ -38,7 +40,7 @@ bool IsUrl(const std::string& s) { return s.starts_with("http://") || s.starts_w
 Input ReadInput(const std::string& source) {
   Input in;
   if (source == "-") {
-    in.body.assign(std::istreambuf_iterator<char>(std::cin), {});
+    in.bytes.LoadFd(STDIN_FILENO, &in.error);
     return in;
   }
   if (IsUrl(source)) {
@@ -53,68 +55,12 @@ Input ReadInput(const std::string& source) {
       in.error = fmt::format("fetch failed ({}): {}", net::FetchErrorName(r.error), r.message);
       return in;
     }
-    in.body = std::move(r.body);
+    in.bytes = InputBytes(std::move(r.body));
     in.content_type = std::move(r.content_type);
     return in;
   }
-  std::ifstream file(source, std::ios::binary);
-  if (!file) {
-    in.error = "cannot open file";
-    return in;
-  }
-  in.body.assign(std::istreambuf_iterator<char>(file), {});
-  if (file.bad()) in.error = "read error";
+  in.bytes.LoadFile(source, &in.error);
   return in;
-}
-
-nlohmann::ordered_json JsonNumber(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  return v;
-}
-
-nlohmann::ordered_json JsonLabels(const std::vector<LabelPair>& labels) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const auto& [k, v] : labels) out[k] = v;
-  return out;
-}
-
-std::string ToJson(Format format, const std::vector<MetricFamily>& families,
-                   const std::vector<ParseError>& errors, size_t error_count) {
-  nlohmann::ordered_json doc;
-  doc["format"] = format == Format::kOpenMetrics ? "openmetrics" : "text";
-  auto& fams = doc["families"] = nlohmann::ordered_json::array();
-  for (const MetricFamily& f : families) {
-    nlohmann::ordered_json jf;
-    jf["name"] = f.name;
-    jf["type"] = MetricTypeName(f.type, format);
-    jf["help"] = f.help;
-    jf["unit"] = f.unit;
-    auto& samples = jf["samples"] = nlohmann::ordered_json::array();
-    for (const MetricSample& s : f.samples) {
-      nlohmann::ordered_json js;
-      js["name"] = s.name;
-      js["labels"] = JsonLabels(s.labels);
-      js["value"] = JsonNumber(s.value);
-      if (s.timestamp_ms) js["timestamp"] = *s.timestamp_ms;
-      if (s.exemplar) {
-        nlohmann::ordered_json je;
-        je["labels"] = JsonLabels(s.exemplar->labels);
-        je["value"] = JsonNumber(s.exemplar->value);
-        if (s.exemplar->timestamp_ms) je["timestamp"] = *s.exemplar->timestamp_ms;
-        js["exemplar"] = std::move(je);
-      }
-      samples.push_back(std::move(js));
-    }
-    fams.push_back(std::move(jf));
-  }
-  auto& errs = doc["errors"] = nlohmann::ordered_json::array();
-  for (const ParseError& e : errors) {
-    errs.push_back({{"line", e.line}, {"column", e.column}, {"message", e.message}});
-  }
-  doc["error_count"] = error_count;
-  // Label values were validated as UTF-8 by the parser; HELP text was not, so replace.
-  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 int Run(const ParseArgs& args) {
@@ -123,6 +69,7 @@ int Run(const ParseArgs& args) {
     fmt::print(stderr, "{}: {}\n", args.source, in.error);
     return 1;
   }
+  const std::string_view body = in.bytes.view();
   ParseOptions options;
   options.strict = args.strict;
   options.families = args.families;
@@ -133,32 +80,37 @@ int Run(const ParseArgs& args) {
   } else if (auto f = FormatFromContentType(in.content_type)) {
     options.format = f;
   }
-  const Format format = options.format ? *options.format : DetectFormat(in.body);
+  const Format format = options.format ? *options.format : DetectFormat(body);
   options.format = format;
 
-  std::vector<ParseError> errors;
-  size_t error_count = 0;
-  std::vector<MetricFamily> families = ParseFamilies(in.body, options, &errors, &error_count);
-  for (const ParseError& e : errors) {
+  // One counting pass: the summary needs nothing more, and the JSON stream takes its metadata,
+  // order and errors from it (errors go to stderr before the document, as they always have).
+  const FamilyScan scan = ScanFamilies(body, options);
+  for (const ParseError& e : scan.errors) {
     fmt::print(stderr, "{}:{}:{}: {}\n", args.source, e.line, e.column, e.message);
   }
-  if (error_count > errors.size()) {
-    fmt::print(stderr, "{}: {} more errors not shown\n", args.source, error_count - errors.size());
+  if (scan.error_count > scan.errors.size()) {
+    fmt::print(stderr, "{}: {} more errors not shown\n", args.source,
+               scan.error_count - scan.errors.size());
   }
 
   if (args.output == "json") {
-    fmt::print("{}\n", ToJson(format, families, errors, error_count));
+    WriteJson(body, options, scan,
+              [](std::string_view chunk) { std::fwrite(chunk.data(), 1, chunk.size(), stdout); });
+    std::fputc('\n', stdout);
   } else {
-    size_t samples = 0;
-    for (const MetricFamily& f : families) {
-      fmt::print("{:<60} {:<14} {:>6}\n", f.name, MetricTypeName(f.type, format), f.samples.size());
-      samples += f.samples.size();
+    std::string table;
+    for (const FamilyRecord& f : scan.families) {
+      fmt::format_to(std::back_inserter(table), "{:<60} {:<14} {:>6}\n", f.name,
+                     MetricTypeName(f.type, format), f.samples);
     }
+    std::fwrite(table.data(), 1, table.size(), stdout);
     fmt::print("{}: {} format, {} families, {} samples, {} errors{}\n", args.source,
-               format == Format::kOpenMetrics ? "openmetrics" : "text", families.size(), samples,
-               error_count, args.strict ? "" : " (lenient)");
+               format == Format::kOpenMetrics ? "openmetrics" : "text", scan.families.size(),
+               scan.samples, scan.error_count, args.strict ? "" : " (lenient)");
   }
-  return args.strict && error_count > 0 ? 1 : 0;
+  std::fflush(stdout);
+  return args.strict && scan.error_count > 0 ? 1 : 0;
 }
 
 }  // namespace

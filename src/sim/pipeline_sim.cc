@@ -114,6 +114,18 @@ class Simulation {
             registry, {.model_name = kSpeechModel, .engines = pipeline::EngineMap{2, 1}})) {}
 
   void Start() {
+    if (engines_) {
+      // What upstream's log_engine_initialized reports once per engine (cache_config_info).
+      const std::pair<std::string_view, std::string_view> info[] = {
+          {"block_size", "16"},
+          {"cache_dtype", "auto"},
+          {"enable_prefix_caching", "True"},
+          {"gpu_memory_utilization", "0.9"},
+          {"num_gpu_blocks", "27000"},
+          {"num_cpu_blocks", "0"},
+          {"prefix_caching_hash_algo", "sha256"}};
+      (void)engines_->LogEngineInitialized(info);
+    }
     loop_.After(0, [this] { SpeechArrival(); });
     loop_.After(0.1, [this] { ImageArrival(); });
     loop_.After(0.05, [this] { EngineStep(); });
@@ -196,18 +208,27 @@ class Simulation {
   // ---- speech: thinker -> talker -> code2wav, streaming PCM ----
   void SpeechArrival() {
     const std::string id = "speech-" + std::to_string(++requests_);
+    const uint64_t n = ++speech_requests_;
     const double arrival_wall = WallSeconds();
     speech_.OnRequestAdded(id);
     speech_.OnRequestDispatched(id);
     speech_.OnStageSubmitted(0);
-    // Half the streams come through the Speech API (completed/aborted counters), half through Chat.
+    // Half the streams come through the Speech API (completed/aborted counters), half through
+    // Chat; alternating, so the first few requests already show both.
     audio_.BeginStream(id,
-                       Chance(0.5) ? pipeline::StreamKind::kSpeech : pipeline::StreamKind::kChat);
+                       n % 2 == 1 ? pipeline::StreamKind::kSpeech : pipeline::StreamKind::kChat);
+    // The sparse outcomes on a cadence (see the header): every 8th request from the 3rd (a Speech
+    // stream) is cut by the client after its first chunk; every 8th from the 2nd gets an empty
+    // codec output.
+    const bool disconnect = n % 8 == 3;
+    const bool empty_audio = n % 8 == 2;
     const int thinker = Pick(2);
     speech_bindings_.Bind(0, id, thinker);
     const double think_s = Uniform(0.15, 0.6);
-    loop_.After(think_s, [this, id, thinker, think_s, arrival_wall] {
-      if (Chance(0.02)) return Fail(speech_, speech_bindings_, id, "stage_error", true);
+    loop_.After(think_s, [this, id, thinker, think_s, arrival_wall, disconnect, empty_audio] {
+      if (!disconnect && Chance(0.02)) {
+        return Fail(speech_, speech_bindings_, id, "stage_error", true);
+      }
       StageMessage m;
       m.message_id = ++messages_;
       m.stage_type = "llm";
@@ -224,8 +245,10 @@ class Simulation {
       const double talk_s = Uniform(0.2, 0.5);
       const double kv_wait_s = Uniform(0.005, 0.05);
       loop_.After(kv_wait_s, [this, id] { speech_.OnKvWaitExtracted(id, "nixl", MonoSeconds()); });
-      loop_.After(talk_s, [this, id, talk_s, arrival_wall] {
-        if (Chance(0.02)) return Fail(speech_, speech_bindings_, id, "client_abort", true);
+      loop_.After(talk_s, [this, id, talk_s, arrival_wall, disconnect, empty_audio] {
+        if (!disconnect && Chance(0.02)) {
+          return Fail(speech_, speech_bindings_, id, "client_abort", true);
+        }
         StageMessage t;
         t.message_id = ++messages_;
         t.stage_type = "llm";
@@ -240,22 +263,27 @@ class Simulation {
         const int code2wav = Pick(2);
         speech_bindings_.Bind(2, id, code2wav);
         speech_.OnForward(1, 2, id, 4000 + Pick(40000), Uniform(0.1, 1.5), false);
-        StreamAudio(id, code2wav, arrival_wall, MonoSeconds());
+        StreamAudio(id, code2wav, arrival_wall, MonoSeconds(), disconnect, empty_audio);
       });
     });
     loop_.After(NextArrival(), [this] { SpeechArrival(); });
   }
 
   // code2wav streams chunks of 0.4 s audio; each arrives 0.25-0.42 s after the previous one, so
-  // a late chunk now and then makes the player run dry (an underrun).
-  void StreamAudio(const std::string& id, int replica, double arrival_wall, double start_mono) {
+  // a late chunk now and then makes the player run dry (an underrun). `disconnect`: the client
+  // goes away after the first chunk; `empty_audio`: code2wav rejects the codec input and ends the
+  // request with no audio at all (counted as a skipped request at finalize).
+  void StreamAudio(const std::string& id, int replica, double arrival_wall, double start_mono,
+                   bool disconnect, bool empty_audio) {
+    if (empty_audio) return FinishAudio(id, replica, start_mono, 0);
     const int chunks = 3 + Pick(8);
     // The chunk step schedules itself through a weak reference: the queued event holds the only
     // strong one, so the closure is freed when the stream ends (no self-owning cycle).
     auto next = std::make_shared<std::function<void(int)>>();
     std::weak_ptr<std::function<void(int)>> weak_next = next;
-    *next = [this, id, replica, arrival_wall, start_mono, chunks, weak_next](int index) {
-      if (index == 1 && Chance(0.02)) {
+    *next = [this, id, replica, arrival_wall, start_mono, chunks, disconnect,
+             weak_next](int index) {
+      if (index == 1 && (disconnect || Chance(0.02))) {
         return Fail(speech_, speech_bindings_, id, "client_disconnect", true);
       }
       pipeline::PcmChunk chunk;
@@ -271,38 +299,46 @@ class Simulation {
         loop_.After(gap, [self = weak_next.lock(), index] { (*self)(index + 1); });
         return;
       }
-      StageMessage m;
-      m.message_id = ++messages_;
-      m.stage_type = "audio";
-      m.final_stage = true;
-      m.stats = Stats(id, 2, replica);
-      m.stats.final_output_type = "audio";
-      m.stats.output_unit_type = "audio";
-      m.stats.finish_reason = Chance(0.9) ? "stop" : "length";
-      m.stats.stage_gen_time_ms = (MonoSeconds() - start_mono) * 1000;
-      m.stats.audio_generated_frames = static_cast<int64_t>(chunks * 0.4 * kSampleRate);
-      m.stats.audio_sample_rate = kSampleRate;
-      m.stats.audio_duration_s = chunks * 0.4;
-      m.stats.rx_transfer_bytes = 4000 + Pick(40000);
-      m.stats.rx_decode_time_ms = Uniform(0.1, 1);
-      m.stats.rx_in_flight_time_ms = Uniform(0.1, 2);
-      speech_.OnStageMessage(m);
-      audio_.CompleteStream(id);
-      speech_.OnRequestCleanup(id);
-      speech_bindings_.Forget(id);
+      FinishAudio(id, replica, start_mono, chunks);
     };
     (*next)(0);
+  }
+
+  // The code2wav stage's final message after `chunks` chunks of 0.4 s (none: an empty output).
+  void FinishAudio(const std::string& id, int replica, double start_mono, int chunks) {
+    StageMessage m;
+    m.message_id = ++messages_;
+    m.stage_type = "audio";
+    m.final_stage = true;
+    m.stats = Stats(id, 2, replica);
+    m.stats.final_output_type = "audio";
+    m.stats.output_unit_type = "audio";
+    m.stats.finish_reason = Chance(0.9) ? "stop" : "length";
+    m.stats.stage_gen_time_ms = (MonoSeconds() - start_mono) * 1000;
+    m.stats.audio_generated_frames = static_cast<int64_t>(chunks * 0.4 * kSampleRate);
+    m.stats.audio_sample_rate = kSampleRate;
+    m.stats.audio_duration_s = chunks * 0.4;
+    m.stats.rx_transfer_bytes = 4000 + Pick(40000);
+    m.stats.rx_decode_time_ms = Uniform(0.1, 1);
+    m.stats.rx_in_flight_time_ms = Uniform(0.1, 2);
+    speech_.OnStageMessage(m);
+    audio_.CompleteStream(id);
+    speech_.OnRequestCleanup(id);
+    speech_bindings_.Forget(id);
   }
 
   // ---- image: AR -> diffusion ----
   void ImageArrival() {
     const std::string id = "image-" + std::to_string(++requests_);
+    // Every other request hands the AR stage's KV cache to the diffusion stage (the first one
+    // does), which then reports its receive/load time.
+    const bool kv_to_diffusion = ++image_requests_ % 2 == 1;
     image_.OnRequestAdded(id);
     image_.OnRequestDispatched(id);
     image_.OnStageSubmitted(0);
     image_bindings_.Bind(0, id, 0);
     const double ar_s = Uniform(0.1, 0.3);
-    loop_.After(ar_s, [this, id, ar_s] {
+    loop_.After(ar_s, [this, id, ar_s, kv_to_diffusion] {
       StageMessage m;
       m.message_id = ++messages_;
       m.stage_type = "llm";
@@ -318,7 +354,7 @@ class Simulation {
       const int steps = Chance(0.5) ? 30 : 50;
       const double step_s = Uniform(0.03, 0.06);
       const double gen_s = steps * step_s + Uniform(0.1, 0.3);
-      loop_.After(gen_s, [this, id, diffusion, steps, step_s, gen_s] {
+      loop_.After(gen_s, [this, id, diffusion, steps, step_s, gen_s, kv_to_diffusion] {
         if (Chance(0.03)) return Fail(image_, image_bindings_, id, "stage_error", false);
         StageMessage d;
         d.message_id = ++messages_;
@@ -331,6 +367,7 @@ class Simulation {
                             {"vae_decode_time_ms", Uniform(50, 120)},
                             {"postprocess_time_ms", Uniform(5, 15)},
                             {"scheduler_queue_wait_ms", Uniform(0, 40)}};
+        if (kv_to_diffusion) d.engine_metrics["kv_recv_time_ms"] = Uniform(2, 25);
         d.stats = Stats(id, 1, diffusion);
         d.stats.final_output_type = "image";
         d.stats.output_unit_type = "image";
@@ -352,8 +389,12 @@ class Simulation {
   }
 
   // ---- periodic engine and scheduler reports ----
+  // Engines 0 and 1 are the thinker replicas (stage 0: multimodal input, the KV senders of the
+  // thinker -> talker NIXL hand-off), engine 2 the talker (stage 1, the KV receiver).
   void EngineStep() {
+    const uint64_t step = ++engine_steps_;  // one per 0.1 s, for all three engines
     for (size_t engine = 0; engine < 3; ++engine) {
+      const bool thinker = engine < 2;
       pipeline::SchedulerStats sched;
       sched.num_running_reqs = static_cast<uint64_t>(Pick(8));
       sched.num_waiting_reqs = static_cast<uint64_t>(Pick(4));
@@ -364,6 +405,47 @@ class Simulation {
       iter.num_generation_tokens = static_cast<uint64_t>(8 + Pick(24));
       iter.time_to_first_tokens_iter = {Uniform(0.02, 0.4)};
       iter.inter_token_latencies_iter = {Uniform(0.008, 0.03), Uniform(0.008, 0.03)};
+      // The new request's sampling parameters (the one whose first token this step produced).
+      iter.n_params_iter = {Chance(0.9) ? uint64_t{1} : uint64_t{2}};
+      iter.max_num_generation_tokens_iter = {static_cast<uint64_t>(128 << Pick(4))};
+      // Where the step's prompt tokens came from: local compute, the prefix cache, or (talker)
+      // KV received over the connector; a few cached tokens recomputed now and then.
+      pipeline::PromptTokenStats& source = iter.prompt_token_stats;
+      source.local_cache_hit = iter.num_prompt_tokens / 4;
+      source.external_kv_transfer = thinker ? 0 : iter.num_prompt_tokens / 4;
+      source.computed =
+          iter.num_prompt_tokens - source.local_cache_hit - source.external_kv_transfer;
+      source.cached_tokens = source.local_cache_hit + source.external_kv_transfer;
+      source.recomputed_tokens = Chance(0.2) ? static_cast<uint64_t>(1 + Pick(16)) : 0;
+      // A preemption under KV pressure every 3 s, staggered across engines.
+      if (step % 30 == 10 * engine + 5) iter.num_preempted_reqs = 1;
+      // Analytic FLOPs and memory traffic of a 7B model: ~2 x params per token processed.
+      const double tokens =
+          static_cast<double>(iter.num_prompt_tokens + iter.num_generation_tokens);
+      sched.perf_stats = pipeline::PerfStats{.num_flops_per_gpu = 2 * 7e9 * tokens,
+                                             .num_read_bytes_per_gpu = 14e9 + 1e5 * tokens,
+                                             .num_write_bytes_per_gpu = 1e5 * tokens};
+      pipeline::MultiModalCacheStats mm_cache;
+      if (thinker) {
+        // The thinker sees audio/image inputs; the talker receives its KV from the thinker.
+        mm_cache = {.queries = static_cast<uint64_t>(1 + Pick(4)), .hits = 0};
+        mm_cache.hits = static_cast<uint64_t>(Pick(static_cast<int>(mm_cache.queries) + 1));
+        pipeline::KvConnectorStats nixl;
+        if (Chance(0.5)) {
+          nixl.transfer_duration_s = {Uniform(0.004, 0.08)};
+          nixl.post_duration_s = {Uniform(0.0005, 0.01)};
+          nixl.bytes_transferred = {static_cast<double>(1 << 20) * (1 + Pick(32))};
+          nixl.num_descriptors = {static_cast<double>(16 + Pick(400))};
+        }
+        // Rare connector faults on a cadence (each once in 6 s, first within 3 s).
+        nixl.num_failed_transfers = step % 60 == 20 + engine ? 1 : 0;
+        nixl.num_failed_notifications = step % 60 == 25 + engine ? 1 : 0;
+        nixl.num_kv_expired_reqs = step % 60 == 30 + engine ? 1 : 0;
+        sched.kv_connector_stats = std::move(nixl);
+      } else {
+        sched.connector_prefix_cache_stats =
+            pipeline::PrefixCacheStats{.queries = 200, .hits = static_cast<uint64_t>(Pick(200))};
+      }
       if (Chance(0.3)) {
         pipeline::FinishedRequestStats done;
         done.finish_reason =
@@ -375,9 +457,13 @@ class Simulation {
         done.prefill_time = Uniform(0.02, 0.2);
         done.decode_time = Uniform(0.2, 2);
         done.inference_time = done.prefill_time + done.decode_time;
+        done.mean_time_per_output_token =
+            done.decode_time / static_cast<double>(done.num_generation_tokens);
+        done.max_tokens_param = 1024;
+        done.num_cached_tokens = static_cast<int64_t>(done.num_prompt_tokens / 4);
         iter.finished_requests.push_back(done);
       }
-      if (engines_) (void)engines_->Record(engine, &sched, &iter);
+      if (engines_) (void)engines_->Record(engine, &sched, &iter, thinker ? &mm_cache : nullptr);
       speech_.OnWaitingSnapshot(engine < 2 ? 0 : 1, engine < 2 ? static_cast<int>(engine) : 0,
                                 static_cast<int64_t>(sched.num_waiting_reqs));
     }
@@ -403,6 +489,9 @@ class Simulation {
   pipeline::AudioMetrics audio_;
   std::unique_ptr<pipeline::EngineStatsLogger> engines_;
   uint64_t requests_ = 0;
+  uint64_t speech_requests_ = 0;
+  uint64_t image_requests_ = 0;
+  uint64_t engine_steps_ = 0;
   uint64_t messages_ = 0;
   int64_t batch_ = 0;
 };
@@ -449,6 +538,7 @@ int RunPipelineSimulator(const PipelineSimOptions& in) {
   options.out->flush();
   simulation.Start();
   simulation.Run(Clock::now() + options.duration);
+  if (options.before_stop) options.before_stop(server.port());
   server.Stop();
   simulation.PrintTables();
   return 0;

@@ -11,12 +11,19 @@
 // Everything runs in real time on one simulation thread (so Prometheus rates are real), and the
 // log tables are printed every `log_interval`.
 //
+// Coverage: at the default rate every catalog family (vllm_omni:* and vllm:*) has a non-zero
+// sample within 10 s, so a demo shows the whole catalog. Sparse events therefore also come on a
+// fixed cadence, not only by chance: a Speech-API stream interrupted by the client, an empty
+// codec output (200 OK, no audio), diffusion stages receiving the AR stage's KV, NIXL transfer
+// failures, preemptions (tests/sim/pipeline_sim_test.cc holds this).
+//
 // Thread-safety: RunPipelineSimulator blocks until the duration has passed.
 #ifndef MODELMETRICS_SIM_PIPELINE_SIM_H_
 #define MODELMETRICS_SIM_PIPELINE_SIM_H_
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -30,6 +37,9 @@ struct PipelineSimOptions {
   uint64_t seed = 1;
   double requests_per_second = 3;  // per pipeline
   std::ostream* out = nullptr;     // tables and the listening line; null: std::cout
+  // Called on the simulation thread once the duration has passed, while /metrics is still
+  // served on `port` (tests scrape the final state here).
+  std::function<void(uint16_t port)> before_stop;
 };
 
 // Runs the simulation; returns a process exit code (0, or 1 when the server cannot start).

@@ -1,0 +1,50 @@
+// The bytes `modelmetrics parse` reads: a regular file is mapped read-only (no copy); anything
+// else (a pipe, a terminal, a character device, stdin) is read into owned memory with sized
+// read(2) calls. Either way the caller sees one contiguous std::string_view.
+//
+// A mapped file must not be truncated while mapped (the process would get SIGBUS); `parse` is a
+// one-shot reader of captures, which is the usual trade of tools that map their input.
+//
+// Thread-safety: an InputBytes is immutable once loaded; it is movable, not copyable.
+#ifndef MODELMETRICS_CLI_INPUT_BYTES_H_
+#define MODELMETRICS_CLI_INPUT_BYTES_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace modelmetrics::cli {
+
+class InputBytes {
+ public:
+  InputBytes() = default;
+  explicit InputBytes(std::string owned) : owned_(std::move(owned)) {}
+  ~InputBytes();
+  InputBytes(InputBytes&& other) noexcept;
+  InputBytes& operator=(InputBytes&& other) noexcept;
+  InputBytes(const InputBytes&) = delete;
+  InputBytes& operator=(const InputBytes&) = delete;
+
+  std::string_view view() const {
+    return map_ != nullptr ? std::string_view(static_cast<const char*>(map_), map_size_) : owned_;
+  }
+  bool mapped() const { return map_ != nullptr; }
+
+  // Loads `path`. On failure returns false with `*error` = "cannot open file" (open failed) or
+  // "read error" (mapping or reading failed, e.g. a directory); the messages `parse` prints.
+  bool LoadFile(const std::string& path, std::string* error);
+  // Loads everything readable from `fd` (not closed); mapped when it is a regular file read
+  // from its start, else read in chunks. Same errors as LoadFile.
+  bool LoadFd(int fd, std::string* error);
+
+ private:
+  void Reset();
+
+  std::string owned_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+};
+
+}  // namespace modelmetrics::cli
+
+#endif  // MODELMETRICS_CLI_INPUT_BYTES_H_
