@@ -16,7 +16,6 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -27,10 +26,9 @@
 
 #include "cli/duration.h"
 #include "deployment/aggregator.h"
-#include "deployment/api_server.h"
-#include "deployment/auth.h"
 #include "deployment/object_file.h"
 #include "sim/deployment_sim.h"
+#include "sim/loopback_api.h"
 #include "sim/pipeline_sim.h"
 
 namespace modelmetrics::cli {
@@ -129,11 +127,6 @@ class CapturedOutput : public std::streambuf {
   bool closed_ = false;
 };
 
-std::string MakeToken() {
-  std::random_device random;
-  return fmt::format("demo-{:08x}{:08x}", random(), random());
-}
-
 int RunDemo(const DemoArgs& args) {
   std::chrono::milliseconds duration{};
   std::chrono::milliseconds interval{};
@@ -158,23 +151,13 @@ int RunDemo(const DemoArgs& args) {
   for (const auto& simulator : sims) Append(&objects, simulator->Objects());
   deployment::FileObjectSource source;
   source.Set(std::move(objects));
-  deployment::Aggregator aggregator(&source);
-
-  // The aggregated API over the same aggregator, for curl or kubectl on the side.
-  const std::string token = MakeToken();
+  // The aggregated API, for curl or kubectl on the side; its aggregator also prints the rounds.
+  sim::LoopbackApiOptions api_options;
+  api_options.namespaces = {"demo"};
+  sim::LoopbackApi api(&source, api_options);
+  deployment::Aggregator& aggregator = api.aggregator();
+  const std::string& token = api.token();
   std::string error;
-  auto authenticator =
-      deployment::TokenFileAuthenticator::Parse(token + ",demo,demo-uid,\"demo-readers\"", &error);
-  std::vector<deployment::PolicyRule> rules;
-  deployment::ParsePolicy(
-      "rules:\n  - users: [demo]\n    namespaces: [demo]\n    verbs: [get]\n"
-      "    resources: [modeldeployments/metrics]\n",
-      &rules, &error);
-  deployment::ApiServer api(
-      {},
-      [&aggregator](std::string_view ns, std::string_view name, deployment::SteadyTime deadline,
-                    deployment::Snapshot* out) { return aggregator.Get(ns, name, out, deadline); },
-      std::move(authenticator), std::make_unique<deployment::PolicyAuthorizer>(rules));
   if (!api.Start(&error)) {
     std::cerr << "modelmetrics demo: API server: " << error << "\n";
     return 1;

@@ -1,0 +1,70 @@
+// See loopback_api.h.
+#include "sim/loopback_api.h"
+
+#include <random>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "deployment/auth.h"
+
+namespace modelmetrics::sim {
+namespace {
+
+std::string RandomToken() {
+  std::random_device random;
+  std::uniform_int_distribution<int> hex(0, 15);
+  std::string token;
+  for (int i = 0; i < 32; ++i) token += "0123456789abcdef"[hex(random)];
+  return token;
+}
+
+}  // namespace
+
+LoopbackApi::LoopbackApi(deployment::ObjectSource* source, LoopbackApiOptions options)
+    : options_(std::move(options)),
+      token_(options_.token.empty() ? RandomToken() : options_.token),
+      aggregator_(std::make_unique<deployment::Aggregator>(source, options_.aggregator)) {}
+
+LoopbackApi::~LoopbackApi() { Stop(); }
+
+bool LoopbackApi::Start(std::string* error) {
+  auto authenticator = deployment::TokenFileAuthenticator::Parse(
+      token_ + ",loopback,loopback-uid,\"loopback-readers\"", error);
+  if (!authenticator) return false;
+  deployment::PolicyRule rule;
+  rule.users = {"loopback"};
+  rule.namespaces = options_.namespaces;
+  rule.verbs = {"get"};
+  rule.resources = {"modeldeployments/metrics"};
+  deployment::ApiServerOptions api = options_.api;
+  api.http.address = "127.0.0.1";
+  if (!options_.tls_cert_file.empty() && !options_.tls_key_file.empty()) {
+    net::TlsOptions tls;
+    tls.cert_file = options_.tls_cert_file;
+    tls.key_file = options_.tls_key_file;
+    api.http.tls = std::move(tls);
+  }
+  deployment::Aggregator* aggregator = aggregator_.get();
+  server_ = std::make_unique<deployment::ApiServer>(
+      std::move(api),
+      [aggregator](std::string_view ns, std::string_view name, deployment::SteadyTime deadline,
+                   deployment::Snapshot* out) { return aggregator->Get(ns, name, out, deadline); },
+      std::move(authenticator),
+      std::make_unique<deployment::PolicyAuthorizer>(std::vector<deployment::PolicyRule>{rule}));
+  return server_->Start(error);
+}
+
+void LoopbackApi::Stop() {
+  if (server_) server_->Stop();
+}
+
+std::string LoopbackApi::url() const { return server_ ? server_->url() : std::string(); }
+
+std::string LoopbackApi::MetricsUrl(const std::string& ns, const std::string& name) const {
+  return fmt::format("{}/apis/{}/{}/namespaces/{}/{}/{}/{}", url(), deployment::kMetricsGroup,
+                     deployment::kMetricsVersion, ns, deployment::kMetricsResource, name,
+                     deployment::kMetricsSubresource);
+}
+
+}  // namespace modelmetrics::sim
