@@ -68,5 +68,6 @@ step "benchmark smoke run"
   --benchmark_filter='generated|tinyllama'
 ./build/bench/instruments_speed_test --benchmark_min_time=0.05
 ./build/bench/snapshot_speed_test --rounds 10
+./build/bench/api_load_bench --clients 50 --seconds 3
 
 step "all tests passed"
