@@ -394,6 +394,11 @@ void ApiServer::Impl::Authorize(const AuthorizationRequest& access, SteadyTime d
     return respond(StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)},
                                   &access.name));
   }
+  // A slow review may have used the budget up.
+  if (deadline - SteadyClock::now() < options.min_read_budget) {
+    return respond(ReadResponse(
+        {.status = SharedReads::NotStartedInTime(), .body = nullptr, .retry = true}, access.name));
+  }
   const SharedReads::Admission admission =
       reads->Submit(access.ns, access.name, deadline,
                     [respond, name = access.name](const SharedReads::Result& result) {
@@ -431,6 +436,10 @@ bool ApiServer::Start(std::string* error) {
   }
   if (!impl.authenticator || !impl.authorizer || !impl.snapshot) {
     if (error) *error = "the API server needs an authenticator, an authoriser and a snapshot";
+    return false;
+  }
+  if (impl.options.request_timeout <= impl.options.min_read_budget) {
+    if (error) *error = "request_timeout must be longer than min_read_budget";
     return false;
   }
   impl.started = true;

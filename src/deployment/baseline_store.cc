@@ -27,7 +27,9 @@ std::optional<BaselineStore::Sample> BaselineStore::Replace(Map* map, const std:
                                                             const Sample& current) {
   std::lock_guard lock(mu_);
   const SteadyTime now = current.at.steady;
-  if (now - last_purge_ >= std::chrono::seconds(1) || now < last_purge_) PurgeLocked(now);
+  // Reads of one snapshot arrive out of order (each timed at its own parse): an earlier time
+  // than the last purge is not a reason to sweep again.
+  if (now - last_purge_ >= std::chrono::seconds(1)) PurgeLocked(now);
   auto [it, inserted] = map->try_emplace(key, current);
   if (inserted) return std::nullopt;
   const Sample previous = it->second;

@@ -363,6 +363,7 @@ bool FileObjectSource::Stat(const std::string& path, FileVersion* out) {
 }
 
 bool FileObjectSource::Load(const std::string& path, std::string* error) {
+  std::lock_guard reload(reload_mu_);  // never install an older read over a newer one
   FileVersion before;
   const bool stated = Stat(path, &before);
   std::string text;
@@ -458,6 +459,7 @@ void FileObjectSource::Set(ObjectSet objects) {
   std::lock_guard lock(mu_);
   objects_ = std::move(fresh);
   path_.clear();
+  last_error_.clear();
 }
 
 std::shared_ptr<const ObjectSet> FileObjectSource::Current() const {

@@ -26,6 +26,14 @@ struct Flight {
   bool running = false;
 };
 
+// What a waiter whose own deadline passed while the read it joined was still running gets (it
+// joined late with an early deadline, e.g. after a slow authorisation).
+ApiStatus TimedOut() {
+  return {
+      504, "Timeout",
+      "ModelDeployment metrics request exceeded its time limit while waiting for a shared read"};
+}
+
 struct Finished {
   SharedReads::Result result;
   SteadyTime at;
@@ -59,13 +67,18 @@ struct SharedReads::Impl {
   std::vector<std::thread> workers;
   std::thread reaper;
 
-  // Takes, from `flight`, every waiter that cannot get min_read_budget any more.
+  // The last moment a waiter of `flight` may still be answered by it: for a queued read, while
+  // min_read_budget is left to start it; for a running one, the waiter's own deadline.
+  SteadyTime CutOff(const Flight& flight, const Waiter& w) const {
+    return flight.running ? w.deadline : w.deadline - options.min_read_budget;
+  }
+
+  // Takes, from `flight`, every waiter past its cut-off.
   std::vector<Waiter> TakeLate(Flight* flight, SteadyTime now) {
     std::vector<Waiter> late;
     auto& list = flight->waiters;
-    auto keep = std::stable_partition(list.begin(), list.end(), [&](const Waiter& w) {
-      return w.deadline - now >= options.min_read_budget;
-    });
+    auto keep = std::stable_partition(list.begin(), list.end(),
+                                      [&](const Waiter& w) { return CutOff(*flight, w) > now; });
     std::move(keep, list.end(), std::back_inserter(late));
     list.erase(keep, list.end());
     waiters -= late.size();
@@ -77,9 +90,10 @@ struct SharedReads::Impl {
     queue.erase(std::remove(queue.begin(), queue.end(), flight), queue.end());
   }
 
-  static void AnswerLate(std::vector<Waiter>& late) {
+  static void AnswerLate(std::vector<Waiter>& late, bool running = false) {
     if (late.empty()) return;
-    const Result result{.status = NotStartedInTime(), .body = nullptr, .retry = true};
+    const Result result{
+        .status = running ? TimedOut() : NotStartedInTime(), .body = nullptr, .retry = true};
     for (Waiter& waiter : late) waiter.done(result);
   }
 
@@ -135,30 +149,28 @@ struct SharedReads::Impl {
     }
   }
 
-  // Answers queued waiters whose last useful start time has passed, while every worker is busy.
+  // Answers waiters past their cut-off: queued ones that can no longer start in time, and ones
+  // that joined a running read with an earlier deadline than the read's.
   void Reap() {
     std::unique_lock lock(mu);
     while (!stopping) {
       const SteadyTime now = SteadyClock::now();
-      std::vector<Waiter> late;
+      std::vector<Waiter> not_started;
+      std::vector<Waiter> timed_out;
       SteadyTime next = SteadyTime::max();
-      for (size_t i = 0; i < queue.size();) {
-        const std::shared_ptr<Flight> flight = queue[i];
+      std::vector<std::shared_ptr<Flight>> emptied;
+      for (const auto& [key, flight] : flights) {
         std::vector<Waiter> taken = TakeLate(flight.get(), now);
-        std::move(taken.begin(), taken.end(), std::back_inserter(late));
-        if (flight->waiters.empty()) {
-          DropFlight(flight);
-          continue;
-        }
-        for (const Waiter& w : flight->waiters) {
-          next = std::min(next, w.deadline - options.min_read_budget);
-        }
-        ++i;
+        auto& into = flight->running ? timed_out : not_started;
+        std::move(taken.begin(), taken.end(), std::back_inserter(into));
+        if (flight->waiters.empty() && !flight->running) emptied.push_back(flight);
+        for (const Waiter& w : flight->waiters) next = std::min(next, CutOff(*flight, w));
       }
-      if (!late.empty()) {
+      for (const std::shared_ptr<Flight>& flight : emptied) DropFlight(flight);
+      if (!not_started.empty() || !timed_out.empty()) {
         lock.unlock();
-        AnswerLate(late);
-        late.clear();
+        AnswerLate(not_started);
+        AnswerLate(timed_out, /*running=*/true);
         lock.lock();
         continue;
       }
@@ -210,10 +222,10 @@ SharedReads::Admission SharedReads::Submit(const std::string& ns, const std::str
     it = impl.flights.emplace(key, flight).first;
     impl.queue.push_back(std::move(flight));
     impl.work_cv.notify_one();
-    impl.reaper_cv.notify_one();
   }
   it->second->waiters.push_back({deadline, std::move(done)});
   ++impl.waiters;
+  impl.reaper_cv.notify_one();  // this waiter's cut-off may be the earliest
   return Admission::kAccepted;
 }
 

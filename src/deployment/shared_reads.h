@@ -13,7 +13,9 @@
 //   * Deadlines count from each request's arrival. A read starts only while its earliest waiter
 //     has at least `min_read_budget` left; a waiter that would not get that much is answered at
 //     once with 503 (retry = true), never late. A running read is given the earliest deadline of
-//     the waiters it has when it starts; later waiters arrived later and have later deadlines.
+//     the waiters it has when it starts. A waiter that joins a running read with an earlier
+//     deadline (it was authorised slowly) and is still waiting at its deadline is answered then
+//     with 504 Timeout (retry = true).
 //   * Submit() never blocks on a read. It refuses (kBusy, callback not called) when
 //     `max_reads` deployments are already running or queued and the request would need another,
 //     or when `max_waiters` requests are already waiting; the caller answers 429.

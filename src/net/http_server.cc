@@ -233,7 +233,8 @@ class ConnectionBase : public std::enable_shared_from_this<ConnectionBase> {
 
   asio::io_context* ioc() const { return ioc_; }
 
-  // Written on the connection's thread, read by the acceptor: between requests (evictable).
+  // Written on the connection's thread, read by the acceptor: no whole request is being handled
+  // or answered (evictable).
   std::atomic<bool> idle{true};
   std::atomic<bool> evicting{false};  // chosen for eviction; not chosen twice
   // Set before Start(), then read-only.
@@ -342,7 +343,8 @@ class Connection final : public ConnectionBase {
   void ForceClose() override { Close(); }
 
   void EvictIfIdle() override {
-    if (state_ == kNew || state_ == kHandshake || state_ == kIdle || state_ == kClosing) {
+    // Not yet holding a whole request: one byte sent must not make a connection unevictable.
+    if (state_ == kNew || state_ == kHandshake || state_ == kIdle || state_ == kReading) {
       Close();
     } else {
       evicting.store(false, std::memory_order_relaxed);  // busy again: may be chosen later
@@ -384,7 +386,6 @@ class Connection final : public ConnectionBase {
     parser_->body_limit(opts().max_body_bytes);
     if (buffer_.size() > 0) {  // pipelined
       state_ = kReading;
-      idle.store(false, std::memory_order_relaxed);
       lowest().expires_after(opts().read_timeout);
       ReadHeader();
       return;
@@ -408,7 +409,6 @@ class Connection final : public ConnectionBase {
     }
     buffer_.commit(n);
     state_ = kReading;
-    idle.store(false, std::memory_order_relaxed);
     if (requests_ > 0) lowest().expires_after(opts().read_timeout);
     ReadHeader();
   }
@@ -478,6 +478,7 @@ class Connection final : public ConnectionBase {
   }
 
   void Dispatch() {
+    idle.store(false, std::memory_order_relaxed);  // a whole request: no longer evictable
     auto msg = parser_->release();
     parser_.reset();
     ++requests_;
@@ -607,7 +608,7 @@ class Connection final : public ConnectionBase {
       return;
     }
     state_ = kClosing;
-    idle.store(true, std::memory_order_relaxed);
+    idle.store(false, std::memory_order_relaxed);  // lingering keeps an error response intact
     if constexpr (kTls) {
       lowest().expires_after(std::min(opts().write_timeout, kLingerTimeout));
       stream_.async_shutdown([self = Self()](const beast::error_code&) { self->Close(); });

@@ -216,6 +216,28 @@ TEST(SharedReads, QueuedRequestsAreAnsweredBeforeTheirBudgetRunsOut) {
   EXPECT_EQ(gated.Reads("team/second"), 0);
 }
 
+TEST(SharedReads, LateJoinerWithAnEarlierDeadlineIsAnsweredAtItsDeadline) {
+  GatedReads gated;
+  SharedReads reads(Options(),
+                    [&](auto& ns, auto& name, SteadyTime d) { return gated.Read(ns, name, d); });
+  Answers first;
+  reads.Submit("team", "chat", In(8s), first.Add());
+  ASSERT_TRUE(gated.WaitRunning(1));
+  // Authorised slowly: joins the running read with less time left than the read has.
+  Answers late;
+  const SteadyTime deadline = In(300ms);
+  reads.Submit("team", "chat", deadline, late.Add());
+  ASSERT_TRUE(late.Wait(1, 5s));
+  const SteadyTime answered = SteadyClock::now();
+  EXPECT_GE(answered, deadline);
+  EXPECT_LT(answered, deadline + 200ms);
+  EXPECT_EQ(late.Get()[0].status.code, 504);
+  EXPECT_TRUE(late.Get()[0].retry);
+  gated.Open();
+  ASSERT_TRUE(first.Wait(1));
+  EXPECT_TRUE(first.Get()[0].status.ok());
+}
+
 TEST(SharedReads, ExceptionsBecomeInternalErrors) {
   SharedReads reads(Options(),
                     [](auto&, auto&, SteadyTime) -> Result { throw std::runtime_error("boom"); });

@@ -569,8 +569,9 @@ TEST(HttpServerTest, PerAddressLimitKeepsOneAddressFromTakingEverySlot) {
   EXPECT_EQ(a.Get("/").result_int(), 200);  // the first two keep theirs
 }
 
-// Raw sockets from `from` that connect to `port` and never send a byte.
-std::vector<int> HoldIdleConnections(uint16_t port, const char* from, int n) {
+// Raw sockets from `from` that connect to `port` and send `first` (or nothing) and no more.
+std::vector<int> HoldIdleConnections(uint16_t port, const char* from, int n,
+                                     std::string_view first = {}) {
   std::vector<int> fds;
   sockaddr_in source{};
   source.sin_family = AF_INET;
@@ -584,6 +585,10 @@ std::vector<int> HoldIdleConnections(uint16_t port, const char* from, int n) {
     if (fd < 0) break;
     if (bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof(source)) != 0 ||
         connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof(target)) != 0) {
+      close(fd);
+      break;
+    }
+    if (!first.empty() && send(fd, first.data(), first.size(), MSG_NOSIGNAL) < 0) {
       close(fd);
       break;
     }
@@ -604,7 +609,7 @@ bool RaiseFileLimit(rlim_t want) {
 // Clients that open connections and send nothing (no request, no TLS ClientHello) cannot lock
 // others out: at the limit each new connection pushes out the oldest idle one.
 template <bool kTls>
-void IdleFloodLeavesRoomForOthers() {
+void IdleFloodLeavesRoomForOthers(std::string_view first = {}) {
   ASSERT_TRUE(RaiseFileLimit(4096)) << "needs 4096 file descriptors";
   ServerOptions options;  // max_connections 1024
   options.threads = 2;
@@ -616,7 +621,7 @@ void IdleFloodLeavesRoomForOthers() {
   HttpServer server(options);
   server.Route("GET", "/", [](const HttpRequest&) { return Ok(); });
   ASSERT_TRUE(Started(server));
-  std::vector<int> idle = HoldIdleConnections(server.port(), "127.0.0.2", 1100);
+  std::vector<int> idle = HoldIdleConnections(server.port(), "127.0.0.2", 1100, first);
   ASSERT_EQ(idle.size(), 1100u);
   std::this_thread::sleep_for(300ms);  // let the server accept them all
   ssl::context ctx(ssl::context::tls_client);
@@ -638,6 +643,11 @@ void IdleFloodLeavesRoomForOthers() {
 
 TEST(HttpServerTest, IdleConnectionFloodLeavesRoomForOthers) {
   IdleFloodLeavesRoomForOthers<false>();
+}
+
+// One byte of a request does not make a connection unevictable.
+TEST(HttpServerTest, OneByteConnectionFloodLeavesRoomForOthers) {
+  IdleFloodLeavesRoomForOthers<false>("G");
 }
 
 TEST(HttpServerTest, SilentTlsConnectionFloodLeavesRoomForOthers) {
