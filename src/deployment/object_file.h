@@ -12,13 +12,12 @@
 #ifndef MODELMETRICS_DEPLOYMENT_OBJECT_FILE_H_
 #define MODELMETRICS_DEPLOYMENT_OBJECT_FILE_H_
 
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "deployment/objects.h"
 
@@ -31,23 +30,24 @@ struct ObjectSet {
   std::vector<Deployment> deployments;
 };
 
-// Decodes JSON or YAML text (detected by content: JSON when the first non-blank character is `{`
-// or `[`) into `*out`. An empty text is an error; a List with no items is not.
-bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error);
+// The default cap on an objects file (base::ReadFile's): a 1,000-Pod List as YAML is well under
+// it. `serve` (max_objects_bytes) and `snapshot` (--max-objects-bytes) can raise it.
+inline constexpr size_t kDefaultMaxObjectsBytes = size_t{4} << 20;
 
-// Parses YAML text (every `---` document; empty documents are dropped) into JSON values the way
-// Kubernetes reads YAML manifests: quoted scalars and `!!str` stay strings; plain scalars are null
-// (`~`, `null`, empty), booleans (`true`/`false` in any case), integers (decimal, `0x`, `0o`) or
-// floats (YAML 1.2 core schema) and otherwise strings. Mapping keys are always strings. Errors
-// give the line and column (1-based).
-bool ParseYamlDocuments(std::string_view text, std::vector<nlohmann::json>* out,
-                        std::string* error);
+// Decodes JSON or YAML text (detected by content: JSON when the first non-blank character is `{`
+// or `[`) into `*out`. An empty text is an error; a List with no items is not. YAML is read by
+// deployment/yaml.h ParseYaml (typing and bounds there), with `max_bytes` as its size bound;
+// its errors start with "invalid YAML: ".
+bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error,
+                   size_t max_bytes = kDefaultMaxObjectsBytes);
 
 class FileObjectSource : public ObjectSource {
  public:
-  // Reads and decodes `path`; false with `*error` ("<path>: ...") on failure, leaving the objects
-  // served so far in place. Calling it again reloads (atomically for concurrent readers).
-  bool Load(const std::string& path, std::string* error);
+  // Reads and decodes `path` (a regular file of at most `max_bytes`); false with `*error`
+  // ("<path>: ...") on failure, leaving the objects served so far in place. Calling it again
+  // reloads (atomically for concurrent readers).
+  bool Load(const std::string& path, std::string* error,
+            size_t max_bytes = kDefaultMaxObjectsBytes);
   // Serves `objects` directly (tests, in-process simulators).
   void Set(ObjectSet objects);
 

@@ -1,6 +1,5 @@
 // Tests of the file ObjectSource: the shared example objects as JSON, the same objects as YAML (a
-// List and `---` documents), YAML scalar typing, clear errors for bad files, and Kubernetes'
-// NotFound wording.
+// List and `---` documents), clear errors for bad files, and Kubernetes' NotFound wording.
 #include "deployment/object_file.h"
 
 #include <gtest/gtest.h>
@@ -313,60 +312,6 @@ TEST(ObjectFileTest, OtherKindsAreSkipped) {
       << error;
   EXPECT_EQ(set.replica_sets.size(), 1u);
   EXPECT_TRUE(set.pods.empty());
-}
-
-TEST(ObjectFileTest, YamlScalarsAreTypedLikeKubernetes) {
-  std::vector<json> docs;
-  std::string error;
-  ASSERT_TRUE(ParseYamlDocuments(R"(
-int: 18001
-negative: -3
-hex: 0x1F
-octal: 0o17
-float: 1.5
-exp: 1e3
-quoted: "18001"
-single: '42'
-tagged: !!str 7
-yes_word: yes
-bool_true: true
-bool_caps: FALSE
-null_word: null
-tilde: ~
-empty:
-quoted_null: "null"
-version: 0.11.0
-ip: 127.0.0.1
-inf: .inf
-block: |
-  two
-  lines
-)",
-                                 &docs, &error))
-      << error;
-  ASSERT_EQ(docs.size(), 1u);
-  const json& d = docs[0];
-  EXPECT_EQ(d["int"], json(18001));
-  EXPECT_TRUE(d["int"].is_number_integer());
-  EXPECT_EQ(d["negative"], json(-3));
-  EXPECT_EQ(d["hex"], json(31));
-  EXPECT_EQ(d["octal"], json(15));
-  EXPECT_EQ(d["float"], json(1.5));
-  EXPECT_EQ(d["exp"], json(1000.0));
-  EXPECT_EQ(d["quoted"], json("18001"));
-  EXPECT_EQ(d["single"], json("42"));
-  EXPECT_EQ(d["tagged"], json("7"));
-  EXPECT_EQ(d["yes_word"], json("yes"));  // YAML 1.2: only true/false are booleans
-  EXPECT_EQ(d["bool_true"], json(true));
-  EXPECT_EQ(d["bool_caps"], json(false));
-  EXPECT_TRUE(d["null_word"].is_null());
-  EXPECT_TRUE(d["tilde"].is_null());
-  EXPECT_TRUE(d["empty"].is_null());
-  EXPECT_EQ(d["quoted_null"], json("null"));
-  EXPECT_EQ(d["version"], json("0.11.0"));
-  EXPECT_EQ(d["ip"], json("127.0.0.1"));
-  EXPECT_EQ(d["inf"], json(".inf"));  // JSON has no Inf
-  EXPECT_EQ(d["block"], json("two\nlines\n"));
 }
 
 TEST(ObjectFileTest, UnquotedNumberWhereAStringBelongsIsAnError) {
