@@ -117,19 +117,52 @@ bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error, si
     return false;
   }
   std::vector<json> docs;
+  YamlLimits limits;
+  limits.max_bytes = max_bytes;
   if (LooksLikeJson(text)) {
+    if (text.size() > max_bytes) {
+      *error = "invalid JSON: the text is " + std::to_string(text.size()) + " bytes, over the " +
+               std::to_string(max_bytes) + "-byte limit";
+      return false;
+    }
+    // The YAML reader's depth and node bounds hold for JSON too: a few megabytes of `[` would
+    // otherwise build millions of nested arrays. Past a bound the parser keeps scanning but
+    // stores nothing (the callback's false), and the result is an error.
+    std::string bound;
+    size_t nodes = 0;
+    const json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json&) {
+      if (!bound.empty()) return false;
+      if ((event == json::parse_event_t::object_start ||
+           event == json::parse_event_t::array_start) &&
+          depth >= limits.max_depth) {
+        bound = "nested deeper than " + std::to_string(limits.max_depth);
+        return false;
+      }
+      if (event != json::parse_event_t::object_end && event != json::parse_event_t::array_end &&
+          ++nodes > limits.max_nodes) {
+        bound = "more than " + std::to_string(limits.max_nodes) + " nodes";
+        return false;
+      }
+      return true;
+    };
     try {
-      docs.push_back(json::parse(text));
+      docs.push_back(json::parse(text, callback));
     } catch (const json::parse_error& e) {
+      if (!bound.empty()) {  // met before the syntax error, so the first problem
+        *error = "invalid JSON: " + bound;
+        return false;
+      }
       // Drop nlohmann's "[json.exception.parse_error.101] " prefix; keep its line and column.
       std::string what = e.what();
       size_t bracket = what.find("] ");
       *error = "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2));
       return false;
     }
+    if (!bound.empty()) {
+      *error = "invalid JSON: " + bound;
+      return false;
+    }
   } else {
-    YamlLimits limits;
-    limits.max_bytes = max_bytes;
     if (!ParseYaml(text, &docs, error, limits)) {
       *error = "invalid YAML: " + *error;
       return false;

@@ -36,8 +36,8 @@ inline constexpr size_t kDefaultMaxObjectsBytes = size_t{4} << 20;
 
 // Decodes JSON or YAML text (detected by content: JSON when the first non-blank character is `{`
 // or `[`) into `*out`. An empty text is an error; a List with no items is not. YAML is read by
-// deployment/yaml.h ParseYaml (typing and bounds there), with `max_bytes` as its size bound;
-// its errors start with "invalid YAML: ".
+// deployment/yaml.h ParseYaml (typing and bounds there); JSON under the same size (`max_bytes`),
+// depth and node bounds. Errors start with "invalid JSON: " or "invalid YAML: ".
 bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error,
                    size_t max_bytes = kDefaultMaxObjectsBytes);
 

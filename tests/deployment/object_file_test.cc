@@ -511,3 +511,29 @@ TEST(ObjectFileTest, AliasBombIsRefused) {
 
 }  // namespace
 }  // namespace modelmetrics::deployment
+
+namespace modelmetrics::deployment {
+namespace {
+
+// JSON objects files get the YAML reader's bounds: a few megabytes of `[` used to build millions
+// of nested arrays (over 300 MB); now it is an error, found without storing them.
+TEST(ObjectFileTest, JsonIsBoundedLikeYaml) {
+  ObjectSet objects;
+  std::string error;
+  const std::string deep(4'000'000, '[');
+  EXPECT_FALSE(DecodeObjects(deep, &objects, &error));
+  EXPECT_EQ(error, "invalid JSON: nested deeper than 128");
+  const std::string just_deep_enough = std::string(128, '[') + std::string(128, ']');
+  EXPECT_FALSE(DecodeObjects(just_deep_enough, &objects, &error));
+  EXPECT_EQ(error, "items[0]: expected an object");  // parsed; not objects
+  std::string many = "[";
+  for (int i = 0; i < 1'000'001; ++i) many += "0,";
+  many += "0]";
+  EXPECT_FALSE(DecodeObjects(many, &objects, &error, many.size()));
+  EXPECT_EQ(error, "invalid JSON: more than 1000000 nodes");
+  EXPECT_FALSE(DecodeObjects(R"({"kind": "List", "items": []})", &objects, &error, 10));
+  EXPECT_EQ(error, "invalid JSON: the text is 29 bytes, over the 10-byte limit");
+}
+
+}  // namespace
+}  // namespace modelmetrics::deployment
