@@ -332,7 +332,10 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
         {"verbs", &rule.verbs}, {"resources", &rule.resources}, {"apiGroups", &rule.api_groups},
         {"names", &rule.names},
     };
-    for (const auto& [key, value] : node.items()) {
+    for (const auto& item : node.items()) {
+      // Not a structured binding: clang 14 cannot capture one in the lambda below.
+      const std::string& key = item.key();
+      const nlohmann::json& value = item.value();
       auto field = std::find_if(std::begin(fields), std::end(fields),
                                 [&](const auto& f) { return key == f.first; });
       if (field == std::end(fields)) {
