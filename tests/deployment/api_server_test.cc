@@ -1055,6 +1055,51 @@ TEST(ServeConfigTest, RejectsBadConfigurationsClearly) {
             "client_ca_file: no such file: " + dir.path() + "/nope.pem");
 }
 
+TEST(ServeConfigTest, ObjectsFileCapAndWhatIsNotARegularFile) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(ParseServeConfig(kBaseConfig, dir.path(), &config, &error)) << error;
+  EXPECT_EQ(config.max_objects_bytes, size_t{4} << 20);
+  ASSERT_TRUE(
+      ParseServeConfig(kBaseConfig + "max_objects_bytes: 0x10000\n", dir.path(), &config, &error))
+      << error;
+  EXPECT_EQ(config.max_objects_bytes, 65536u);
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 0\n"),
+            "max_objects_bytes: 0 is out of range [1, 1073741824]");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 18446744073709551615\n"),
+            "max_objects_bytes: 18446744073709551615 is out of range [1, 1073741824]");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 1.5\n"),
+            "max_objects_bytes: expected an integer");
+  // A device or a directory named by mistake would block or fail late: refused at load time.
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "pod_ca_file: /dev/zero\n"),
+            "pod_ca_file: not a regular file: /dev/zero");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "client_ca_file: " + dir.path() + "\n"),
+            "client_ca_file: not a regular file: " + dir.path());
+}
+
+TEST(ServeConfigTest, OneDocumentOfScalarSettings) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "---\nport: 1\n"),
+            "expected one YAML document, found 2");
+  EXPECT_EQ(ConfigError(dir, ""), "expected a YAML mapping of settings");
+  EXPECT_EQ(ConfigError(dir, "port: \"8443\"\n" + kBaseConfig), "port: expected an integer");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "in_cluster: yes\n"),  // YAML 1.2: not a boolean
+            "in_cluster: expected true or false");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "address: 1.5\n"), "address: expected a string");
+  // A name that reads as a number is still a name.
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(ParseServeConfig(kBaseConfig + "kubeconfig: kubeconfig\ncontext: 2024\n", dir.path(),
+                               &config, &error))
+      << error;
+  EXPECT_EQ(config.context, "2024");
+  EXPECT_THAT(ConfigError(dir, "port: *nowhere\n"),
+              HasSubstr("not YAML: line 1, column 7: unknown anchor `nowhere`"));
+}
+
 TEST(ServeConfigTest, BuildReportsFilesThatDoNotLoad) {
   TempDir dir;
   ConfigFiles files(dir);
