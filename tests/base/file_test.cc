@@ -62,7 +62,7 @@ TEST_F(ReadFileTest, RefusesAFileOverTheCapBeforeReadingIt) {
   ::close(fd);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(ReadFile(big, &out, &error));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // not 1 GiB read
   EXPECT_EQ(error, big + ": file is 1073741824 bytes, over the 4194304-byte limit");
   EXPECT_EQ(kDefaultMaxFileBytes, size_t{4} << 20);
 }

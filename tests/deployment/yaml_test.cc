@@ -18,6 +18,10 @@ namespace {
 
 using nlohmann::json;
 
+// Generous (sanitizer builds, a loaded machine): these catch a hang or an unbounded expansion,
+// which ran for minutes before, not a slow parse.
+constexpr std::chrono::seconds kBounded{30};
+
 std::vector<json> Parse(const std::string& text, const YamlLimits& limits = {}) {
   std::vector<json> docs;
   std::string error;
@@ -172,7 +176,7 @@ TEST(YamlTest, NestingIsBounded) {
   EXPECT_EQ(Error(block).rfind("line 129, column ", 0), 0u);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(Error(std::string(1 << 20, '[')).find("nested deeper than 128"), std::string::npos);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, kBounded);
   // An alias cannot deepen the tree past the bound either.
   limits.max_depth = 4;
   EXPECT_EQ(Parse("a: &x [[1]]\nb: [*x]\n", limits).size(), 1u);
@@ -191,7 +195,7 @@ TEST(YamlTest, AliasExpansionCountsAgainstTheNodeBudget) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(Error(bomb).find("more than 1000000 nodes once aliases are expanded"),
             std::string::npos);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, kBounded);
 
   // The budget spans documents, and alias copies are charged like the nodes they copy.
   YamlLimits limits;
@@ -247,7 +251,7 @@ TEST(YamlTest, TheInputThatHungYamlCppEndsAtOnce) {
   std::vector<json> docs;
   std::string error;
   const bool ok = ParseYaml(text, &docs, &error);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, kBounded);
   // It is malformed (a NUL byte, unbalanced flow collections): an error with a position.
   EXPECT_FALSE(ok);
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
