@@ -1,9 +1,7 @@
 // libFuzzer target for the objects file and the Kubernetes API's JSON: DecodeObjects on arbitrary
 // JSON text, and each decoder on whatever JSON parses.
 //
-// YAML text is not fed in: Debian's yaml-cpp 0.7 spins in YAML::LoadAll on some malformed
-// documents this target found (fuzz/known_issues/yaml_cpp_0.7_loadall_hang.yaml), a bug outside
-// this code. Objects files and kubeconfigs are the operator's own input; the API speaks JSON.
+// YAML text has its own target (yaml_fuzz_test.cc), which also runs DecodeObjects on it.
 //
 // Invariants checked (abort on violation): decoding terminates without memory or UB errors and
 // never throws; a failed decode always says why.

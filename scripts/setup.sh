@@ -9,7 +9,7 @@ packages=(
   g++ cmake ninja-build pkg-config git
   clang libclang-rt-14-dev clang-format          # fuzzing (libFuzzer) and formatting
   libboost1.81-dev libssl-dev libcurl4-openssl-dev zlib1g-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-cpp-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus                                     # promtool and a real Prometheus for tests
   openssl ca-certificates locales curl

@@ -41,14 +41,14 @@ for suite in "${tsan_suites[@]}"; do
   TSAN_OPTIONS="halt_on_error=1" "./build-tsan/tests/$suite" --gtest_brief=1
 done
 
-step "fuzz for ${fuzz_seconds}s + 2 x $((fuzz_seconds / 2))s (clang, libFuzzer, ASan+UBSan)"
+step "fuzz for ${fuzz_seconds}s + 3 x $((fuzz_seconds / 2))s (clang, libFuzzer, ASan+UBSan)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DMODELMETRICS_FUZZ=ON \
   -DMODELMETRICS_SANITIZE=address,undefined -DBUILD_TESTING=OFF -DMODELMETRICS_BENCH=OFF >/dev/null
-ninja -C build-fuzz -j "$jobs" parser_fuzz_test snapshot_fuzz_test objects_fuzz_test
+ninja -C build-fuzz -j "$jobs" parser_fuzz_test snapshot_fuzz_test objects_fuzz_test yaml_fuzz_test
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# fuzz TARGET SECONDS SEEDS...: new inputs go to a scratch folder; checked-in corpora and the
-# shared captures are seeds only.
+# fuzz TARGET SECONDS SEEDS... [-flag=value...]: new inputs go to a scratch folder; checked-in
+# corpora and the shared captures are seeds only. Later flags override the defaults here.
 fuzz() {
   local target=$1 seconds=$2
   shift 2
@@ -62,6 +62,9 @@ fuzz parser_fuzz_test "$fuzz_seconds" "$root/fuzz/corpus/parser" "$shared/fixtur
 # A hostile Pod's body through parse, merge and JSON; objects files and API JSON.
 fuzz snapshot_fuzz_test $((fuzz_seconds / 2)) "$root/fuzz/corpus/snapshot"
 fuzz objects_fuzz_test $((fuzz_seconds / 2)) "$root/fuzz/corpus/objects"
+# YAML (objects files, kubeconfigs, serve configuration, policy): bounded time and memory per
+# input, so a hang or an unbounded expansion fails the run.
+fuzz yaml_fuzz_test $((fuzz_seconds / 2)) "$root/fuzz/corpus/yaml" -rss_limit_mb=512 -timeout=5
 
 step "benchmark smoke run"
 ./build/bench/parser_speed_test --benchmark_min_time=0.05 \

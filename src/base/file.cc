@@ -1,25 +1,58 @@
 #include "base/file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace modelmetrics::base {
+namespace {
 
-bool ReadFile(const std::string& path, std::string* out, std::string* error) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    if (error != nullptr) *error = path + ": cannot open: " + std::strerror(errno);
-    return false;
+bool Fail(std::string* error, std::string message) {
+  if (error != nullptr) *error = std::move(message);
+  return false;
+}
+
+std::string OverLimit(const std::string& path, size_t size, size_t max_bytes) {
+  return path + ": file is " + std::to_string(size) + " bytes, over the " +
+         std::to_string(max_bytes) + "-byte limit";
+}
+
+}  // namespace
+
+bool ReadFile(const std::string& path, std::string* out, std::string* error, size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO with no writer must not block before fstat can refuse it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return Fail(error, path + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Fail(error, path + ": cannot read: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Fail(error, path + ": not a regular file");
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size > max_bytes) return Fail(error, OverLimit(path, size, max_bytes));
+
+  // One sized buffer, plus one byte to notice a file that grew since fstat.
+  std::string text(size + 1, '\0');
+  size_t used = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, text.data() + used, text.size() - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Fail(error, path + ": cannot read: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+    if (used > max_bytes) return Fail(error, OverLimit(path, used, max_bytes));
+    if (used == text.size()) text.resize(std::min(text.size() * 2, max_bytes + 1));
   }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    if (error != nullptr) *error = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
-  *out = std::move(text).str();
+  text.resize(used);
+  *out = std::move(text);
   return true;
 }
 

@@ -1,16 +1,28 @@
-// Reading a whole file, with an error that says which file and why.
+// Reading a whole file, bounded, with an error that says which file and why.
+//
+// Only regular files are read, and only up to a size cap checked with fstat before any byte is
+// read: a FIFO, a device (/dev/zero) or a huge file named by mistake fails at once with one line
+// instead of blocking or exhausting memory.
 //
 // Thread-safety: a pure function.
 #ifndef MODELMETRICS_BASE_FILE_H_
 #define MODELMETRICS_BASE_FILE_H_
 
+#include <cstddef>
 #include <string>
 
 namespace modelmetrics::base {
 
-// Reads `path` into `*out`. On failure returns false with `*error` = "<path>: cannot open: <why>"
-// or "<path>: cannot read: <why>" (when `error` is not null) and leaves `*out` unspecified.
-bool ReadFile(const std::string& path, std::string* out, std::string* error = nullptr);
+// The default cap: far more than any configuration, policy, token or kubeconfig file needs.
+inline constexpr size_t kDefaultMaxFileBytes = size_t{4} << 20;  // 4 MiB
+
+// Reads `path` into `*out`. On failure returns false with `*error` (when `error` is not null) =
+//   "<path>: cannot open: <why>", "<path>: cannot read: <why>",
+//   "<path>: not a regular file" or "<path>: file is N bytes, over the M-byte limit"
+// and leaves `*out` unspecified. A file that grows past `max_bytes` while it is read is an error
+// too (the same message, with the size read so far).
+bool ReadFile(const std::string& path, std::string* out, std::string* error = nullptr,
+              size_t max_bytes = kDefaultMaxFileBytes);
 
 }  // namespace modelmetrics::base
 

@@ -27,6 +27,11 @@ class KubeHandle : public ObjectSourceHandle {
 void AddObjectSourceFlags(CLI::App* command, ObjectSourceFlags* flags) {
   command->add_option("--objects", flags->objects_file,
                       "Read objects from a `kubectl get -o json` List (or YAML) file");
+  command
+      ->add_option("--max-objects-bytes", flags->max_objects_bytes,
+                   "With --objects: refuse a file larger than this many bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30));
   command->add_option("--kubeconfig", flags->kubeconfig, "Read objects from the Kubernetes API");
   command->add_option("--context", flags->context, "The kubeconfig context (default: current)");
   command->add_flag("--in-cluster", flags->in_cluster,
@@ -43,7 +48,7 @@ std::unique_ptr<ObjectSourceHandle> OpenObjectSource(const ObjectSourceFlags& fl
   }
   if (!flags.objects_file.empty()) {
     auto handle = std::make_unique<FileHandle>();
-    if (!handle->source_.Load(flags.objects_file, error)) return nullptr;
+    if (!handle->source_.Load(flags.objects_file, error, flags.max_objects_bytes)) return nullptr;
     return handle;
   }
   deployment::KubeConfig config;

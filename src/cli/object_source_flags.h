@@ -1,9 +1,13 @@
 // Where a command reads Kubernetes objects from: --objects FILE (a `kubectl get -o json` List or
-// YAML), --kubeconfig FILE [--context NAME], or the in-cluster service account (--in-cluster, or
-// by default when KUBERNETES_SERVICE_HOST is set).
+// YAML, a regular file of at most --max-objects-bytes, default 4 MiB), --kubeconfig FILE
+// [--context NAME], or the in-cluster service account (--in-cluster, or by default when
+// KUBERNETES_SERVICE_HOST is set).
+//
+// Thread-safety: call from one thread (command-line set-up).
 #ifndef MODELMETRICS_CLI_OBJECT_SOURCE_FLAGS_H_
 #define MODELMETRICS_CLI_OBJECT_SOURCE_FLAGS_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -16,6 +20,7 @@ namespace modelmetrics::cli {
 
 struct ObjectSourceFlags {
   std::string objects_file;
+  size_t max_objects_bytes = deployment::kDefaultMaxObjectsBytes;
   std::string kubeconfig;
   std::string context;
   bool in_cluster = false;

@@ -3,11 +3,14 @@
 // (a file, or the Kubernetes API), an Aggregator and an ApiServer, prints the URL it listens on,
 // and serves until SIGINT/SIGTERM or the duration ends.
 //
-// Exit codes: 0 after a clean stop; 2 for a bad configuration (including files it names that do
-// not load); 1 when the server cannot start (address in use, bad certificate).
+// Exit codes: 0 after a clean stop (also when SIGINT/SIGTERM comes during start-up); 2 for a bad
+// configuration (including files it names that do not load); 1 when the server cannot start
+// (address in use, bad certificate).
 //
 // Thread-safety: runs on the main thread; SIGINT/SIGTERM are blocked in every thread and taken
-// with sigtimedwait, so no handler runs asynchronously.
+// with sigtimedwait, so no handler runs asynchronously. Because they are blocked from the start, a
+// stop signal during start-up stays pending: it is checked between the start-up steps (each one
+// bounded: files are size-capped, YAML is bounded), so start-up ends at the next step.
 #include "cli/serve_command.h"
 
 #include <csignal>
@@ -52,6 +55,16 @@ void WaitForStop(const sigset_t& signals, std::optional<std::chrono::millisecond
   }
 }
 
+// Takes a pending SIGINT/SIGTERM without waiting; true (and says so) when there was one.
+bool StopPending(const sigset_t& signals) {
+  timespec now{0, 0};
+  const int signal = sigtimedwait(&signals, nullptr, &now);
+  if (signal != SIGINT && signal != SIGTERM) return false;
+  std::fprintf(stderr, "serve: %s during start-up, stopping\n",
+               signal == SIGINT ? "SIGINT" : "SIGTERM");
+  return true;
+}
+
 int RunServe(const std::string& config_path, std::optional<std::chrono::milliseconds> duration) {
   // Block the stop signals before anything starts a thread (the API client, the aggregator and
   // the server all do), so every thread inherits the mask and only sigtimedwait receives them.
@@ -72,6 +85,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
   }
+  if (StopPending(signals)) return 0;
 
   // The Kubernetes API client, when objects or reviews come from the cluster.
   std::unique_ptr<deployment::KubeApiClient> kube;
@@ -85,13 +99,14 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
       std::fprintf(stderr, "serve: %s\n", error.c_str());
       return 2;
     }
+    if (StopPending(signals)) return 0;
     kube = std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
   }
 
   std::unique_ptr<deployment::ObjectSource> source;
   if (!config.objects_file.empty()) {
     auto file = std::make_unique<deployment::FileObjectSource>();
-    if (!file->Load(config.objects_file, &error)) {
+    if (!file->Load(config.objects_file, &error, config.max_objects_bytes)) {
       std::fprintf(stderr, "serve: objects_file: %s\n", error.c_str());
       return 2;
     }
@@ -99,6 +114,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
   } else {
     source = std::make_unique<deployment::KubeApiSource>(kube.get());
   }
+  if (StopPending(signals)) return 0;
 
   auto authenticator = deployment::BuildAuthenticator(config, &error);
   if (!authenticator) {
@@ -110,6 +126,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
   }
+  if (StopPending(signals)) return 0;
 
   deployment::AggregatorOptions aggregator_options;
   aggregator_options.ca_file = config.pod_ca_file;
@@ -127,7 +144,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
     if (!server.Start(&error)) {
       std::fprintf(stderr, "serve: cannot start: %s\n", error.c_str());
       exit_code = 1;
-    } else {
+    } else if (!StopPending(signals)) {
       std::printf("serving ModelDeploymentMetrics on %s\n", server.url().c_str());
       std::printf(
           "  GET %s/apis/worker.gpustack.ai/v1/namespaces/NS/modeldeployments/NAME/metrics\n",

@@ -13,10 +13,10 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "deployment/yaml.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -492,21 +492,23 @@ void ApiServer::Stop() {
 // ---------------------------------------------------------------------------------------------
 // Serve configuration
 
-namespace {}  // namespace
-
 bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
                       std::string* error) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    *error = fmt::format("not YAML: {}", e.what());
+  std::vector<nlohmann::json> docs;
+  std::string problem;
+  if (!ParseYaml(yaml, &docs, &problem)) {
+    *error = fmt::format("not YAML: {}", problem);
     return false;
   }
-  if (!root.IsMap()) {
+  if (docs.size() > 1) {
+    *error = fmt::format("expected one YAML document, found {}", docs.size());
+    return false;
+  }
+  if (docs.empty() || !docs.front().is_object()) {
     *error = "expected a YAML mapping of settings";
     return false;
   }
+  const nlohmann::json& root = docs.front();
   ServeConfig config;
   const auto fail = [error](std::string message) {
     *error = std::move(message);
@@ -516,33 +518,31 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     if (path.empty() || base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
     return (std::filesystem::path(base_dir) / path).lexically_normal().string();
   };
-  const auto scalar = [&](const std::string& key, const YAML::Node& node, std::string* value) {
-    if (!node.IsScalar()) return fail(fmt::format("{}: expected a string", key));
-    *value = node.Scalar();
+  using Json = nlohmann::json;
+  const auto scalar = [&](const std::string& key, const Json& node, std::string* value) {
+    if (!YamlScalarText(node, value)) return fail(fmt::format("{}: expected a string", key));
     return true;
   };
-  const auto path_field = [&](const std::string& key, const YAML::Node& node, std::string* value) {
+  const auto path_field = [&](const std::string& key, const Json& node, std::string* value) {
     if (!scalar(key, node, value)) return false;
     *value = resolve(*value);
     return true;
   };
-  const auto integer = [&](const std::string& key, const YAML::Node& node, int64_t min, int64_t max,
+  const auto integer = [&](const std::string& key, const Json& node, int64_t min, int64_t max,
                            int64_t* value) {
-    try {
-      if (!node.IsScalar()) throw YAML::Exception(YAML::Mark::null_mark(), "");
-      *value = node.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      return fail(fmt::format("{}: expected an integer", key));
+    if (!node.is_number_integer()) return fail(fmt::format("{}: expected an integer", key));
+    if (node.is_number_unsigned() && node.get<uint64_t>() > static_cast<uint64_t>(max)) {
+      return fail(
+          fmt::format("{}: {} is out of range [{}, {}]", key, node.get<uint64_t>(), min, max));
     }
+    *value = node.get<int64_t>();
     if (*value < min || *value > max) {
       return fail(fmt::format("{}: {} is out of range [{}, {}]", key, *value, min, max));
     }
     return true;
   };
 
-  for (const auto& entry : root) {
-    const std::string key = entry.first.Scalar();
-    const YAML::Node& node = entry.second;
+  for (const auto& [key, node] : root.items()) {
     int64_t number = 0;
     bool ok = true;
     if (key == "address") {
@@ -559,13 +559,14 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     } else if (key == "requestheader_ca_file") {
       ok = path_field(key, node, &config.requestheader_ca_file);
     } else if (key == "requestheader_allowed_names") {
-      if (node.IsNull()) continue;
-      if (!node.IsSequence()) return fail(fmt::format("{}: expected a list of names", key));
-      for (const YAML::Node& name : node) {
-        if (!name.IsScalar() || name.Scalar().empty()) {
+      if (node.is_null()) continue;
+      if (!node.is_array()) return fail(fmt::format("{}: expected a list of names", key));
+      for (const Json& item : node) {
+        std::string name;
+        if (!YamlScalarText(item, &name) || name.empty()) {
           return fail(fmt::format("{}: expected a list of names", key));
         }
-        config.requestheader_allowed_names.push_back(name.Scalar());
+        config.requestheader_allowed_names.push_back(std::move(name));
       }
     } else if (key == "token_file") {
       ok = path_field(key, node, &config.token_file);
@@ -584,16 +585,16 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
       ok = path_field(key, node, &config.policy_file);
     } else if (key == "objects_file") {
       ok = path_field(key, node, &config.objects_file);
+    } else if (key == "max_objects_bytes") {
+      ok = integer(key, node, 1, kMaxObjectsBytesSetting, &number);
+      config.max_objects_bytes = static_cast<size_t>(number);
     } else if (key == "kubeconfig") {
       ok = path_field(key, node, &config.kubeconfig);
     } else if (key == "context") {
       ok = scalar(key, node, &config.context);
     } else if (key == "in_cluster") {
-      try {
-        config.in_cluster = node.as<bool>();
-      } catch (const YAML::Exception&) {
-        return fail("in_cluster: expected true or false");
-      }
+      if (!node.is_boolean()) return fail("in_cluster: expected true or false");
+      config.in_cluster = node.get<bool>();
     } else if (key == "pod_ca_file") {
       ok = path_field(key, node, &config.pod_ca_file);
     } else if (key == "max_in_flight") {
@@ -602,6 +603,12 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     } else if (key == "workers") {
       ok = integer(key, node, 1, 256, &number);
       config.workers = static_cast<int>(number);
+    } else if (key == "snapshot_reuse_ms") {
+      ok = integer(key, node, 0, 60000, &number);
+      config.snapshot_reuse_ms = static_cast<int>(number);
+    } else if (key == "max_connections_per_address") {
+      ok = integer(key, node, 0, 100000, &number);
+      config.max_connections_per_address = static_cast<size_t>(number);
     } else {
       return fail(fmt::format("unknown setting `{}`", key));
     }
@@ -652,7 +659,10 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
   for (const auto& [key, path] : files) {
     std::error_code ignored;
     if (!path->empty() && !std::filesystem::is_regular_file(*path, ignored)) {
-      return fail(fmt::format("{}: no such file: {}", key, *path));
+      // A device or FIFO named by mistake would block or never end when read.
+      const bool exists = std::filesystem::exists(*path, ignored);
+      return fail(
+          fmt::format("{}: {}: {}", key, exists ? "not a regular file" : "no such file", *path));
     }
   }
   *out = std::move(config);
@@ -720,6 +730,8 @@ ApiServerOptions BuildApiServerOptions(const ServeConfig& config) {
   tls.require_client_cert = false;  // tokens authenticate too
   options.http.tls = std::move(tls);
   options.max_in_flight = config.max_in_flight;
+  options.reuse_for = std::chrono::milliseconds(config.snapshot_reuse_ms);
+  options.http.max_connections_per_address = config.max_connections_per_address;
   options.worker_threads = config.workers;
   return options;
 }

@@ -143,16 +143,23 @@ std::string StatusJson(const ApiStatus& status, const std::string* details_name,
 //   authorization: policy              # policy (default) | subjectaccessreview
 //   policy_file: policy.yaml           # with `policy`: the rules (auth.h ParsePolicy)
 //   objects_file: objects.json         # objects from this file (kubectl get -o json List) ...
+//   max_objects_bytes: 4194304         #     its size cap (1 .. 1 GiB); default 4 MiB
 //   kubeconfig: ~/.kube/config         # ... else from the Kubernetes API via a kubeconfig
 //   context: ""                        #     (its current context unless named here)
 //   in_cluster: false                  # ... or via the in-cluster service account
 //   pod_ca_file: cluster-ca.pem        # trust for HTTPS Pods; default the system bundle
 //   max_in_flight: 32                  # deployments read or queued at once (then 429)
 //   workers: 8                         # threads reading deployments
+//   snapshot_reuse_ms: 1000            # a finished read answers requests this long after it
+//   max_connections_per_address: 0     # 0: none (behind kube-apiserver all comes from one)
 // At least one of token_file, client_ca_file, requestheader_ca_file is needed. `kubeconfig`
 // and `in_cluster` exclude each other; objects need `objects_file` or one of them, and
 // `subjectaccessreview` needs one of them. Unknown keys are errors (a typo must not silently drop
-// a security setting). Files named here are checked to exist at load time.
+// a security setting). Files named here are checked to exist at load time. The configuration
+// itself, the policy, token and kubeconfig files are read only if they are regular files of at
+// most 4 MiB (base/file.h); the objects file up to max_objects_bytes.
+inline constexpr int64_t kMaxObjectsBytesSetting = int64_t{1} << 30;
+
 struct ServeConfig {
   enum class Authorization { kPolicy, kSubjectAccessReview };
 
@@ -167,12 +174,15 @@ struct ServeConfig {
   Authorization authorization = Authorization::kPolicy;
   std::string policy_file;
   std::string objects_file;
+  size_t max_objects_bytes = size_t{4} << 20;  // object_file.h kDefaultMaxObjectsBytes
   std::string kubeconfig;
   std::string context;
   bool in_cluster = false;
   std::string pod_ca_file;
   size_t max_in_flight = 32;
   int workers = 8;
+  int snapshot_reuse_ms = 1000;
+  size_t max_connections_per_address = 0;
 
   // The Kubernetes API is needed (for objects or for reviews).
   bool UsesKubeApi() const { return !kubeconfig.empty() || in_cluster; }

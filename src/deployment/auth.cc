@@ -7,9 +7,10 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "deployment/yaml.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -254,20 +255,21 @@ bool ResourceMatches(const std::vector<std::string>& list, const AuthorizationRe
   return false;
 }
 
-bool ReadStringList(const YAML::Node& node, const std::string& where, std::vector<std::string>* out,
-                    std::string* error) {
+bool ReadStringList(const nlohmann::json& node, const std::string& where,
+                    std::vector<std::string>* out, std::string* error) {
   const auto fail = [&] {
     *error = fmt::format("{}: expected a list of strings", where);
     return false;
   };
-  if (node.IsScalar()) {
-    out->push_back(node.Scalar());
+  std::string text;
+  if (YamlScalarText(node, &text)) {
+    out->push_back(std::move(text));
     return true;
   }
-  if (!node.IsSequence()) return fail();
-  for (const YAML::Node& item : node) {
-    if (!item.IsScalar()) return fail();
-    out->push_back(item.Scalar());
+  if (!node.is_array()) return fail();
+  for (const nlohmann::json& item : node) {
+    if (!YamlScalarText(item, &text)) return fail();
+    out->push_back(std::move(text));
   }
   return true;
 }
@@ -286,42 +288,41 @@ bool PolicyRule::Matches(const AuthorizationRequest& request) const {
 }
 
 bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::string* error) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    *error = fmt::format("not YAML: {}", e.what());
+  std::vector<nlohmann::json> docs;
+  std::string problem;
+  if (!ParseYaml(yaml, &docs, &problem)) {
+    *error = fmt::format("not YAML: {}", problem);
     return false;
   }
-  if (!root.IsMap()) {
+  if (docs.size() != 1 || !docs.front().is_object()) {
     *error = "expected a mapping with `rules`";
     return false;
   }
-  for (const auto& entry : root) {
-    const std::string key = entry.first.Scalar();
+  const nlohmann::json& root = docs.front();
+  for (const auto& [key, value] : root.items()) {
     if (key != "rules") {
       *error = fmt::format("unknown key `{}` (expected `rules`)", key);
       return false;
     }
   }
-  const YAML::Node list = root["rules"];
-  if (!list) {
+  const auto list = root.find("rules");
+  if (list == root.end()) {
     *error = "missing `rules`";
     return false;
   }
-  if (list.IsNull()) {  // `rules:` with nothing: no rule, deny all
+  if (list->is_null()) {  // `rules:` with nothing: no rule, deny all
     rules->clear();
     return true;
   }
-  if (!list.IsSequence()) {
+  if (!list->is_array()) {
     *error = "rules: expected a list of rules";
     return false;
   }
   std::vector<PolicyRule> parsed;
   size_t index = 0;
-  for (const YAML::Node& node : list) {
+  for (const nlohmann::json& node : *list) {
     const std::string where = fmt::format("rules[{}]", index++);
-    if (!node.IsMap()) {
+    if (!node.is_object()) {
       *error = fmt::format("{}: expected a mapping", where);
       return false;
     }
@@ -331,8 +332,10 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
         {"verbs", &rule.verbs}, {"resources", &rule.resources}, {"apiGroups", &rule.api_groups},
         {"names", &rule.names},
     };
-    for (const auto& entry : node) {
-      const std::string key = entry.first.Scalar();
+    for (const auto& item : node.items()) {
+      // Not a structured binding: clang 14 cannot capture one in the lambda below.
+      const std::string& key = item.key();
+      const nlohmann::json& value = item.value();
       auto field = std::find_if(std::begin(fields), std::end(fields),
                                 [&](const auto& f) { return key == f.first; });
       if (field == std::end(fields)) {
@@ -342,7 +345,7 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
             where, key);
         return false;
       }
-      if (!ReadStringList(entry.second, where + "." + key, field->second, error)) return false;
+      if (!ReadStringList(value, where + "." + key, field->second, error)) return false;
     }
     if (rule.users.empty() && rule.groups.empty()) {
       *error = fmt::format("{}: needs `users` or `groups`", where);

@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
-#include "deployment/object_file.h"
+#include "deployment/yaml.h"
 #include "net/http_client.h"
 
 namespace modelmetrics::deployment {
@@ -249,8 +249,8 @@ bool LoadKubeconfig(const std::string& path, const std::string& context, KubeCon
   if (!base::ReadFile(path, &text, error)) return false;
   std::vector<json> docs;
   std::string problem;
-  if (!ParseYamlDocuments(text, &docs, &problem)) {
-    *error = path + ": " + problem;
+  if (!ParseYaml(text, &docs, &problem)) {
+    *error = path + ": invalid YAML: " + problem;
     return false;
   }
   KubeconfigReader reader(path, error);

@@ -1,209 +1,24 @@
 // The file ObjectSource and the JSON/YAML object decoding behind it; see object_file.h.
 //
-// YAML goes through yaml-cpp and is converted to nlohmann::json first, so both formats share one
-// decoder (and one set of error messages). yaml-cpp marks quoted scalars with the non-specific
-// tag "!" and plain ones with "?", which is what lets `"18001"` stay a string while `18001`
-// becomes a number.
+// YAML is read into nlohmann::json first (deployment/yaml.h), so both formats share one decoder
+// (and one set of error messages).
 #include "deployment/object_file.h"
 
 #include <sys/stat.h>
 
-#include <cerrno>
-#include <charconv>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
-#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "deployment/yaml.h"
 
 namespace modelmetrics::deployment {
 namespace {
 
 using nlohmann::json;
-
-// Deeper nesting than any Kubernetes object needs; bounds the recursion on hostile input.
-constexpr int kMaxYamlDepth = 128;
-// More nodes than any real objects file holds (a 1,000-Pod List has about 100,000). Aliases let a
-// few kilobytes of YAML name billions of nodes; converting stops here instead of exhausting memory.
-constexpr size_t kMaxYamlNodes = 1'000'000;
-
-constexpr std::string_view kYamlIntTag = "tag:yaml.org,2002:int";
-constexpr std::string_view kYamlFloatTag = "tag:yaml.org,2002:float";
-constexpr std::string_view kYamlBoolTag = "tag:yaml.org,2002:bool";
-constexpr std::string_view kYamlNullTag = "tag:yaml.org,2002:null";
-
-bool IsDigits(std::string_view s, bool hex = false, bool octal = false) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    bool ok = octal ? (c >= '0' && c <= '7')
-                    : (c >= '0' && c <= '9') ||
-                          (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
-    if (!ok) return false;
-  }
-  return true;
-}
-
-// Resolves a YAML 1.2 core-schema integer; false when `text` is not one.
-bool ResolveInt(std::string_view text, json* out) {
-  std::string_view digits = text;
-  bool negative = false;
-  if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) {
-    negative = digits.front() == '-';
-    digits.remove_prefix(1);
-  }
-  int base = 10;
-  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'o')) {
-    // The core schema has no sign on hex/octal; accepting one is harmless.
-    base = digits[1] == 'x' ? 16 : 8;
-    digits.remove_prefix(2);
-  }
-  if (!IsDigits(digits, base == 16, base == 8)) return false;
-  uint64_t magnitude = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
-  if (ec != std::errc() || end != digits.data() + digits.size()) {
-    // Too big for 64 bits: still a number, as a float (what Go's yaml->json would give).
-    *out = std::strtod(std::string(text).c_str(), nullptr);
-    return true;
-  }
-  if (!negative) {
-    *out = magnitude;
-  } else if (magnitude <= uint64_t{1} << 63) {
-    *out = static_cast<int64_t>(0 - magnitude);
-  } else {
-    *out = -static_cast<double>(magnitude);
-  }
-  return true;
-}
-
-// Resolves a YAML 1.2 core-schema float (finite only: JSON has no Inf/NaN, so `.inf` and `.nan`
-// stay strings); false when `text` is not one.
-bool ResolveFloat(std::string_view text, json* out) {
-  std::string_view s = text;
-  if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
-  size_t i = 0;
-  size_t int_digits = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++int_digits;
-  size_t frac_digits = 0;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++frac_digits;
-  }
-  if (int_digits + frac_digits == 0) return false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
-    if (!IsDigits(s.substr(i))) return false;
-    i = s.size();
-  }
-  if (i != s.size()) return false;
-  *out = std::strtod(std::string(text).c_str(), nullptr);
-  return true;
-}
-
-bool ResolveBool(std::string_view text, json* out) {
-  if (text == "true" || text == "True" || text == "TRUE") {
-    *out = true;
-    return true;
-  }
-  if (text == "false" || text == "False" || text == "FALSE") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
-std::string MarkText(const YAML::Mark& mark) {
-  if (mark.is_null()) return "";
-  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
-         ": ";
-}
-
-bool ConvertScalar(const YAML::Node& node, json* out, std::string* error) {
-  const std::string& text = node.Scalar();
-  const std::string& tag = node.Tag();
-  if (tag == "?") {  // a plain scalar: resolve its type
-    if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
-      *out = nullptr;
-      return true;
-    }
-    if (ResolveBool(text, out) || ResolveInt(text, out) || ResolveFloat(text, out)) return true;
-    *out = text;
-    return true;
-  }
-  auto bad = [&](std::string_view what) {
-    *error = MarkText(node.Mark()) + "`" + text + "` is not " + std::string(what);
-    return false;
-  };
-  if (tag == kYamlIntTag) return ResolveInt(text, out) || bad("an integer");
-  if (tag == kYamlFloatTag)
-    return ResolveFloat(text, out) || ResolveInt(text, out) || bad("a float");
-  if (tag == kYamlBoolTag) return ResolveBool(text, out) || bad("a boolean");
-  if (tag == kYamlNullTag) {
-    *out = nullptr;
-    return true;
-  }
-  // Quoted ("!"), block literals, `!!str` and application tags: the text itself.
-  *out = text;
-  return true;
-}
-
-// `*budget` counts down the nodes still allowed (see kMaxYamlNodes).
-bool ConvertNode(const YAML::Node& node, int depth, size_t* budget, json* out, std::string* error) {
-  if (depth > kMaxYamlDepth) {
-    *error = MarkText(node.Mark()) + "nested deeper than " + std::to_string(kMaxYamlDepth);
-    return false;
-  }
-  if (*budget == 0) {
-    *error = MarkText(node.Mark()) + "more than " + std::to_string(kMaxYamlNodes) +
-             " nodes once aliases are expanded";
-    return false;
-  }
-  --*budget;
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      *out = nullptr;
-      return true;
-    case YAML::NodeType::Scalar:
-      return ConvertScalar(node, out, error);
-    case YAML::NodeType::Sequence: {
-      *out = json::array();
-      for (const YAML::Node& item : node) {
-        json converted;
-        if (!ConvertNode(item, depth + 1, budget, &converted, error)) return false;
-        out->push_back(std::move(converted));
-      }
-      return true;
-    }
-    case YAML::NodeType::Map: {
-      *out = json::object();
-      for (const auto& entry : node) {
-        const YAML::Node& key = entry.first;
-        std::string name;
-        if (key.IsScalar()) {
-          name = key.Scalar();
-        } else if (key.IsNull()) {
-          name = "null";
-        } else {
-          *error = MarkText(key.Mark()) + "a mapping key must be a scalar";
-          return false;
-        }
-        json value;
-        if (!ConvertNode(entry.second, depth + 1, budget, &value, error)) return false;
-        (*out)[name] = std::move(value);  // a repeated key: the last one wins
-      }
-      return true;
-    }
-  }
-  *out = nullptr;
-  return true;
-}
 
 std::string_view StripBom(std::string_view text) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
@@ -299,47 +114,63 @@ std::string NotFoundMessage(std::string_view resource, std::string_view name) {
 
 }  // namespace
 
-bool ParseYamlDocuments(std::string_view text, std::vector<json>* out, std::string* error) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(StripBom(text)));
-  } catch (const YAML::Exception& e) {
-    *error = "invalid YAML: " + MarkText(e.mark) + e.msg;
-    return false;
-  }
-  out->clear();
-  size_t budget = kMaxYamlNodes;  // over every document of the text
-  for (const YAML::Node& doc : docs) {
-    if (doc.IsNull()) continue;  // `---` with nothing after it
-    json converted;
-    if (!ConvertNode(doc, 0, &budget, &converted, error)) {
-      *error = "invalid YAML: " + *error;
-      return false;
-    }
-    out->push_back(std::move(converted));
-  }
-  return true;
-}
-
-bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error) {
+bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error, size_t max_bytes) {
   text = StripBom(text);
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     *error = "no objects: the text is empty";
     return false;
   }
   std::vector<json> docs;
+  YamlLimits limits;
+  limits.max_bytes = max_bytes;
   if (LooksLikeJson(text)) {
+    if (text.size() > max_bytes) {
+      *error = "invalid JSON: the text is " + std::to_string(text.size()) + " bytes, over the " +
+               std::to_string(max_bytes) + "-byte limit";
+      return false;
+    }
+    // The YAML reader's depth and node bounds hold for JSON too: a few megabytes of `[` would
+    // otherwise build millions of nested arrays. Past a bound the parser keeps scanning but
+    // stores nothing (the callback's false), and the result is an error.
+    std::string bound;
+    size_t nodes = 0;
+    const json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json&) {
+      if (!bound.empty()) return false;
+      if ((event == json::parse_event_t::object_start ||
+           event == json::parse_event_t::array_start) &&
+          depth >= limits.max_depth) {
+        bound = "nested deeper than " + std::to_string(limits.max_depth);
+        return false;
+      }
+      if (event != json::parse_event_t::object_end && event != json::parse_event_t::array_end &&
+          ++nodes > limits.max_nodes) {
+        bound = "more than " + std::to_string(limits.max_nodes) + " nodes";
+        return false;
+      }
+      return true;
+    };
     try {
-      docs.push_back(json::parse(text));
+      docs.push_back(json::parse(text, callback));
     } catch (const json::parse_error& e) {
+      if (!bound.empty()) {  // met before the syntax error, so the first problem
+        *error = "invalid JSON: " + bound;
+        return false;
+      }
       // Drop nlohmann's "[json.exception.parse_error.101] " prefix; keep its line and column.
       std::string what = e.what();
       size_t bracket = what.find("] ");
       *error = "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2));
       return false;
     }
-  } else if (!ParseYamlDocuments(text, &docs, error)) {
-    return false;
+    if (!bound.empty()) {
+      *error = "invalid JSON: " + bound;
+      return false;
+    }
+  } else {
+    if (!ParseYaml(text, &docs, error, limits)) {
+      *error = "invalid YAML: " + *error;
+      return false;
+    }
   }
 
   ObjectSet objects;
@@ -362,15 +193,15 @@ bool FileObjectSource::Stat(const std::string& path, FileVersion* out) {
   return true;
 }
 
-bool FileObjectSource::Load(const std::string& path, std::string* error) {
+bool FileObjectSource::Load(const std::string& path, std::string* error, size_t max_bytes) {
   std::lock_guard reload(reload_mu_);  // never install an older read over a newer one
   FileVersion before;
   const bool stated = Stat(path, &before);
   std::string text;
-  if (!base::ReadFile(path, &text, error)) return false;
+  if (!base::ReadFile(path, &text, error, max_bytes)) return false;
   ObjectSet objects;
   std::string problem;
-  if (!DecodeObjects(text, &objects, &problem)) {
+  if (!DecodeObjects(text, &objects, &problem, max_bytes)) {
     *error = path + ": " + problem;
     return false;
   }
@@ -381,6 +212,7 @@ bool FileObjectSource::Load(const std::string& path, std::string* error) {
   std::lock_guard lock(mu_);
   objects_ = std::move(fresh);
   path_ = path;
+  max_bytes_ = max_bytes;
   version_ = stable ? before : FileVersion{};
   last_error_.clear();
   return true;
@@ -389,11 +221,13 @@ bool FileObjectSource::Load(const std::string& path, std::string* error) {
 bool FileObjectSource::Refresh() {
   std::string path;
   FileVersion served;
+  size_t max_bytes = 0;
   {
     std::lock_guard lock(mu_);
     if (path_.empty()) return false;
     path = path_;
     served = version_;
+    max_bytes = max_bytes_;
   }
   FileVersion now;
   if (Stat(path, &now) && now == served) return false;  // the common case: one stat
@@ -410,10 +244,10 @@ bool FileObjectSource::Refresh() {
   std::string text;
   std::string error;
   ObjectSet objects;
-  bool ok = base::ReadFile(path, &text, &error);
+  bool ok = base::ReadFile(path, &text, &error, max_bytes);
   if (ok) {
     std::string problem;
-    ok = DecodeObjects(text, &objects, &problem);
+    ok = DecodeObjects(text, &objects, &problem, max_bytes);
     if (!ok) error = path + ": " + problem;
   }
   FileVersion after;

@@ -20,6 +20,7 @@
 #ifndef MODELMETRICS_DEPLOYMENT_OBJECT_FILE_H_
 #define MODELMETRICS_DEPLOYMENT_OBJECT_FILE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,8 +28,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "deployment/objects.h"
 
@@ -41,23 +40,24 @@ struct ObjectSet {
   std::vector<Deployment> deployments;
 };
 
-// Decodes JSON or YAML text (detected by content: JSON when the first non-blank character is `{`
-// or `[`) into `*out`. An empty text is an error; a List with no items is not.
-bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error);
+// The default cap on an objects file (base::ReadFile's): a 1,000-Pod List as YAML is well under
+// it. `serve` (max_objects_bytes) and `snapshot` (--max-objects-bytes) can raise it.
+inline constexpr size_t kDefaultMaxObjectsBytes = size_t{4} << 20;
 
-// Parses YAML text (every `---` document; empty documents are dropped) into JSON values the way
-// Kubernetes reads YAML manifests: quoted scalars and `!!str` stay strings; plain scalars are null
-// (`~`, `null`, empty), booleans (`true`/`false` in any case), integers (decimal, `0x`, `0o`) or
-// floats (YAML 1.2 core schema) and otherwise strings. Mapping keys are always strings. Errors
-// give the line and column (1-based).
-bool ParseYamlDocuments(std::string_view text, std::vector<nlohmann::json>* out,
-                        std::string* error);
+// Decodes JSON or YAML text (detected by content: JSON when the first non-blank character is `{`
+// or `[`) into `*out`. An empty text is an error; a List with no items is not. YAML is read by
+// deployment/yaml.h ParseYaml (typing and bounds there); JSON under the same size (`max_bytes`),
+// depth and node bounds. Errors start with "invalid JSON: " or "invalid YAML: ".
+bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error,
+                   size_t max_bytes = kDefaultMaxObjectsBytes);
 
 class FileObjectSource : public ObjectSource {
  public:
-  // Reads and decodes `path`; false with `*error` ("<path>: ...") on failure, leaving the objects
-  // served so far in place. Calling it again reloads (atomically for concurrent readers).
-  bool Load(const std::string& path, std::string* error);
+  // Reads and decodes `path` (a regular file of at most `max_bytes`); false with `*error`
+  // ("<path>: ...") on failure, leaving the objects served so far in place. Calling it again
+  // reloads (atomically for concurrent readers).
+  bool Load(const std::string& path, std::string* error,
+            size_t max_bytes = kDefaultMaxObjectsBytes);
   // Serves `objects` directly (tests, in-process simulators); stops following a file.
   void Set(ObjectSet objects);
   // Re-reads the loaded file if its identity changed. True when the objects were replaced.
@@ -88,6 +88,7 @@ class FileObjectSource : public ObjectSource {
   std::shared_ptr<const ObjectSet> objects_ = std::make_shared<ObjectSet>();
   std::mutex reload_mu_;    // one reload at a time; never held with mu_ inverted
   std::string path_;        // followed file; "" after Set(). Under mu_.
+  size_t max_bytes_ = 0;    // its cap, from Load(). Under mu_.
   FileVersion version_;     // of the objects served, or of the last failed attempt. Under mu_.
   std::string last_error_;  // under mu_
   std::function<void(const std::string&)> log_;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,8 +28,11 @@ extern char** environ;
 namespace modelmetrics::testing {
 
 struct CliResult {
-  int exit_code = -1;  // -1: killed by a signal or by the deadline
+  int exit_code = -1;   // -1: killed by a signal or by the deadline
+  int term_signal = 0;  // the signal that ended it, if one did
   bool timed_out = false;
+  long max_rss_kib = 0;  // the child's peak resident memory (wait4's ru_maxrss)
+  std::chrono::milliseconds elapsed{0};
   std::string out;
   std::string err;
 };
@@ -93,6 +97,7 @@ class CliProcess {
   CliProcess& operator=(const CliProcess&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0 && !result_ready_; }
 
   // Waits for the exit at most `timeout`; on the deadline kills the child and reports
@@ -101,26 +106,36 @@ class CliProcess {
     if (!result_ready_ && pid_ > 0) {
       const auto deadline = std::chrono::steady_clock::now() + timeout;
       int status = 0;
+      rusage usage{};
       for (;;) {
-        const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+        const pid_t done = ::wait4(pid_, &status, WNOHANG, &usage);
         if (done == pid_) {
           result_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+          result_.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
           break;
         }
         if (done < 0 || std::chrono::steady_clock::now() >= deadline) {
           result_.timed_out = done >= 0;
           ::kill(pid_, SIGKILL);
-          ::waitpid(pid_, &status, 0);
+          ::wait4(pid_, &status, 0, &usage);
           result_.exit_code = -1;
           break;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
+      result_.max_rss_kib = usage.ru_maxrss;
+      result_.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - started_);
       result_ready_ = true;
     }
     result_.out = SlurpFile(out_file_);
     result_.err = SlurpFile(err_file_);
     return result_;
+  }
+
+  // Sends `signal` to the running child.
+  void Signal(int signal) {
+    if (pid_ > 0 && !result_ready_) ::kill(pid_, signal);
   }
 
   // What the child has written to stdout so far.
@@ -139,6 +154,7 @@ class CliProcess {
   std::string out_file_;
   std::string err_file_;
   pid_t pid_ = -1;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool result_ready_ = false;
   CliResult result_;
 };

@@ -4,7 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <ctime>
@@ -18,6 +17,7 @@
 
 #include "cli/cli_runner.h"
 #include "deployment/snapshot.h"
+#include "deployment/yaml.h"
 #include "sim/deployment_sim.h"
 
 namespace modelmetrics {
@@ -154,26 +154,6 @@ deployment::Snapshot ParseSnapshot(const Json& doc) {
     }
   }
   return s;
-}
-
-// A YAML node as JSON (scalars as strings), for comparing the shapes of the two renderings.
-nlohmann::json YamlToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map: {
-      nlohmann::json out = nlohmann::json::object();
-      for (const auto& item : node) out[item.first.as<std::string>()] = YamlToJson(item.second);
-      return out;
-    }
-    case YAML::NodeType::Sequence: {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& item : node) out.push_back(YamlToJson(item));
-      return out;
-    }
-    case YAML::NodeType::Null:
-      return nullptr;
-    default:
-      return node.as<std::string>();
-  }
 }
 
 std::set<std::string> KeySet(const nlohmann::json& object) {
@@ -354,20 +334,25 @@ TEST_F(SnapshotCommandTest, YamlHasTheJsonFields) {
   ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
   const CliResult json = Snapshot({"chat", "-o", "json", "--window", "1s"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
-  YAML::Node node;
-  ASSERT_NO_THROW(node = YAML::Load(yaml.out)) << yaml.out;
-  ASSERT_TRUE(node.IsMap());
-  EXPECT_EQ(node["kind"].as<std::string>(), "ModelDeploymentMetrics");
-  EXPECT_EQ(node["apiVersion"].as<std::string>(), "worker.gpustack.ai/v1");
-  EXPECT_EQ(node["metadata"]["name"].as<std::string>(), "chat");
-  EXPECT_EQ(node["metadata"]["namespace"].as<std::string>(), "prod");
-  EXPECT_TRUE(node["metadata"]["creationTimestamp"].IsNull());
-  EXPECT_FALSE(node["partial"].as<bool>());
-  // The timestamp is a string (quoted), not a YAML timestamp or number.
-  EXPECT_EQ(node["timestamp"].Tag(), "!");
-  EXPECT_EQ(node["timestamp"].as<std::string>().size(), 20u);
+  // Read back with the reader objects files go through (Kubernetes' typing).
+  std::vector<nlohmann::json> docs;
+  std::string error;
+  ASSERT_TRUE(deployment::ParseYaml(yaml.out, &docs, &error)) << error << "\n" << yaml.out;
+  ASSERT_EQ(docs.size(), 1u);
+  const nlohmann::json& from_yaml = docs[0];
+  ASSERT_TRUE(from_yaml.is_object());
+  EXPECT_EQ(from_yaml["kind"], "ModelDeploymentMetrics");
+  EXPECT_EQ(from_yaml["apiVersion"], "worker.gpustack.ai/v1");
+  EXPECT_EQ(from_yaml["metadata"]["name"], "chat");
+  EXPECT_EQ(from_yaml["metadata"]["namespace"], "prod");
+  EXPECT_TRUE(from_yaml["metadata"]["creationTimestamp"].is_null());
+  EXPECT_EQ(from_yaml["partial"], false);
+  // The timestamp is a string, and quoted: readers with a YAML 1.1 timestamp type keep it too.
+  ASSERT_TRUE(from_yaml["timestamp"].is_string());
+  EXPECT_EQ(from_yaml["timestamp"].get<std::string>().size(), 20u);
+  EXPECT_THAT(yaml.out, ::testing::HasSubstr("\ntimestamp: \"" +
+                                             from_yaml["timestamp"].get<std::string>() + "\"\n"));
 
-  const nlohmann::json from_yaml = YamlToJson(node);
   const Json doc = Json::parse(json.out);
   EXPECT_EQ(KeySet(from_yaml), KeySet(doc)) << yaml.out;
   for (const char* list : {"processing", "queueing", "cacheHits", "latency", "traffic"}) {
@@ -377,10 +362,11 @@ TEST_F(SnapshotCommandTest, YamlHasTheJsonFields) {
     for (const nlohmann::json& item : from_yaml[list]) EXPECT_EQ(KeySet(item), json_keys) << list;
   }
   // Numbers read back as numbers, in the same form the JSON uses.
-  for (const auto& item : node["latency"]) {
-    EXPECT_NO_THROW(item["value"].as<double>());
-    EXPECT_GT(item["windowSeconds"].as<double>(), 0.9);
-    EXPECT_EQ(item["unit"].as<std::string>(), "seconds");
+  for (const nlohmann::json& item : from_yaml["latency"]) {
+    EXPECT_TRUE(item["value"].is_number()) << item;
+    ASSERT_TRUE(item["windowSeconds"].is_number()) << item;
+    EXPECT_GT(item["windowSeconds"].get<double>(), 0.9);
+    EXPECT_EQ(item["unit"], "seconds");
   }
 }
 

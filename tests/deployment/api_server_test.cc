@@ -956,7 +956,9 @@ TEST(ServeConfigTest, ParsesEverySettingAndResolvesRelativePaths) {
       "context: kind-kind\n"
       "pod_ca_file: ca.pem\n"
       "max_in_flight: 5\n"
-      "workers: 3\n";
+      "workers: 3\n"
+      "snapshot_reuse_ms: 250\n"
+      "max_connections_per_address: 16\n";
   ServeConfig config;
   std::string error;
   ASSERT_TRUE(ParseServeConfig(yaml, dir.path(), &config, &error)) << error;
@@ -985,6 +987,8 @@ TEST(ServeConfigTest, ParsesEverySettingAndResolvesRelativePaths) {
   EXPECT_EQ(options.http.tls->client_ca_file, dir.path() + "/ca.pem");
   EXPECT_FALSE(options.http.tls->require_client_cert);
   EXPECT_EQ(options.max_in_flight, 5u);
+  EXPECT_EQ(options.reuse_for, std::chrono::milliseconds(250));
+  EXPECT_EQ(options.http.max_connections_per_address, 16u);
 }
 
 TEST(ServeConfigTest, DefaultsAndLoadFromFile) {
@@ -1057,6 +1061,51 @@ TEST(ServeConfigTest, RejectsBadConfigurationsClearly) {
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "context: x\n"), "context needs kubeconfig");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "client_ca_file: nope.pem\n"),
             "client_ca_file: no such file: " + dir.path() + "/nope.pem");
+}
+
+TEST(ServeConfigTest, ObjectsFileCapAndWhatIsNotARegularFile) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(ParseServeConfig(kBaseConfig, dir.path(), &config, &error)) << error;
+  EXPECT_EQ(config.max_objects_bytes, size_t{4} << 20);
+  ASSERT_TRUE(
+      ParseServeConfig(kBaseConfig + "max_objects_bytes: 0x10000\n", dir.path(), &config, &error))
+      << error;
+  EXPECT_EQ(config.max_objects_bytes, 65536u);
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 0\n"),
+            "max_objects_bytes: 0 is out of range [1, 1073741824]");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 18446744073709551615\n"),
+            "max_objects_bytes: 18446744073709551615 is out of range [1, 1073741824]");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 1.5\n"),
+            "max_objects_bytes: expected an integer");
+  // A device or a directory named by mistake would block or fail late: refused at load time.
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "pod_ca_file: /dev/zero\n"),
+            "pod_ca_file: not a regular file: /dev/zero");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "client_ca_file: " + dir.path() + "\n"),
+            "client_ca_file: not a regular file: " + dir.path());
+}
+
+TEST(ServeConfigTest, OneDocumentOfScalarSettings) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "---\nport: 1\n"),
+            "expected one YAML document, found 2");
+  EXPECT_EQ(ConfigError(dir, ""), "expected a YAML mapping of settings");
+  EXPECT_EQ(ConfigError(dir, "port: \"8443\"\n" + kBaseConfig), "port: expected an integer");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "in_cluster: yes\n"),  // YAML 1.2: not a boolean
+            "in_cluster: expected true or false");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "address: 1.5\n"), "address: expected a string");
+  // A name that reads as a number is still a name.
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(ParseServeConfig(kBaseConfig + "kubeconfig: kubeconfig\ncontext: 2024\n", dir.path(),
+                               &config, &error))
+      << error;
+  EXPECT_EQ(config.context, "2024");
+  EXPECT_THAT(ConfigError(dir, "port: *nowhere\n"),
+              HasSubstr("not YAML: line 1, column 7: unknown anchor `nowhere`"));
 }
 
 TEST(ServeConfigTest, BuildReportsFilesThatDoNotLoad) {

@@ -323,6 +323,18 @@ TEST(PolicyTest, RejectsBadFilesNamingThePlace) {
             "rules[0]: needs a non-empty `resources`");
 }
 
+TEST(PolicyTest, ScalarsThatReadAsNumbersAreStillNames) {
+  const std::vector<PolicyRule> rules = Policy(
+      "rules:\n- users: [1234, true]\n  namespaces: [2024]\n  verbs: get\n  resources: ['*']\n");
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_THAT(rules[0].users, ElementsAre("1234", "true"));
+  EXPECT_THAT(rules[0].namespaces, ElementsAre("2024"));
+  EXPECT_EQ(PolicyError("rules:\n- users: [~]\n  namespaces: [t]\n  verbs: [get]\n"
+                        "  resources: ['*']\n"),
+            "rules[0].users: expected a list of strings");
+  EXPECT_EQ(PolicyError("rules: []\n---\nrules: []\n"), "expected a mapping with `rules`");
+}
+
 TEST(PolicyTest, LoadNamesThePath) {
   std::string error;
   EXPECT_EQ(PolicyAuthorizer::Load("/no/such/policy.yaml", &error), nullptr);

@@ -1,0 +1,192 @@
+// Runs the real `modelmetrics snapshot --objects X` and `modelmetrics serve --config X` on inputs
+// that used to hang or crash them: the YAML on which yaml-cpp 0.7 grew to 14 GB, /dev/zero (read
+// whole: std::bad_alloc, exit 134) and a 1 GiB sparse file. Each must end with one line on stderr
+// and exit 2, in bounded memory. Also: `serve` stops at the next start-up step on SIGTERM.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/cli_runner.h"
+
+namespace modelmetrics {
+namespace {
+
+using ::modelmetrics::testing::CliProcess;
+using ::modelmetrics::testing::CliResult;
+using ::modelmetrics::testing::RunModelmetrics;
+using ::modelmetrics::testing::ScratchDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr const char* kHangYaml = MM_SOURCE_DIR "/fuzz/corpus/yaml/yaml_cpp_0.7_loadall_hang.yaml";
+constexpr long kMaxRssKib = 256 * 1024;
+// Generous: a loaded CI machine must not fail these; a hang still does (it used to run forever).
+constexpr std::chrono::seconds kDeadline{20};
+
+std::string TlsFile(const char* name) {
+  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
+}
+
+// A 1 GiB file that takes no disk: only its size is ever looked at.
+std::string SparseFile(const ScratchDir& dir) {
+  const std::string path = dir.File("sparse-1gib.yaml");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::ftruncate(fd, off_t{1} << 30), 0);
+  ::close(fd);
+  return path;
+}
+
+// A valid serve configuration in `dir` whose objects come from `objects_file`.
+std::string ServeConfig(const ScratchDir& dir, const std::string& objects_file,
+                        const std::string& extra = "") {
+  dir.Write("tokens.csv", "alice-token,alice,uid-alice\n");
+  dir.Write("policy.yaml",
+            "rules:\n- users: [alice]\n  namespaces: ['*']\n  verbs: [get]\n  resources: ['*']\n");
+  return dir.Write("serve.yaml",
+                   "port: 0\n"
+                   "tls_cert_file: " +
+                       TlsFile("server.pem") +
+                       "\n"
+                       "tls_key_file: " +
+                       TlsFile("server-key.pem") +
+                       "\n"
+                       "token_file: tokens.csv\n"
+                       "policy_file: policy.yaml\n"
+                       "objects_file: " +
+                       objects_file + "\n" + extra);
+}
+
+void ExpectOneLineError(const CliResult& r, const std::string& starts_with) {
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.term_signal, 0) << r.err;
+  EXPECT_THAT(r.err, StartsWith(starts_with));
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;  // exactly one line
+  EXPECT_GT(r.max_rss_kib, 0);
+  EXPECT_LT(r.max_rss_kib, kMaxRssKib) << starts_with;
+}
+
+TEST(BadInputTest, SnapshotObjectsFromTheYamlThatHungYamlCpp) {
+  ScratchDir dir;
+  const CliResult r = RunModelmetrics(
+      dir, {"snapshot", "chat", "--objects", kHangYaml, "--window", "0"}, kDeadline);
+  ExpectOneLineError(r,
+                     std::string("modelmetrics snapshot: ") + kHangYaml + ": invalid YAML: line ");
+}
+
+TEST(BadInputTest, SnapshotObjectsFromDevZero) {
+  ScratchDir dir;
+  const CliResult r = RunModelmetrics(
+      dir, {"snapshot", "chat", "--objects", "/dev/zero", "--window", "0"}, kDeadline);
+  ExpectOneLineError(r, "modelmetrics snapshot: /dev/zero: not a regular file");
+}
+
+TEST(BadInputTest, SnapshotObjectsFromA1GiBSparseFile) {
+  ScratchDir dir;
+  const std::string sparse = SparseFile(dir);
+  CliResult r =
+      RunModelmetrics(dir, {"snapshot", "chat", "--objects", sparse, "--window", "0"}, kDeadline);
+  ExpectOneLineError(r, "modelmetrics snapshot: " + sparse +
+                            ": file is 1073741824 bytes, over the 4194304-byte limit");
+  // The cap is --max-objects-bytes when given.
+  r = RunModelmetrics(dir,
+                      {"snapshot", "chat", "--objects", dir.Write("small.yaml", "kind: [\n"),
+                       "--max-objects-bytes", "4", "--window", "0"},
+                      kDeadline);
+  ExpectOneLineError(r, "modelmetrics snapshot: " + dir.File("small.yaml") +
+                            ": file is 8 bytes, over the 4-byte limit");
+}
+
+TEST(BadInputTest, ServeConfigFromTheYamlThatHungYamlCpp) {
+  ScratchDir dir;
+  const CliResult r = RunModelmetrics(dir, {"serve", "--config", kHangYaml}, kDeadline);
+  ExpectOneLineError(r, std::string("serve: ") + kHangYaml + ": not YAML: line ");
+}
+
+TEST(BadInputTest, ServeConfigFromDevZero) {
+  ScratchDir dir;
+  const CliResult r = RunModelmetrics(dir, {"serve", "--config", "/dev/zero"}, kDeadline);
+  ExpectOneLineError(r, "serve: /dev/zero: not a regular file");
+}
+
+TEST(BadInputTest, ServeConfigFromA1GiBSparseFile) {
+  ScratchDir dir;
+  const std::string sparse = SparseFile(dir);
+  const CliResult r = RunModelmetrics(dir, {"serve", "--config", sparse}, kDeadline);
+  ExpectOneLineError(
+      r, "serve: " + sparse + ": file is 1073741824 bytes, over the 4194304-byte limit");
+}
+
+// The same inputs as the objects file a good configuration names.
+TEST(BadInputTest, ServeObjectsFileIsBoundedToo) {
+  ScratchDir dir;
+  CliResult r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, kHangYaml)}, kDeadline);
+  ExpectOneLineError(r, std::string("serve: objects_file: ") + kHangYaml + ": invalid YAML: line ");
+  r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, "/dev/zero")}, kDeadline);
+  ExpectOneLineError(
+      r, "serve: " + dir.File("serve.yaml") + ": objects_file: not a regular file: /dev/zero");
+  const std::string sparse = SparseFile(dir);
+  r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, sparse)}, kDeadline);
+  ExpectOneLineError(r, "serve: objects_file: " + sparse +
+                            ": file is 1073741824 bytes, over the 4194304-byte limit");
+  r = RunModelmetrics(
+      dir, {"serve", "--config", ServeConfig(dir, sparse, "max_objects_bytes: 1024\n")}, kDeadline);
+  ExpectOneLineError(
+      r, "serve: objects_file: " + sparse + ": file is 1073741824 bytes, over the 1024-byte limit");
+}
+
+// Whether the main thread of `pid` blocks SIGTERM (/proc/PID/status SigBlk, a hex mask).
+bool BlocksSigterm(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) {
+      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      return (mask >> (SIGTERM - 1)) & 1;
+    }
+  }
+  return false;
+}
+
+// SIGTERM while `serve` reads a large objects file (signals already blocked): it is taken at the
+// next start-up step, so serve stops without ever serving, promptly, exit 0.
+TEST(BadInputTest, ServeStopsOnSigtermDuringStartUp) {
+  ScratchDir dir;
+  // A ConfigMap with a 24 MiB block scalar: valid, and slow enough to read to be caught mid-way.
+  {
+    std::ofstream objects(dir.File("objects.yaml"), std::ios::binary);
+    objects << "kind: ConfigMap\nmetadata: {name: big}\ndata:\n  blob: |\n";
+    const std::string line = "    " + std::string(1019, 'x') + "\n";
+    for (int i = 0; i < 24 * 1024; ++i) objects << line;
+  }
+  const std::string config =
+      ServeConfig(dir, dir.File("objects.yaml"), "max_objects_bytes: 33554432\n");
+  CliProcess process({"serve", "--config", config}, dir.File("out"), dir.File("err"));
+  ASSERT_TRUE(process.started());
+  const auto give_up = std::chrono::steady_clock::now() + kDeadline;
+  while (!BlocksSigterm(process.pid()) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ASSERT_TRUE(BlocksSigterm(process.pid()));
+  process.Signal(SIGTERM);
+  const CliResult r = process.Wait(kDeadline);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "serve: SIGTERM during start-up, stopping\n");
+  EXPECT_THAT(r.out, Not(HasSubstr("serving")));
+}
+
+}  // namespace
+}  // namespace modelmetrics
