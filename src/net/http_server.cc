@@ -416,13 +416,19 @@ class Connection final : public ConnectionBase {
   void ReadHeader() {
     http::async_read_header(
         stream_, buffer_, *parser_,
-        [self = Self()](const beast::error_code& ec, size_t) { self->OnHeader(ec); });
+        [self = Self()](const beast::error_code& ec, size_t n) { self->OnHeader(ec, n); });
   }
 
-  void OnHeader(const beast::error_code& ec) {
+  // `n`: the bytes of the request line and headers. Beast limits the request line and the
+  // fields separately (each to header_limit), so the sum is checked here against the contract.
+  void OnHeader(const beast::error_code& ec, size_t n) {
     if (state_ == kClosed) return;
     if (ec) {
       OnReadError(ec);
+      return;
+    }
+    if (n > opts().max_header_bytes) {
+      OnReadError(http::error::header_limit);
       return;
     }
     if (parser_->is_done()) {

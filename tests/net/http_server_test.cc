@@ -503,6 +503,33 @@ TEST(HttpServerTest, IdleKeepAliveConnectionIsClosedAfterIdleTimeout) {
   EXPECT_LT(idle, 1500);
 }
 
+// The limit is exactly what the contract says: request line plus headers, final CRLF included.
+TEST(HttpServerTest, HeaderLimitIsExactlyMaxHeaderBytes) {
+  ServerOptions options;  // max_header_bytes 16 KiB
+  HttpServer server(options);
+  server.Route("GET", "/", [](const HttpRequest&) { return Ok(); });
+  ASSERT_TRUE(Started(server));
+  const auto request_of = [](size_t total) {
+    const std::string head = "GET / HTTP/1.1\r\nHost: t\r\nX-Pad: ";
+    const std::string tail = "\r\n\r\n";
+    return head + std::string(total - head.size() - tail.size(), 'a') + tail;
+  };
+  {
+    Client client;
+    ASSERT_FALSE(client.Connect(server.port()));
+    const std::string request = request_of(options.max_header_bytes);
+    ASSERT_EQ(request.size(), options.max_header_bytes);
+    EXPECT_EQ(client.RoundTrip(request).result_int(), 200);
+  }
+  {
+    Client client;
+    ASSERT_FALSE(client.Connect(server.port()));
+    const Response r = client.RoundTrip(request_of(options.max_header_bytes + 1));
+    if (r.result_int() != 0) EXPECT_EQ(r.result_int(), 431);
+    EXPECT_TRUE(client.WaitClosed(3s));
+  }
+}
+
 TEST(HttpServerTest, AtMaxConnectionsTheOldestIdleConnectionMakesRoom) {
   ServerOptions options;
   options.max_connections = 2;
