@@ -193,6 +193,22 @@ bool FileObjectSource::Stat(const std::string& path, FileVersion* out) {
   return true;
 }
 
+namespace {
+
+// Modification times tick coarsely (a few ms, a second on some filesystems): a same-size rewrite
+// within one tick of the read would look unchanged. A version this fresh is therefore not
+// trusted, and read again on the next call until it has aged (git's "racy" rule).
+constexpr std::chrono::seconds kRacyAge{1};
+
+bool Racy(int64_t mtime_ns) {
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  return now_ns - mtime_ns < std::chrono::nanoseconds(kRacyAge).count();
+}
+
+}  // namespace
+
 bool FileObjectSource::Load(const std::string& path, std::string* error, size_t max_bytes) {
   std::lock_guard reload(reload_mu_);  // never install an older read over a newer one
   FileVersion before;
@@ -207,7 +223,7 @@ bool FileObjectSource::Load(const std::string& path, std::string* error, size_t 
   }
   FileVersion after;
   // A file that changed while it was read is served, but read again on the next Refresh().
-  const bool stable = stated && Stat(path, &after) && after == before;
+  const bool stable = stated && Stat(path, &after) && after == before && !Racy(before.mtime_ns);
   auto fresh = std::make_shared<const ObjectSet>(std::move(objects));
   std::lock_guard lock(mu_);
   objects_ = std::move(fresh);
@@ -251,30 +267,28 @@ bool FileObjectSource::Refresh() {
     if (!ok) error = path + ": " + problem;
   }
   FileVersion after;
-  const bool stable = Stat(path, &after) && after == before;
-  if (!ok && !stable) return false;  // still being written: look again next time
+  const bool unchanged = Stat(path, &after) && after == before;
+  if (!ok && !unchanged) return false;  // still being written: look again next time
+  const bool stable = unchanged && !Racy(before.mtime_ns);
   std::function<void(const std::string&)> log;
   {
     std::lock_guard lock(mu_);
     if (path_ != path) return false;
     if (!ok) {
-      version_ = before;  // report this version's error once
+      // Reported once per error: a racy version is read again, but says the same thing.
+      if (error != last_error_)
+        log = log_ ? log_ : [](const std::string& line) {
+          std::fprintf(stderr, "objects file: %s\n", line.c_str());
+        };
+      version_ = stable ? before : FileVersion{};
       last_error_ = error;
-      log = log_;
     } else {
       objects_ = std::make_shared<const ObjectSet>(std::move(objects));
       version_ = stable ? before : FileVersion{};
       last_error_.clear();
     }
   }
-  if (!ok) {
-    const std::string message = error + " (still serving the last good objects)";
-    if (log) {
-      log(message);
-    } else {
-      std::fprintf(stderr, "objects file: %s\n", message.c_str());
-    }
-  }
+  if (log) log(error + " (still serving the last good objects)");
   return ok;
 }
 

@@ -1,10 +1,15 @@
 #include "modelmetrics/scrape.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
-#include <unordered_set>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "format/number.h"
 
@@ -29,20 +34,45 @@ bool Matches(const MetricSample& s, std::span<const LabelMatch> match) {
   return true;
 }
 
-// The series identity Prometheus uses: the sample name and its labels, in any order.
-std::string SeriesKey(const MetricSample& s) {
-  std::vector<const LabelPair*> labels;
-  labels.reserve(s.labels.size());
-  for (const LabelPair& label : s.labels) labels.push_back(&label);
-  std::sort(labels.begin(), labels.end(),
-            [](const LabelPair* a, const LabelPair* b) { return a->first < b->first; });
-  std::string key = s.name;
-  for (const LabelPair* label : labels) {
-    // Length-prefixed, so no label text can forge another key.
-    key += '\0' + std::to_string(label->first.size()) + ':' + label->first;
-    key += std::to_string(label->second.size()) + ':' + label->second;
+// The series identity Prometheus uses: the sample name and its labels, in any order. Labels
+// are visited in name order without copying them (exporters write few labels per series).
+template <typename Visit>
+void ForEachLabelInOrder(const MetricSample& s, Visit visit) {
+  constexpr size_t kInline = 32;
+  const size_t n = s.labels.size();
+  std::array<uint32_t, kInline> inline_order;
+  std::vector<uint32_t> heap_order;
+  uint32_t* order = inline_order.data();
+  if (n > kInline) {
+    heap_order.resize(n);
+    order = heap_order.data();
   }
-  return key;
+  for (uint32_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order, order + n,
+            [&s](uint32_t a, uint32_t b) { return s.labels[a].first < s.labels[b].first; });
+  for (size_t i = 0; i < n; ++i) visit(s.labels[order[i]]);
+}
+
+uint64_t SeriesHash(const MetricSample& s) {
+  const std::hash<std::string_view> hash;
+  uint64_t h = hash(s.name);
+  const auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  ForEachLabelInOrder(s, [&](const LabelPair& label) {
+    mix(hash(label.first));
+    mix(hash(label.second));
+  });
+  return h;
+}
+
+bool SameSeries(const MetricSample& a, const MetricSample& b) {
+  if (a.name != b.name || a.labels.size() != b.labels.size()) return false;
+  std::vector<const LabelPair*> left, right;
+  ForEachLabelInOrder(a, [&](const LabelPair& label) { left.push_back(&label); });
+  ForEachLabelInOrder(b, [&](const LabelPair& label) { right.push_back(&label); });
+  for (size_t i = 0; i < left.size(); ++i) {
+    if (*left[i] != *right[i]) return false;
+  }
+  return true;
 }
 
 // `name{a="1",b="2"}` for an error message, cut short.
@@ -84,15 +114,22 @@ bool Scrape::Parse(std::string_view body, const ScrapeOptions& options, std::str
   }
   // A series twice in one scrape is ambiguous (which value is current?); Prometheus rejects
   // the whole scrape, and so does this.
-  std::unordered_set<std::string> seen;
+  size_t samples = 0;
+  for (const MetricFamily& family : families_) samples += family.samples.size();
+  std::unordered_multimap<uint64_t, const MetricSample*> seen;
+  seen.reserve(samples);
   for (const MetricFamily& family : families_) {
     for (const MetricSample& sample : family.samples) {
-      if (!seen.insert(SeriesKey(sample)).second) {
+      const uint64_t hash = SeriesHash(sample);
+      const auto [first, last] = seen.equal_range(hash);
+      for (auto it = first; it != last; ++it) {
+        if (!SameSeries(*it->second, sample)) continue;  // a hash collision only
         const std::string series = SeriesText(sample);
         families_.clear();
         if (error != nullptr) *error = "duplicate series " + series;
         return false;
       }
+      seen.emplace(hash, &sample);
     }
   }
   for (size_t i = 0; i < families_.size(); ++i) index_.emplace(families_[i].name, i);

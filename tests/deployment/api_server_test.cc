@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/http_client.h"
+#include "sim/deployment_sim.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -1292,6 +1293,74 @@ TEST(ServeCommandTest, ServesFromAnObjectsFileUntilTheDurationEnds) {
   EXPECT_EQ(ParseJson(unknown.body)["message"],
             "modeldeployments.worker.gpustack.ai \"no-such\" not found");
   EXPECT_EQ(Fetch(base + MetricsPath("team", "no-such")).status, 401);
+  while (fgets(line, sizeof line, pipe) != nullptr) {
+  }
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The acceptance case end to end: `modelmetrics serve` follows the simulator's objects file, so a
+// Pod that restarts as a new Pod (new UID, counters from zero) gets a fresh baseline, never a
+// window across the two processes.
+TEST(ServeCommandTest, RestartedPodGetsAFreshBaselineThroughTheObjectsFile) {
+  if (access(ModelmetricsBinary().c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "modelmetrics is not built: " << ModelmetricsBinary();
+  }
+  TempDir dir;
+  ConfigFiles files(dir);
+  sim::DeploymentSimOptions options;
+  options.name = "chat";
+  options.ns = "team";
+  options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+  options.requests_per_second = 40;
+  options.objects_file = dir.path() + "/live-objects.json";
+  sim::DeploymentSim simulator(options);
+  std::string error;
+  ASSERT_TRUE(simulator.Start(&error)) << error;
+  const std::string config = dir.Write("serve-live.yaml",
+                                       "port: 0\n"
+                                       "tls_cert_file: server.pem\n"
+                                       "tls_key_file: server-key.pem\n"
+                                       "token_file: tokens.csv\n"
+                                       "policy_file: policy.yaml\n"
+                                       "snapshot_reuse_ms: 0\n"
+                                       "objects_file: live-objects.json\n");
+  const std::string command =
+      fmt::format("{} serve --config {} --duration 8s", ModelmetricsBinary(), config);
+  FILE* pipe = popen((command + " 2>" + dir.path() + "/serve.err").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char line[512];
+  ASSERT_NE(fgets(line, sizeof line, pipe), nullptr);
+  const std::string first(line);
+  ASSERT_THAT(first, HasSubstr("serving ModelDeploymentMetrics on https://127.0.0.1:"));
+  const std::string url =
+      "https://127.0.0.1:" + std::to_string(std::stoi(first.substr(first.rfind(':') + 1))) +
+      MetricsPath("team", "chat");
+  const std::string pod = "chat-server-0";
+  const auto read = [&] {
+    const net::FetchResult r = Fetch(url, Token("alice-token"));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.body;
+  };
+  const auto has_ttft_window = [&](const std::string& body) {
+    return body.find("{\"name\":\"ttft\",\"pod\":\"" + pod + "\"") != std::string::npos;
+  };
+  read();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_TRUE(has_ttft_window(read()));
+  const std::string old_uid = simulator.Pods()[0].uid;
+  ASSERT_TRUE(simulator.SetFault(pod, sim::PodFault::kRestart));
+  ASSERT_TRUE(simulator.SetFault(pod, sim::PodFault::kNone));
+  ASSERT_NE(simulator.Pods()[0].uid, old_uid);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const std::string after = read();
+  EXPECT_FALSE(has_ttft_window(after)) << after;
+  EXPECT_THAT(after,
+              HasSubstr(R"({"pod":"chat-server-0","source":"vllm:time_to_first_token_seconds",)"
+                        R"("reason":"awaiting a second counter sample"})"));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_TRUE(has_ttft_window(read()));
   while (fgets(line, sizeof line, pipe) != nullptr) {
   }
   const int status = pclose(pipe);

@@ -834,6 +834,25 @@ TEST(KvConnector, ExactFlagNameOnly) {
 // ---------------------------------------------------------------------------------------------
 // The baseline store (§2.5).
 
+// An engine with no rules of its own is reported, not read by another engine's rules.
+TEST(SnapshotBuilder, UnknownEngineIsAnUnsupportedSource) {
+  ModelDeployment md = MetricsModelDeployment();
+  md.engine = "tensorrt-llm";
+  BaselineStore store;
+  const Pod pod = MetricsEnginePod("chat-0", "u1");
+  const PodMetrics read = Parse(Fixture("vllm_server_busy_first.prom"), EngineExporter(md.engine));
+  const Snapshot snapshot = MergeOnce(md, &store, T0(), pod, read);
+  EXPECT_TRUE(snapshot.processing.empty());
+  EXPECT_TRUE(snapshot.queueing.empty());
+  ASSERT_EQ(snapshot.missing.size(), 1u);
+  EXPECT_EQ(snapshot.missing[0].pod, "chat-0");
+  EXPECT_EQ(snapshot.missing[0].source, "engine");
+  EXPECT_EQ(snapshot.missing[0].reason,
+            "unsupported source: engine \"tensorrt-llm\" is not one the deployment metrics read "
+            "(vllm, sglang)");
+  EXPECT_TRUE(snapshot.partial);
+}
+
 TEST(BaselineStore, ValidOnlyWhenAgeInZeroToFiveMinutes) {
   BaselineStore store;
   EXPECT_FALSE(store.ReplaceWindow("k", {1, 2, ReadTime::Replay(T0())}));

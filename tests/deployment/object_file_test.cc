@@ -471,6 +471,21 @@ TEST(ObjectFileTest, LiveFileFollowsRewritesRenamesAndKeepsTheLastGoodSet) {
   EXPECT_EQ(logged.size(), 1u);
 }
 
+// Two same-size versions written within one modification-time tick: the second is still seen,
+// since a version younger than a second is read again on the next call.
+TEST(ObjectFileTest, LiveFileSeesASameSizeRewriteWithinOneClockTick) {
+  TempDir dir;
+  FileObjectSource source;
+  std::string error;
+  const std::string path = dir.Write("objects.json", ModelDeploymentJson("uid-a"));
+  ASSERT_TRUE(source.Load(path, &error)) << error;
+  EXPECT_EQ(ServedUid(source), "uid-a");
+  const auto mtime = std::filesystem::last_write_time(path);
+  dir.Write("objects.json", ModelDeploymentJson("uid-b"));
+  std::filesystem::last_write_time(path, mtime);  // same size, same mtime, same inode
+  EXPECT_EQ(ServedUid(source), "uid-b");
+}
+
 TEST(ObjectFileTest, GettersFindByNamespaceAndNameWithKubernetesNotFound) {
   FileObjectSource source;
   std::string error;

@@ -285,6 +285,31 @@ TEST(ScrapeInlineTest, UntypedFamiliesAreIgnored) {
   EXPECT_EQ(s.Histogram("h_untyped"), std::nullopt);
 }
 
+// One series twice (labels in any order) fails the whole scrape, as in Prometheus; the same
+// labels under another sample name, or another label value, are different series.
+TEST(ScrapeInlineTest, DuplicateSeriesFailTheScrape) {
+  ScrapeOptions options;
+  options.families = {"vllm:num_requests_running"};
+  std::string error;
+  Scrape scrape;
+  EXPECT_FALSE(
+      scrape.Parse("# TYPE vllm:num_requests_running gauge\n"
+                   "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 1\n"
+                   "vllm:num_requests_running{model_name=\"m\",engine=\"0\"} 1\n",
+                   options, &error));
+  EXPECT_EQ(error, "duplicate series vllm:num_requests_running{model_name=\"m\",engine=\"0\"}");
+  EXPECT_EQ(scrape.Find("vllm:num_requests_running"), nullptr);  // nothing half-read
+  EXPECT_FALSE(
+      scrape.Parse("vllm:num_requests_running 1\nvllm:num_requests_running 1\n", options, &error));
+  // Distinct series are fine, and a duplicate in a family nobody asked for is not read at all.
+  const Scrape fine = ParseInline(
+      "# TYPE h histogram\n"
+      "h_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 3\nh_count 2\n"
+      "# TYPE other gauge\nother 1\nother 1\n",
+      std::nullopt, {"h"});
+  EXPECT_TRUE(fine.Histogram("h").has_value());
+}
+
 TEST(ScrapeInlineTest, InvalidValuesAreSkipped) {
   const Scrape s = ParseInline(
       "# TYPE g gauge\n"
