@@ -4,8 +4,9 @@
 //
 // Invariants checked (abort on violation): parsing terminates without memory or UB errors and
 // never throws; a failure says why in one line and returns no documents; a success returns
-// non-null documents within the depth and node bounds whose strings are valid UTF-8 (JSON can
-// carry them); a failed decode always says why.
+// non-null documents within the depth and node bounds, finite numbers only, whose strings are valid
+// UTF-8 (JSON can carry them); a failed decode always says why.
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -28,6 +29,8 @@ void Check(bool condition) {
 // Nodes as yaml.h counts them (keys included) and the nesting depth of collections.
 void Measure(const json& value, int depth, size_t* nodes, int* max_depth) {
   ++*nodes;
+  // JSON has no Inf or NaN: an out-of-range number must have stayed a string.
+  if (value.is_number_float()) Check(std::isfinite(value.get<double>()));
   if (value.is_array() || value.is_object()) {
     ++depth;
     if (depth > *max_depth) *max_depth = depth;

@@ -74,10 +74,19 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
   sigaddset(&signals, SIGTERM);
   sigset_t previous;
   pthread_sigmask(SIG_BLOCK, &signals, &previous);
+  // On the way out, stop signals still pending (sent during a failing start-up, or a second one
+  // during Stop) are taken first: unblocked, they would kill the process and turn the documented
+  // exit code into 143.
   struct RestoreMask {
     sigset_t mask;
-    ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
-  } restore{previous};
+    sigset_t stop;
+    ~RestoreMask() {
+      timespec now{0, 0};
+      while (sigtimedwait(&stop, nullptr, &now) > 0) {
+      }
+      pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+    }
+  } restore{previous, signals};
 
   ServeConfig config;
   std::string error;

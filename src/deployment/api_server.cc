@@ -664,6 +664,12 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
       return fail(
           fmt::format("{}: {}: {}", key, exists ? "not a regular file" : "no such file", *path));
     }
+    // Certificates and keys are read by OpenSSL, not base::ReadFile: bound them here too.
+    const uintmax_t size = path->empty() ? 0 : std::filesystem::file_size(*path, ignored);
+    if (path != &config.objects_file && !ignored && size > base::kDefaultMaxFileBytes) {
+      return fail(fmt::format("{}: {}: file is {} bytes, over the {}-byte limit", key, *path, size,
+                              base::kDefaultMaxFileBytes));
+    }
   }
   *out = std::move(config);
   return true;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -56,8 +57,15 @@ bool ResolveInt(std::string_view text, json* out) {
   uint64_t magnitude = 0;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
   if (ec != std::errc() || end != digits.data() + digits.size()) {
-    // Too big for 64 bits: still a number, as a float (what Go's yaml->json would give).
-    *out = std::strtod(std::string(text).c_str(), nullptr);
+    // Too big for 64 bits: still a number, as a float (what Go's yaml->json would give). The
+    // digits are summed here: strtod reads neither `0o` nor every hex form.
+    double value = 0;
+    for (char c : digits) {
+      const int digit = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+      value = value * base + digit;
+    }
+    if (!std::isfinite(value)) return false;  // then it is a string
+    *out = negative ? -value : value;
     return true;
   }
   if (!negative) {
@@ -91,7 +99,9 @@ bool ResolveFloat(std::string_view text, json* out) {
     i = s.size();
   }
   if (i != s.size()) return false;
-  *out = std::strtod(std::string(text).c_str(), nullptr);
+  const double value = std::strtod(std::string(text).c_str(), nullptr);
+  if (!std::isfinite(value)) return false;  // `1e400`: finite only, so a string
+  *out = value;
   return true;
 }
 
@@ -300,6 +310,7 @@ class Builder {
     }
     if (tag == kBoolTag) return ResolveBool(text, out) || Fail(Quote(text) + " is not a boolean");
     if (tag == kNullTag) {
+      if (!IsNullWord(text)) return Fail(Quote(text) + " is not null");
       *out = nullptr;
       return true;
     }
@@ -312,7 +323,7 @@ class Builder {
     auto it = anchors_.find(std::string(name));
     if (it == anchors_.end()) {
       // Also an alias inside its own anchor's node: the anchor is kept when the node closes.
-      return Fail("unknown anchor `" + std::string(name) + "`");
+      return Fail("unknown anchor " + Quote(name));
     }
     const Built& anchored = it->second;
     if (!Charge(anchored.nodes, anchored.bytes)) return false;
@@ -413,9 +424,12 @@ bool ParseYaml(std::string_view text, std::vector<json>* docs, std::string* erro
       docs->clear();
       return false;
     }
+    struct EventDeleter {  // also when On() throws (out of memory)
+      yaml_event_t* event;
+      ~EventDeleter() { yaml_event_delete(event); }
+    } event_deleter{&event};
     const bool ok = builder.On(event);
     const bool end = event.type == YAML_STREAM_END_EVENT;
-    yaml_event_delete(&event);
     if (!ok) {
       docs->clear();
       return false;

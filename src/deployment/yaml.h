@@ -1,10 +1,12 @@
-// The one YAML reader: YAML text (every `---` document) to nlohmann::json values, the way
-// Kubernetes reads YAML manifests, under hard bounds. Objects files, kubeconfigs, the serve
+// The one YAML reader: YAML text (every `---` document) to nlohmann::json values under the YAML
+// 1.2 core schema, under hard bounds (Kubernetes' go-yaml also takes 1.1 forms such as `yes` and
+// merge keys `<<`; those are ordinary strings and keys here). Objects files, kubeconfigs, the serve
 // configuration and the policy file all go through it.
 //
 // Typing: quoted scalars, block scalars and `!!str` stay strings; plain scalars are null (`~`,
-// `null`/`Null`/`NULL`, empty), booleans (`true`/`false` in any case), integers (decimal, `0x`,
-// `0o`) or floats (YAML 1.2 core schema, finite only) and otherwise strings; `!!int`, `!!float`,
+// `null`/`Null`/`NULL`, empty), booleans (`true`/`True`/`TRUE`, `false`/`False`/`FALSE`),
+// integers (decimal, `0x`, `0o`) or floats (YAML 1.2 core schema, finite only: `1e400` is a
+// string) and otherwise strings; `!!int`, `!!float`,
 // `!!bool`, `!!null` force a type (an error when the text is not one); other tags are ignored.
 // Mapping keys are always strings (their text; a null key is "null"); a collection as a key is an
 // error; a repeated key keeps the last value. Documents whose root is null are dropped. An alias

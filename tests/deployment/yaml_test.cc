@@ -38,6 +38,19 @@ std::string Error(const std::string& text, const YamlLimits& limits = {}) {
   return error;
 }
 
+// Numbers JSON cannot hold stay strings; numbers too big for 64 bits become floats from their
+// own digits; a forced type that does not fit is an error.
+TEST(YamlTest, OutOfRangeNumbersAndForcedTypes) {
+  const json d = Parse(
+      "huge: 1e400\nbig_octal: 0o7777777777777777777777777\n"
+      "big_hex: 0x1ffffffffffffffff\n")[0];
+  EXPECT_EQ(d["huge"], json("1e400"));
+  ASSERT_TRUE(d["big_octal"].is_number_float());
+  EXPECT_DOUBLE_EQ(d["big_octal"].get<double>(), 3.777893186295716e22);
+  EXPECT_DOUBLE_EQ(d["big_hex"].get<double>(), 36893488147419103231.0);
+  EXPECT_EQ(Error("a: !!null foo\n"), "line 1, column 4: `foo` is not null");
+}
+
 TEST(YamlTest, ScalarsAreTypedLikeKubernetes) {
   std::vector<json> docs;
   std::string error;
@@ -94,7 +107,7 @@ block: |
 
 TEST(YamlTest, TagsForceATypeOrFail) {
   const json d = Parse(
-      "a: !!int '12'\nb: !!float 3\nc: !!bool \"true\"\nd: !!null x\n"
+      "a: !!int '12'\nb: !!float 3\nc: !!bool \"true\"\nd: !!null ~\n"
       "e: !!str true\nf: !custom 5\ng: ! 5\n")[0];
   EXPECT_EQ(d["a"], json(12));
   EXPECT_EQ(d["b"], json(3));
