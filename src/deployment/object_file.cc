@@ -151,7 +151,8 @@ bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error, si
     };
     try {
       docs.push_back(json::parse(text, callback));
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+      // A syntax error, or a number out of double's range (`1E400`: out_of_range.406).
       if (!bound.empty()) {  // met before the syntax error, so the first problem
         *error = "invalid JSON: " + bound;
         return false;
@@ -159,7 +160,9 @@ bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error, si
       // Drop nlohmann's "[json.exception.parse_error.101] " prefix; keep its line and column.
       std::string what = e.what();
       size_t bracket = what.find("] ");
-      *error = "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2));
+      if (bracket != std::string::npos) what = what.substr(bracket + 2);
+      if (what.size() > 200) what = what.substr(0, 200) + "...";  // it may echo the input
+      *error = "invalid JSON: " + what;
       return false;
     }
     if (!bound.empty()) {

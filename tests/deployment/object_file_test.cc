@@ -486,6 +486,17 @@ TEST(ObjectFileTest, LiveFileSeesASameSizeRewriteWithinOneClockTick) {
   EXPECT_EQ(ServedUid(source), "uid-b");
 }
 
+// Found by the objects fuzzer: nlohmann reports a number beyond double's range as out_of_range,
+// not parse_error; it is a one-line error like any other, never an escaped exception.
+TEST(ObjectFileTest, JsonNumberOutOfRangeIsAnError) {
+  ObjectSet objects;
+  std::string error;
+  EXPECT_FALSE(DecodeObjects(R"({"kind": "List", "items": 6666666E666666})", &objects, &error));
+  EXPECT_EQ(error, "invalid JSON: number overflow parsing '6666666E666666'");
+  EXPECT_FALSE(DecodeObjects("[1E" + std::string(1000, '9') + "]", &objects, &error));
+  EXPECT_LE(error.size(), 220u);
+}
+
 TEST(ObjectFileTest, GettersFindByNamespaceAndNameWithKubernetesNotFound) {
   FileObjectSource source;
   std::string error;
