@@ -212,27 +212,36 @@ bool Racy(int64_t mtime_ns) {
 
 }  // namespace
 
-bool FileObjectSource::Load(const std::string& path, std::string* error, size_t max_bytes) {
-  std::lock_guard reload(reload_mu_);  // never install an older read over a newer one
-  FileVersion before;
-  const bool stated = Stat(path, &before);
+FileObjectSource::Attempt FileObjectSource::ReadOnce(const std::string& path, size_t max_bytes) {
+  Attempt attempt;
+  const bool stated = Stat(path, &attempt.version);
   std::string text;
-  if (!base::ReadFile(path, &text, error, max_bytes)) return false;
-  ObjectSet objects;
-  std::string problem;
-  if (!DecodeObjects(text, &objects, &problem, max_bytes)) {
-    *error = path + ": " + problem;
-    return false;
+  attempt.ok = base::ReadFile(path, &text, &attempt.error, max_bytes);
+  if (attempt.ok) {
+    std::string problem;
+    attempt.ok = DecodeObjects(text, &attempt.objects, &problem, max_bytes);
+    if (!attempt.ok) attempt.error = path + ": " + problem;
   }
   FileVersion after;
+  attempt.unchanged = stated && Stat(path, &after) && after == attempt.version;
+  attempt.stable = attempt.unchanged && !Racy(attempt.version.mtime_ns);
+  return attempt;
+}
+
+bool FileObjectSource::Load(const std::string& path, std::string* error, size_t max_bytes) {
+  std::lock_guard reload(reload_mu_);  // never install an older read over a newer one
+  Attempt attempt = ReadOnce(path, max_bytes);
+  if (!attempt.ok) {
+    *error = std::move(attempt.error);
+    return false;
+  }
   // A file that changed while it was read is served, but read again on the next Refresh().
-  const bool stable = stated && Stat(path, &after) && after == before && !Racy(before.mtime_ns);
-  auto fresh = std::make_shared<const ObjectSet>(std::move(objects));
+  auto fresh = std::make_shared<const ObjectSet>(std::move(attempt.objects));
   std::lock_guard lock(mu_);
   objects_ = std::move(fresh);
   path_ = path;
   max_bytes_ = max_bytes;
-  version_ = stable ? before : FileVersion{};
+  version_ = attempt.stable ? attempt.version : FileVersion{};
   last_error_.clear();
   return true;
 }
@@ -260,39 +269,27 @@ bool FileObjectSource::Refresh() {
     std::lock_guard lock(mu_);
     if (before == version_ || path_ != path) return false;  // another thread got there first
   }
-  std::string text;
-  std::string error;
-  ObjectSet objects;
-  bool ok = base::ReadFile(path, &text, &error, max_bytes);
-  if (ok) {
-    std::string problem;
-    ok = DecodeObjects(text, &objects, &problem, max_bytes);
-    if (!ok) error = path + ": " + problem;
-  }
-  FileVersion after;
-  const bool unchanged = Stat(path, &after) && after == before;
-  if (!ok && !unchanged) return false;  // still being written: look again next time
-  const bool stable = unchanged && !Racy(before.mtime_ns);
+  Attempt attempt = ReadOnce(path, max_bytes);
+  if (!attempt.ok && !attempt.unchanged) return false;  // still being written: look again
   std::function<void(const std::string&)> log;
   {
     std::lock_guard lock(mu_);
     if (path_ != path) return false;
-    if (!ok) {
+    version_ = attempt.stable ? attempt.version : FileVersion{};
+    if (!attempt.ok) {
       // Reported once per error: a racy version is read again, but says the same thing.
-      if (error != last_error_)
+      if (attempt.error != last_error_)
         log = log_ ? log_ : [](const std::string& line) {
           std::fprintf(stderr, "objects file: %s\n", line.c_str());
         };
-      version_ = stable ? before : FileVersion{};
-      last_error_ = error;
+      last_error_ = attempt.error;
     } else {
-      objects_ = std::make_shared<const ObjectSet>(std::move(objects));
-      version_ = stable ? before : FileVersion{};
+      objects_ = std::make_shared<const ObjectSet>(std::move(attempt.objects));
       last_error_.clear();
     }
   }
-  if (log) log(error + " (still serving the last good objects)");
-  return ok;
+  if (log) log(attempt.error + " (still serving the last good objects)");
+  return attempt.ok;
 }
 
 void FileObjectSource::SetErrorLog(std::function<void(const std::string&)> log) {

@@ -82,6 +82,17 @@ class FileObjectSource : public ObjectSource {
     bool operator==(const FileVersion&) const = default;
   };
   static bool Stat(const std::string& path, FileVersion* out);
+  // One read of a file: its objects or error, the version read (taken first), whether that
+  // version held still through the read, and whether it is also old enough to trust.
+  struct Attempt {
+    bool ok = false;
+    bool unchanged = false;
+    bool stable = false;
+    FileVersion version;
+    ObjectSet objects;
+    std::string error;
+  };
+  static Attempt ReadOnce(const std::string& path, size_t max_bytes);
   std::shared_ptr<const ObjectSet> Current() const;
 
   mutable std::mutex mu_;
