@@ -122,6 +122,26 @@ class Histogram {
   metrics_internal::HistogramSeries* series_ = nullptr;
 };
 
+// What a render adds beyond the samples themselves.
+struct RenderOptions {
+  // prometheus_client's `<name>_created` series (wall seconds each counter and histogram child
+  // was created): in text as one `<name>_created` gauge family after the family, in OpenMetrics
+  // inside it after each child's samples. Off by default; the Python package turns it on unless
+  // PROMETHEUS_DISABLE_CREATED_SERIES is set, as prometheus_client does.
+  bool created_series = false;
+};
+
+// One family's children as values, for consumers that build their own objects (the Python
+// bridge hands them to prometheus_client). Label values are in declaration order.
+struct CollectedChild {
+  std::vector<std::string> label_values;
+  double created = 0;             // wall seconds the child was created
+  double value = 0;               // counters and gauges
+  std::vector<uint64_t> buckets;  // histograms: per bucket, not cumulative; last is +Inf
+  uint64_t count = 0;             // histograms
+  double sum = 0;                 // histograms
+};
+
 struct FamilyOptions {
   std::string name;  // counters without `_total` (it is added when rendering, exactly once)
   std::string help;
@@ -138,8 +158,10 @@ class FamilyBase {
   virtual ~FamilyBase();
   const FamilyOptions& options() const { return options_; }
   MetricType type() const { return type_; }
-  // Renders this family (all its children, label-sorted) to `writer`.
-  void Render(ExpositionWriter& writer) const;
+  // Renders this family (all its children, in creation order) to `writer`.
+  void Render(ExpositionWriter& writer, const RenderOptions& options = {}) const;
+  // Its live children as values, in creation order.
+  std::vector<CollectedChild> Collect() const;
 
  protected:
   FamilyBase(FamilyOptions options, MetricType type, bool enabled);
@@ -232,10 +254,14 @@ class Registry {
   size_t RemovePrefix(std::string_view prefix);
 
   // The whole exposition: families in registration order, then collectors.
-  std::string Render(Format format) const;
+  std::string Render(Format format, const RenderOptions& options = {}) const;
   // Appends the exposition to `*out`; a caller that keeps `out` between scrapes reuses its memory.
-  void Render(Format format, std::string* out) const;
-  void Render(ExpositionWriter& writer) const;
+  void Render(Format format, std::string* out, const RenderOptions& options = {}) const;
+  void Render(ExpositionWriter& writer, const RenderOptions& options = {}) const;
+
+  // Every live family, in registration order (collectors are not included). The pointers stay
+  // valid for the registry's lifetime (removed families are kept, not freed).
+  std::vector<const metrics_internal::FamilyBase*> Families() const;
 
  private:
   template <typename F>

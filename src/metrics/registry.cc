@@ -8,6 +8,7 @@
 //   - the registry's reserved names hold every family name and every sample name a family
 //     renders, so no two families can emit the same series name.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -56,6 +57,10 @@ std::vector<std::string> SampleNames(const FamilyOptions& o, MetricType type) {
   }
 }
 
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 using AnySeries = std::variant<std::unique_ptr<CounterSeries>, std::unique_ptr<GaugeSeries>,
                                std::unique_ptr<HistogramSeries>>;
 
@@ -67,6 +72,7 @@ struct FamilyBase::State {
     AnySeries series;
     std::string before_le;  // label text sorting before `le` (escaped, comma-joined)
     std::string after_le;   // label text sorting after `le`
+    double created = 0;     // wall seconds (prometheus_client's `_created`)
   };
   mutable std::mutex mu;
   std::vector<std::unique_ptr<Child>> children;   // live, in creation order
@@ -112,6 +118,7 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create) {
   if (!create) return nullptr;
   auto child = std::make_unique<State::Child>();
   child->key = key;
+  child->created = WallNow();
   switch (type_) {
     case MetricType::kCounter:
       child->series = std::make_unique<CounterSeries>();
@@ -163,11 +170,25 @@ bool FamilyBase::RemoveChild(std::span<const std::string_view> values) {
   return true;
 }
 
-void FamilyBase::Render(ExpositionWriter& writer) const {
+namespace {
+
+// A child's whole label text without `le`.
+std::string JoinedLabels(const std::string& before_le, const std::string& after_le) {
+  std::string labels = before_le;
+  if (!labels.empty() && !after_le.empty()) labels.push_back(',');
+  labels.append(after_le);
+  return labels;
+}
+
+}  // namespace
+
+void FamilyBase::Render(ExpositionWriter& writer, const RenderOptions& render) const {
   const bool om = writer.format() == Format::kOpenMetrics;
   const std::string& name = options_.name;
   const bool counter = type_ == MetricType::kCounter;
   const std::string total = name + "_total";
+  const std::string created_name = name + "_created";
+  const bool created = render.created_series && type_ != MetricType::kGauge;
   // Text counters carry `_total` in HELP/TYPE (prometheus_client's 0.0.4 output); OpenMetrics
   // names the family without it.
   writer.BeginFamily(counter && !om ? total : name, type_, options_.help, !options_.help.empty(),
@@ -178,12 +199,11 @@ void FamilyBase::Render(ExpositionWriter& writer) const {
   std::string labels;
   for (const auto& child : st.children) {
     if (type_ != MetricType::kHistogram) {
-      labels = child->before_le;
-      if (!labels.empty() && !child->after_le.empty()) labels.push_back(',');
-      labels.append(child->after_le);
+      labels = JoinedLabels(child->before_le, child->after_le);
       const double value = counter ? Counter(std::get<0>(child->series).get()).Value()
                                    : Gauge(std::get<1>(child->series).get()).Value();
       writer.SampleWithLabelText(counter ? total : name, labels, value);
+      if (created && om) writer.SampleWithLabelText(created_name, labels, child->created);
       continue;
     }
     const Histogram::Snapshot snap = Histogram(std::get<2>(child->series).get()).Read();
@@ -200,12 +220,55 @@ void FamilyBase::Render(ExpositionWriter& writer) const {
       }
       writer.SampleWithLabelText(bucket_name, labels, static_cast<double>(cumulative));
     }
-    labels = child->before_le;
-    if (!labels.empty() && !child->after_le.empty()) labels.push_back(',');
-    labels.append(child->after_le);
+    labels = JoinedLabels(child->before_le, child->after_le);
     writer.SampleWithLabelText(name + "_count", labels, static_cast<double>(snap.count));
     writer.SampleWithLabelText(name + "_sum", labels, snap.sum);
+    if (created && om) writer.SampleWithLabelText(created_name, labels, child->created);
   }
+  // prometheus_client's text output moves `_created` samples into a gauge family of their own
+  // after the family, and writes that family only when it has samples.
+  if (created && !om && !st.children.empty()) {
+    writer.BeginFamily(created_name, MetricType::kGauge, options_.help, !options_.help.empty());
+    for (const auto& child : st.children) {
+      writer.SampleWithLabelText(created_name, JoinedLabels(child->before_le, child->after_le),
+                                 child->created);
+    }
+  }
+}
+
+std::vector<CollectedChild> FamilyBase::Collect() const {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mu);
+  std::vector<CollectedChild> out;
+  out.reserve(st.children.size());
+  for (const auto& child : st.children) {
+    CollectedChild c;
+    c.created = child->created;
+    c.label_values.reserve(options_.labels.size());
+    std::string_view key = child->key;
+    while (!key.empty()) {
+      const size_t end = key.find('\xff');
+      c.label_values.emplace_back(key.substr(0, end));
+      key.remove_prefix(end + 1);
+    }
+    switch (type_) {
+      case MetricType::kCounter:
+        c.value = Counter(std::get<0>(child->series).get()).Value();
+        break;
+      case MetricType::kGauge:
+        c.value = Gauge(std::get<1>(child->series).get()).Value();
+        break;
+      default: {
+        Histogram::Snapshot snap = Histogram(std::get<2>(child->series).get()).Read();
+        c.buckets = std::move(snap.buckets);
+        c.count = snap.count;
+        c.sum = snap.sum;
+        break;
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace metrics_internal
@@ -319,7 +382,15 @@ size_t Registry::RemovePrefix(std::string_view prefix) {
   return removed;
 }
 
-void Registry::Render(ExpositionWriter& writer) const {
+std::vector<const metrics_internal::FamilyBase*> Registry::Families() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  std::vector<const metrics_internal::FamilyBase*> families;
+  families.reserve(state_->families.size());
+  for (const auto& family : state_->families) families.push_back(family.get());
+  return families;
+}
+
+void Registry::Render(ExpositionWriter& writer, const RenderOptions& options) const {
   // Copy the lists and render outside the registry lock: a collector may take its time (it may
   // fetch over the network), and families are never freed while the registry lives.
   std::vector<const metrics_internal::FamilyBase*> families;
@@ -329,24 +400,24 @@ void Registry::Render(ExpositionWriter& writer) const {
     for (const auto& family : state_->families) families.push_back(family.get());
     for (const auto& entry : state_->collectors) collectors.push_back(entry.second);
   }
-  for (const auto* family : families) family->Render(writer);
+  for (const auto* family : families) family->Render(writer, options);
   for (const auto& collector : collectors) collector(writer);
 }
 
-void Registry::Render(Format format, std::string* out) const {
+void Registry::Render(Format format, std::string* out, const RenderOptions& options) const {
   // One allocation per scrape: reserve what the last render needed, plus room to grow.
   const size_t hint = last_render_bytes_.load(std::memory_order_relaxed);
   out->reserve(out->size() + hint + hint / 8 + 4096);
   const size_t start = out->size();
   ExpositionWriter writer(out, format, FloatStyle::kPython);
-  Render(writer);
+  Render(writer, options);
   writer.Finish();
   last_render_bytes_.store(out->size() - start, std::memory_order_relaxed);
 }
 
-std::string Registry::Render(Format format) const {
+std::string Registry::Render(Format format, const RenderOptions& options) const {
   std::string out;
-  Render(format, &out);
+  Render(format, &out, options);
   return out;
 }
 

@@ -12,22 +12,10 @@ namespace {
 constexpr std::string_view kAudioOutputType = "audio";
 constexpr std::string_view kAbortFallbackReason = "error";
 
-// The catalog's Guard column applied to a value; nullopt means "drop" (no child is created).
-// Comparisons mirror Python's (`if x <= 0: return`), so NaN passes a skip guard as it does there.
-std::optional<double> ApplyGuard(const FamilySpec* spec, double value) {
-  switch (spec == nullptr ? Guard::kNone : spec->guard) {
-    case Guard::kNone:
-      return value;
-    case Guard::kSkipNonPositive:
-      if (value <= 0) return std::nullopt;
-      return value;
-    case Guard::kSkipNegative:
-      if (value < 0) return std::nullopt;
-      return value;
-    case Guard::kClampNegative:
-      return std::max(value, 0.0);  // max(NaN, 0) stays NaN, as in Python
-  }
-  return value;
+// The catalog's Guard column for a family looked up at construction; false means "drop" (no
+// child is created). NaN is dropped, as in every observe layer (catalog.h).
+bool Passes(const FamilySpec* spec, double& value) {
+  return ApplyGuard(spec == nullptr ? Guard::kNone : spec->guard, value);
 }
 
 bool IsSpace(char c) {
@@ -179,10 +167,7 @@ std::optional<AudioFamilies> AudioFamilies::Register(Registry& registry, std::st
       if (t.name == spec.name) target = &t;
     }
     if (target == nullptr) return fail(std::string(spec.name) + ": not an audio/speech family");
-    FamilyOptions options{.name = std::string(spec.name),
-                          .help = std::string(spec.help),
-                          .labels = {spec.labels.begin(), spec.labels.end()},
-                          .buckets = {spec.buckets.begin(), spec.buckets.end()}};
+    FamilyOptions options = OptionsOf(spec);
     std::string why;
     if (spec.kind == Kind::kCounter && target->counter != nullptr) {
       *target->counter = registry.AddCounter(std::move(options), &why);
@@ -347,7 +332,8 @@ void AudioMetrics::ObserveRtf(Slot& slot, double rtf) {
 }
 
 void AudioMetrics::IncFrames(Slot& slot, int64_t frames) {
-  if (!ApplyGuard(frames_spec_, static_cast<double>(frames)) || frames <= 0) return;
+  double amount = static_cast<double>(frames);
+  if (!Passes(frames_spec_, amount) || frames <= 0) return;
   slot.frames
       .Get(handles_mu_,
            [&] {
@@ -357,14 +343,14 @@ void AudioMetrics::IncFrames(Slot& slot, int64_t frames) {
 }
 
 void AudioMetrics::ObserveUnderrun(Slot& slot, double seconds) {
-  const std::optional<double> value = ApplyGuard(underrun_spec_, seconds);
-  if (!value) return;
+  double value = seconds;
+  if (!Passes(underrun_spec_, value)) return;
   slot.underrun
       .Get(handles_mu_,
            [&] {
              return families_.underrun_s->Labels({model_name_, slot.stage, slot.replica});
            })
-      .Observe(*value);
+      .Observe(value);
 }
 
 void AudioMetrics::IncContinuityOk(Slot& slot, int64_t threshold_ms) {

@@ -1,10 +1,11 @@
 // The pipeline-metrics catalog: every family the pipeline half exposes, as plain data.
 //
-// Contract. This file holds data only: names, types, HELP texts, label names, bucket bounds, the
+// Contract. This file holds data: names, types, HELP texts, label names, bucket bounds, the
 // bind rule and the observe guard of each family, plus the constants the observe layer needs
-// (sample-rate defaults, bounded reason sets, the continuity threshold). No instrument logic
-// lives here; the observe layer registers each FamilySpec with the metrics Registry
-// (modelmetrics/metrics.h) and implements the rules the tables name.
+// (sample-rate defaults, bounded reason sets, the continuity threshold), and two pure helpers
+// every observe layer shares: OptionsOf (a row as registry options) and ApplyGuard (the Guard
+// column as code). The observe layers (C++ and the Python extension) register each FamilySpec
+// with the metrics Registry (modelmetrics/metrics.h) and implement the rules the tables name.
 //
 // Sources. The `vllm_omni:*` table follows shared/spec/pipeline-metrics-design.md (the intent,
 // which wins on conflicts) and shared/spec/reference/pipeline-metrics-behaviour.md (cited as
@@ -29,12 +30,16 @@
 #ifndef MODELMETRICS_PIPELINE_CATALOG_H_
 #define MODELMETRICS_PIPELINE_CATALOG_H_
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "modelmetrics/exposition.h"
+#include "modelmetrics/metrics.h"
 
 namespace modelmetrics::pipeline {
 
@@ -53,6 +58,7 @@ enum class Group : uint8_t {
   kAudio,      // per-replica audio families (§3.2)
   kSpeech,     // Speech streaming completed/aborted counters (§3.7)
   kTransfer,   // per-edge cross-stage transfer histograms (§3.4)
+  kRealtime,   // realtime server-side VAD sessions, latencies and errors (§3.5)
   kEngine,     // upstream per-engine `vllm:*` families, relabelled to stage + replica (§3.6)
 };
 
@@ -89,6 +95,32 @@ constexpr MetricType ToMetricType(Kind kind) {
   return MetricType::kUntyped;
 }
 
+// The registry options of a row (name, HELP, labels, buckets).
+inline FamilyOptions OptionsOf(const FamilySpec& spec) {
+  return FamilyOptions{.name = std::string(spec.name),
+                       .help = std::string(spec.help),
+                       .labels = {spec.labels.begin(), spec.labels.end()},
+                       .buckets = {spec.buckets.begin(), spec.buckets.end()}};
+}
+
+// The Guard column as code: false when `value` is dropped; clamps it in place. NaN is always
+// dropped (a deliberate difference: upstream would record it and poison `_sum`).
+inline bool ApplyGuard(Guard guard, double& value) {
+  if (std::isnan(value)) return false;
+  switch (guard) {
+    case Guard::kNone:
+      return true;
+    case Guard::kSkipNonPositive:
+      return value > 0;
+    case Guard::kSkipNegative:
+      return value >= 0;
+    case Guard::kClampNegative:
+      value = std::max(value, 0.0);
+      return true;
+  }
+  return true;
+}
+
 std::string_view KindName(Kind kind);     // "counter", "gauge", "histogram"
 std::string_view BindName(Bind bind);     // "eager", "lazy"
 std::string_view GroupName(Group group);  // "pipeline", "image", ...
@@ -113,21 +145,11 @@ inline constexpr std::array<double, 11> kRtfBuckets = {0.1,  0.25, 0.5, 0.75, 0.
 // Transfer payload sizes, 1 KiB – 256 MiB in powers of 4.
 inline constexpr std::array<double, 10> kBytesBuckets = {
     1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864, 268435456};
-// prometheus_client's default list. Upstream uses it for num_inference_steps and image_pixels,
-// whose values (20–50, ~1e6) then all land in `+Inf` (§2.1). Kept for reference and the tests;
-// no family of this catalog uses it.
+// prometheus_client's default list, which upstream uses for num_inference_steps and image_pixels
+// (§2.1). Their values (20–50 steps, ~1e6 pixels) then all land in `+Inf`; the quirk is kept so a
+// drop-in prints the same buckets as upstream (dashboards read `_count`/`_sum` for these).
 inline constexpr std::array<double, 14> kPrometheusDefaultBuckets = {
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0};
-// Deliberate difference: denoising steps per request. Bounds sit on the step counts models use
-// (1–8 for distilled/turbo models, 20–50 for the usual schedulers, up to 1000).
-inline constexpr std::array<double, 16> kInferenceStepsBuckets = {
-    1, 2, 4, 8, 16, 20, 25, 30, 40, 50, 75, 100, 150, 200, 500, 1000};
-// Deliberate difference: pixels per request (summed over the request's images). Bounds are the
-// squares of common sides 128…8192, so a square image lands exactly on its own bound
-// (1024x1024 -> le=1048576; 1920x1080 -> le=2359296).
-inline constexpr std::array<double, 10> kImagePixelsBuckets = {
-    16384, 65536, 262144, 589824, 1048576, 2359296, 4194304, 9437184, 16777216, 67108864};
-
 // ---- Other constants (§2.2, §4) ----
 
 inline constexpr double kAudioContinuityDefaultThresholdS = 0.1;  // inclusive: <= is continuous
@@ -158,6 +180,10 @@ inline constexpr std::string_view kAbortFinishedReason = "abort";
 inline constexpr std::string_view kNoAudioDataReason = "no_audio_data";
 // kv_wait_s{connector_type} when the connector names no type (§4.16).
 inline constexpr std::string_view kUnknownConnectorType = "unknown";
+// stage_gen_time_s{stage_type}: upstream's stage types (a stage's `stage_type` config).
+inline constexpr std::string_view kStageTypeLlm = "llm";
+inline constexpr std::string_view kStageTypeDiffusion = "diffusion";
+inline constexpr std::array<std::string_view, 2> kStageTypes = {kStageTypeLlm, kStageTypeDiffusion};
 // speech_stream_aborted{reason} (design doc, §3.7).
 inline constexpr std::array<std::string_view, 4> kSpeechAbortReasons = {"cancelled", "closed",
                                                                         "engine_dead", "error"};
@@ -188,7 +214,8 @@ inline constexpr std::array<std::string_view, 4> kAudioSkippedLabels = {"model_n
                                                                         "replica", "reason"};
 inline constexpr std::array<std::string_view, 5> kTransferLabels = {
     "model_name", "from_stage", "from_replica", "to_stage", "to_replica"};
-// Not a §2.3 constant: speech_stream_aborted (design doc).
+// Not §2.3 constants: realtime_vad_errors (§3.5) and speech_stream_aborted (design doc).
+inline constexpr std::array<std::string_view, 2> kRealtimeVadErrorLabels = {"model_name", "reason"};
 inline constexpr std::array<std::string_view, 2> kSpeechAbortedLabels = {"model_name", "reason"};
 // `vllm:*` per-engine families: upstream's (model_name, engine) with engine -> stage, replica.
 inline constexpr std::array<std::string_view, 3> kEngineLabels = {"model_name", "stage", "replica"};
@@ -196,7 +223,8 @@ inline constexpr std::array<std::string_view, 3> kEngineLabels = {"model_name", 
 // ---- Tables ----
 
 // Every `vllm_omni:*` family: pipeline (6), image/diffusion service (10), diffusion breakdown
-// (9), audio (7), speech streaming (2), cross-stage transfer (4); grouped, in that order.
+// (9), audio (7), speech streaming (2), cross-stage transfer (4), realtime VAD (4); grouped, in
+// that order.
 std::span<const FamilySpec> OmniFamilies();
 
 // Every upstream per-engine `vllm:*` family of the V1 fixture (43), in fixture order.

@@ -83,11 +83,7 @@ bool EngineStatsLogger::Register(std::string* error) {
   // Upstream's constructor unregisters the previous logger's families; scoped to `vllm:` (§4.10).
   registry_.RemovePrefix(kEnginePrefix);
   for (const FamilySpec& spec : VllmEngineFamilies()) {
-    FamilyOptions family{.name = std::string(spec.name),
-                         .help = std::string(spec.help),
-                         .labels = {spec.labels.begin(), spec.labels.end()},
-                         .buckets = {spec.buckets.begin(), spec.buckets.end()},
-                         .unit = {}};
+    FamilyOptions family = OptionsOf(spec);
     std::string why;
     bool ok = false;
     switch (spec.kind) {

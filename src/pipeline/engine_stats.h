@@ -85,7 +85,7 @@
 #include <vector>
 
 #include "modelmetrics/metrics.h"
-#include "pipeline/federation.h"
+#include "pipeline/engine_map.h"
 
 namespace modelmetrics::pipeline {
 

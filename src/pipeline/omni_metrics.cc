@@ -13,23 +13,6 @@ double SystemNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The catalog Guard column: false when the value is dropped; clamps in place.
-bool ApplyGuard(Guard guard, double& value) {
-  if (std::isnan(value)) return false;
-  switch (guard) {
-    case Guard::kNone:
-      return true;
-    case Guard::kSkipNonPositive:
-      return value > 0;
-    case Guard::kSkipNegative:
-      return value >= 0;
-    case Guard::kClampNegative:
-      value = std::max(value, 0.0);
-      return true;
-  }
-  return true;
-}
-
 bool InGroups(Group group) {
   return group == Group::kPipeline || group == Group::kImage || group == Group::kDiffusion ||
          group == Group::kTransfer;
@@ -141,11 +124,7 @@ OmniMetrics::OmniMetrics(Registry& registry, Options options)
   std::map<std::string_view, std::pair<void*, Guard>> made;
   for (const FamilySpec& spec : OmniFamilies()) {
     if (!InGroups(spec.group)) continue;
-    FamilyOptions fo{.name = std::string(spec.name),
-                     .help = std::string(spec.help),
-                     .labels = {spec.labels.begin(), spec.labels.end()},
-                     .buckets = {spec.buckets.begin(), spec.buckets.end()},
-                     .unit = {}};
+    FamilyOptions fo = OptionsOf(spec);
     void* family = nullptr;
     switch (spec.kind) {
       case Kind::kCounter:

@@ -19,6 +19,7 @@
 #include "pipeline/engine_stats.h"
 #include "pipeline/metrics_endpoint.h"
 #include "pipeline/omni_metrics.h"
+#include "pipeline/realtime_vad_metrics.h"
 
 namespace modelmetrics::sim {
 namespace {
@@ -110,6 +111,7 @@ class Simulation {
                                                  [this](int stage, std::string_view request) {
                                                    return speech_bindings_.Resolve(stage, request);
                                                  }}),
+        vad_(registry, kSpeechModel),
         engines_(pipeline::EngineStatsLogger::Create(
             registry, {.model_name = kSpeechModel, .engines = pipeline::EngineMap{2, 1}})) {}
 
@@ -130,6 +132,7 @@ class Simulation {
     loop_.After(0.1, [this] { ImageArrival(); });
     loop_.After(0.05, [this] { EngineStep(); });
     loop_.After(0.5, [this] { WaitingSnapshots(); });
+    loop_.After(0.2, [this] { RealtimeSession(); });
     if (options_.log_interval.count() > 0) {
       loop_.After(options_.log_interval.count() / 1000.0, [this] { PrintTables(); });
     }
@@ -231,7 +234,7 @@ class Simulation {
       }
       StageMessage m;
       m.message_id = ++messages_;
-      m.stage_type = "llm";
+      m.stage_type = pipeline::kStageTypeLlm;
       m.stats = Stats(id, 0, thinker);
       m.stats.num_tokens_in = 200 + Pick(800);
       m.stats.num_tokens_out = 40 + Pick(200);
@@ -251,7 +254,7 @@ class Simulation {
         }
         StageMessage t;
         t.message_id = ++messages_;
-        t.stage_type = "llm";
+        t.stage_type = pipeline::kStageTypeLlm;
         t.stats = Stats(id, 1, 0);
         t.stats.num_tokens_in = 100 + Pick(100);
         t.stats.num_tokens_out = 300 + Pick(600);
@@ -308,7 +311,7 @@ class Simulation {
   void FinishAudio(const std::string& id, int replica, double start_mono, int chunks) {
     StageMessage m;
     m.message_id = ++messages_;
-    m.stage_type = "audio";
+    m.stage_type = pipeline::kStageTypeLlm;  // code2wav is an AR (llm-type) stage
     m.final_stage = true;
     m.stats = Stats(id, 2, replica);
     m.stats.final_output_type = "audio";
@@ -341,7 +344,7 @@ class Simulation {
     loop_.After(ar_s, [this, id, ar_s, kv_to_diffusion] {
       StageMessage m;
       m.message_id = ++messages_;
-      m.stage_type = "llm";
+      m.stage_type = pipeline::kStageTypeLlm;
       m.stats = Stats(id, 0, 0);
       m.stats.num_tokens_in = 50 + Pick(200);
       m.stats.num_tokens_out = 30 + Pick(100);
@@ -358,7 +361,7 @@ class Simulation {
         if (Chance(0.03)) return Fail(image_, image_bindings_, id, "stage_error", false);
         StageMessage d;
         d.message_id = ++messages_;
-        d.stage_type = "diffusion";
+        d.stage_type = pipeline::kStageTypeDiffusion;
         d.final_stage = true;
         d.peak_memory_mb = 18000 + Pick(4000);
         d.engine_metrics = {{"preprocess_time_ms", Uniform(5, 20)},
@@ -386,6 +389,25 @@ class Simulation {
       });
     });
     loop_.After(NextArrival(), [this] { ImageArrival(); });
+  }
+
+  // ---- realtime sessions with server-side VAD ----
+  // A session every ~2 s lasting 1–6 s: a VAD inference per 100 ms of appended audio, an
+  // endpoint every ~1 s of speech; every 4th session overflows its input buffer once.
+  void RealtimeSession() {
+    const uint64_t session = ++vad_sessions_;
+    vad_.SessionStarted();
+    const double length_s = Uniform(1, 6);
+    const int batches = static_cast<int>(length_s * 10);
+    for (int i = 1; i <= batches; ++i) {
+      loop_.After(i * 0.1, [this, i] {
+        vad_.ObserveInference(Uniform(0.5, 12));
+        if (i % 10 == 0) vad_.ObserveEndpointDelay(Uniform(200, 800));
+      });
+    }
+    if (session % 4 == 1) loop_.After(length_s / 2, [this] { vad_.Error("input_overflow"); });
+    loop_.After(length_s + 0.05, [this] { vad_.SessionFinished(); });
+    loop_.After(Uniform(1, 3), [this] { RealtimeSession(); });
   }
 
   // ---- periodic engine and scheduler reports ----
@@ -477,6 +499,7 @@ class Simulation {
     }
     image_.OnWaitingSnapshot(0, 0, Pick(2));
     loop_.After(0.5, [this] { WaitingSnapshots(); });
+    loop_.After(0.2, [this] { RealtimeSession(); });
   }
 
   const PipelineSimOptions& options_;
@@ -487,11 +510,13 @@ class Simulation {
   pipeline::OmniMetrics speech_;
   pipeline::OmniMetrics image_;
   pipeline::AudioMetrics audio_;
+  pipeline::RealtimeVadMetrics vad_;
   std::unique_ptr<pipeline::EngineStatsLogger> engines_;
   uint64_t requests_ = 0;
   uint64_t speech_requests_ = 0;
   uint64_t image_requests_ = 0;
   uint64_t engine_steps_ = 0;
+  uint64_t vad_sessions_ = 0;
   uint64_t messages_ = 0;
   int64_t batch_ = 0;
 };

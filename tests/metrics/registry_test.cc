@@ -48,6 +48,77 @@ TEST(Registry, RendersCountersWithTotalExactlyOnce) {
             "# EOF\n");
 }
 
+// prometheus_client's `_created` series: a gauge family of its own after the family in text,
+// inline after each child in OpenMetrics; gauges and childless families get none.
+TEST(Registry, CreatedSeriesFollowPrometheusClientPlacement) {
+  Registry registry;
+  auto* c = registry.AddCounter({.name = "c", .help = "C.", .labels = {"x"}});
+  auto* h = registry.AddHistogram({.name = "h", .help = "H.", .buckets = {1}});
+  auto* g = registry.AddGauge({.name = "g", .help = "G."});
+  registry.AddCounter({.name = "empty", .help = "E.", .labels = {"x"}});
+  c->Labels({"1"}).Inc();
+  h->Labels({}).Observe(0.5);
+  g->Labels({}).Set(3);
+  const RenderOptions created{.created_series = true};
+  const std::string text = registry.Render(Format::kText, created);
+  // Replace each timestamp with T so the layout can be compared whole.
+  auto mask = [](std::string s) {
+    std::string out;
+    std::istringstream in(s);
+    for (std::string line; std::getline(in, line);) {
+      const size_t sp = line.rfind(' ');
+      if (line.find("_created") != std::string::npos && line[0] != '#') {
+        const double v = std::stod(line.substr(sp + 1));
+        EXPECT_GT(v, 1.6e9) << line;  // wall seconds
+        line = line.substr(0, sp) + " T";
+      }
+      out += line + "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(mask(text),
+            "# HELP c_total C.\n# TYPE c_total counter\nc_total{x=\"1\"} 1.0\n"
+            "# HELP c_created C.\n# TYPE c_created gauge\nc_created{x=\"1\"} T\n"
+            "# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1.0\"} 1.0\nh_bucket{le=\"+Inf\"} 1.0\n"
+            "h_count 1.0\nh_sum 0.5\n"
+            "# HELP h_created H.\n# TYPE h_created gauge\nh_created T\n"
+            "# HELP g G.\n# TYPE g gauge\ng 3.0\n"
+            "# HELP empty_total E.\n# TYPE empty_total counter\n");
+  const std::string om = registry.Render(Format::kOpenMetrics, created);
+  EXPECT_EQ(mask(om),
+            "# HELP c C.\n# TYPE c counter\nc_total{x=\"1\"} 1.0\nc_created{x=\"1\"} T\n"
+            "# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1.0\"} 1.0\nh_bucket{le=\"+Inf\"} 1.0\n"
+            "h_count 1.0\nh_sum 0.5\nh_created T\n"
+            "# HELP g G.\n# TYPE g gauge\ng 3.0\n"
+            "# HELP empty E.\n# TYPE empty counter\n# EOF\n");
+  EXPECT_THAT(registry.Render(Format::kText), Not(HasSubstr("_created")));
+}
+
+TEST(Registry, CollectReturnsChildrenAsValues) {
+  Registry registry;
+  auto* c = registry.AddCounter({.name = "c", .help = "C.", .labels = {"b", "a"}});
+  auto* h = registry.AddHistogram({.name = "h", .help = "H.", .labels = {"x"}, .buckets = {1, 2}});
+  c->Labels({"1", ""}).Add(uint64_t{3});
+  c->Labels({"2", "z"}).Add(0.5);
+  h->Labels({"q"}).Observe(1.5);
+  h->Labels({"q"}).Observe(9);
+  std::vector<const metrics_internal::FamilyBase*> families = registry.Families();
+  ASSERT_EQ(families.size(), 2u);
+  std::vector<CollectedChild> cs = families[0]->Collect();
+  ASSERT_EQ(cs.size(), 2u);
+  EXPECT_EQ(cs[0].label_values, (std::vector<std::string>{"1", ""}));
+  EXPECT_EQ(cs[0].value, 3.0);
+  EXPECT_EQ(cs[1].label_values, (std::vector<std::string>{"2", "z"}));
+  EXPECT_EQ(cs[1].value, 0.5);
+  EXPECT_GT(cs[0].created, 1.6e9);
+  EXPECT_LE(cs[0].created, cs[1].created);
+  std::vector<CollectedChild> hs = families[1]->Collect();
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].buckets, (std::vector<uint64_t>{0, 1, 1}));
+  EXPECT_EQ(hs[0].count, 2u);
+  EXPECT_EQ(hs[0].sum, 10.5);
+}
+
 TEST(Registry, LabelsRenderSortedByNameWithLeSplicedIn) {
   // prometheus_client sorts label names; `le` sorts among them (reference §1).
   Registry registry;

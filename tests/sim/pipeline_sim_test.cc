@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,9 +78,21 @@ TEST(PipelineSimTest, EveryCatalogFamilyIsNonZeroWithinTenSeconds) {
       }
     }
   }
-  EXPECT_EQ(checked, 81u);  // 38 vllm_omni:* + 43 vllm:*: the whole catalog was looked at
+  EXPECT_EQ(checked, 85u);  // 42 vllm_omni:* + 43 vllm:*: the whole catalog was looked at
   EXPECT_TRUE(missing.empty()) << "no samples: " << ::testing::PrintToString(missing);
   EXPECT_TRUE(zero.empty()) << "only zeros: " << ::testing::PrintToString(zero);
+
+  // stage_type takes only upstream's values (a stage's `stage_type`: llm or diffusion).
+  const MetricFamily* gen = FindExposed(families, "vllm_omni:stage_gen_time_s");
+  ASSERT_NE(gen, nullptr);
+  std::set<std::string> stage_types;
+  for (const MetricSample& s : gen->samples) {
+    for (const LabelPair& l : s.labels) {
+      if (l.first == "stage_type") stage_types.insert(l.second);
+    }
+  }
+  EXPECT_EQ(stage_types, (std::set<std::string>{std::string(pipeline::kStageTypeLlm),
+                                                std::string(pipeline::kStageTypeDiffusion)}));
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// The realtime VAD observe layer. See realtime_vad_metrics.h for the contract.
+#include "pipeline/realtime_vad_metrics.h"
+
+#include <cmath>
+
+#include "pipeline/catalog.h"
+
+namespace modelmetrics::pipeline {
+namespace {
+
+constexpr std::string_view kActiveSessions = "vllm_omni:realtime_vad_active_sessions";
+constexpr std::string_view kInferenceLatency = "vllm_omni:realtime_vad_inference_latency_s";
+constexpr std::string_view kEndpointDelay = "vllm_omni:realtime_vad_endpoint_delay_s";
+constexpr std::string_view kErrors = "vllm_omni:realtime_vad_errors";
+
+// The registry options of a catalog row; a name missing from the catalog gives options the
+// registry rejects (an empty name), so the object becomes inert instead of crashing.
+FamilyOptions Options(std::string_view name) {
+  const FamilySpec* spec = FindOmniFamily(name);
+  return spec != nullptr ? OptionsOf(*spec) : FamilyOptions{};
+}
+
+}  // namespace
+
+RealtimeVadMetrics::RealtimeVadMetrics(Registry& registry, std::string model_name,
+                                       std::optional<bool> log_stats)
+    : log_stats_(log_stats.value_or(registry.enabled())), model_name_(std::move(model_name)) {
+  Family<Gauge>* active = registry.AddGauge(Options(kActiveSessions));
+  Family<Histogram>* inference = registry.AddHistogram(Options(kInferenceLatency));
+  Family<Histogram>* delay = registry.AddHistogram(Options(kEndpointDelay));
+  errors_ = registry.AddCounter(Options(kErrors));
+  ok_ = active != nullptr && inference != nullptr && delay != nullptr && errors_ != nullptr;
+  if (!ok_) {
+    log_stats_ = false;
+    return;
+  }
+  // Eager (§4.11): the children exist from the start. With a disabled registry Bind gives
+  // inert handles; with an enabled registry but log_stats off the methods return first.
+  active_ = active->Bind({model_name_});
+  inference_ = inference->Bind({model_name_});
+  endpoint_delay_ = delay->Bind({model_name_});
+}
+
+void RealtimeVadMetrics::SessionStarted() const {
+  if (log_stats_) active_.Inc();
+}
+
+void RealtimeVadMetrics::SessionFinished() const {
+  if (log_stats_) active_.Dec();
+}
+
+void RealtimeVadMetrics::ObserveInference(double latency_ms) const {
+  if (log_stats_ && !std::isnan(latency_ms)) inference_.Observe(latency_ms / 1000.0);
+}
+
+void RealtimeVadMetrics::ObserveEndpointDelay(double delay_ms) const {
+  if (log_stats_ && !std::isnan(delay_ms)) endpoint_delay_.Observe(delay_ms / 1000.0);
+}
+
+void RealtimeVadMetrics::Error(std::string_view reason) {
+  if (!log_stats_) return;
+  Counter counter;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_reason_.find(reason);
+    if (it == by_reason_.end()) {
+      it = by_reason_.emplace(std::string(reason), errors_->Labels({model_name_, reason})).first;
+    }
+    counter = it->second;
+  }
+  counter.Inc();
+}
+
+}  // namespace modelmetrics::pipeline

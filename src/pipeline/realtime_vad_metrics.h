@@ -1,0 +1,60 @@
+// The observe layer of the realtime server-side VAD families (§3.5 of
+// shared/spec/reference/pipeline-metrics-behaviour.md; upstream `RealtimeVADMetrics`).
+//
+// Contract.
+// - The constructor registers the four kRealtime catalog families (catalog.h) with the registry
+//   (a second instance on the same registry shares them) and binds the eager children for its
+//   model: active sessions and the two latency histograms render zeros from the start, even with
+//   stats off. errors_total{reason} children are bound on first use; the reason is passed
+//   through as given (upstream does not normalise it).
+// - Gating: `log_stats` (default: the registry's) false makes every method a no-op.
+// - Latencies arrive in milliseconds and are recorded in seconds (÷1000). Negative values are
+//   recorded as given (upstream has no guard); NaN is dropped.
+//
+// Thread-safety: every method may be called from any thread at once; observations go to
+// lock-free handles, and the per-reason handle cache is under a mutex.
+#ifndef MODELMETRICS_PIPELINE_REALTIME_VAD_METRICS_H_
+#define MODELMETRICS_PIPELINE_REALTIME_VAD_METRICS_H_
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "modelmetrics/metrics.h"
+
+namespace modelmetrics::pipeline {
+
+class RealtimeVadMetrics {
+ public:
+  RealtimeVadMetrics(Registry& registry, std::string model_name,
+                     std::optional<bool> log_stats = std::nullopt);
+  RealtimeVadMetrics(const RealtimeVadMetrics&) = delete;
+  RealtimeVadMetrics& operator=(const RealtimeVadMetrics&) = delete;
+
+  bool ok() const { return ok_; }  // false when a family name was taken by another definition
+  bool log_stats() const { return log_stats_; }
+  const std::string& model_name() const { return model_name_; }
+
+  void SessionStarted() const;   // active_sessions += 1
+  void SessionFinished() const;  // active_sessions -= 1 (not clamped, as upstream's dec())
+  void ObserveInference(double latency_ms) const;
+  void ObserveEndpointDelay(double delay_ms) const;
+  void Error(std::string_view reason);
+
+ private:
+  bool ok_ = false;
+  bool log_stats_ = false;
+  std::string model_name_;
+  Family<Counter>* errors_ = nullptr;
+  Gauge active_;
+  Histogram inference_;
+  Histogram endpoint_delay_;
+  std::mutex mu_;
+  std::map<std::string, Counter, std::less<>> by_reason_;
+};
+
+}  // namespace modelmetrics::pipeline
+
+#endif  // MODELMETRICS_PIPELINE_REALTIME_VAD_METRICS_H_
