@@ -506,7 +506,7 @@ class OrchestratorAggregator:
         dm = stats.diffusion_metrics if isinstance(stats.diffusion_metrics, Mapping) else {}
         steps = int(_num(getattr(stats, "num_inference_steps", 0))) or int(_num(dm.get("num_inference_steps")))
         is_image = getattr(stats, "output_unit_type", None) == "image" or (
-            getattr(stats, "output_unit_type", None) is None and stats.final_output_type == "image"
+            getattr(stats, "output_unit_type", None) is None and getattr(stats, "final_output_type", None) == "image"
         )
         if is_image and steps > 0:
             forward_s = dm.get("forward_time_s")

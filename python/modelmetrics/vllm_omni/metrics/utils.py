@@ -38,8 +38,9 @@ _NO_AUDIO_DATA = "no_audio_data"
 
 
 def _finite_float(value: object) -> float | None:
-    """``float(value)`` when it is a finite number, else None (missing)."""
-    if value is None or isinstance(value, (str, bytes)):
+    """``float(value)`` when it is a finite number (numeric strings too, as float() reads them),
+    else None (missing)."""
+    if value is None:
         return None
     try:
         out = float(value)  # type: ignore[arg-type]
