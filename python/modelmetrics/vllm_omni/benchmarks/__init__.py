@@ -1,0 +1,1 @@
+"""Benchmark-side helpers of the vLLM-Omni metrics drop-in (``vllm_omni.benchmarks``)."""
