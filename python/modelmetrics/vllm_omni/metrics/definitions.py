@@ -5,9 +5,8 @@ Drop-in for upstream ``vllm_omni.metrics.definitions`` (vllm-project/vllm-omni, 
 shared/spec/reference/pipeline-metrics-behaviour.md (§2 constants, §4.2 RTF, §4.4 sample-rate chain)
 and shared/spec/reference/vllm-omni-python-api.md (``definitions.py``).
 
-Layout: the "catalog constants" block below holds every family name, label tuple and bucket tuple.
-It is the one part that may later be filled from the C++ catalog; everything after it derives from
-those names only. Counter names carry no ``_total`` (the exposition appends it once, §1).
+Layout: the "catalog constants" block below holds every family name, label tuple and bucket tuple;
+the label and bucket tuples are read from the C++ catalog, so they are defined once. Counter names carry no ``_total`` (the exposition appends it once, §1).
 """
 
 from __future__ import annotations
@@ -17,13 +16,15 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 
+from modelmetrics import _native
+
 from . import utils as _utils  # coercion helpers live in utils, as upstream (used at call time)
 
 logger = logging.getLogger(__name__)
 
 # =================================================================================================
-# BEGIN catalog constants (family names, label tuples, bucket tuples). Keep the names; the values
-# may be replaced by values read from the C++ catalog (src/pipeline/catalog.h).
+# BEGIN catalog constants: upstream's family-name constants (tests/python/test_catalog.py checks
+# each against the C++ catalog, src/pipeline/catalog.h), then label and bucket tuples read from it.
 # =================================================================================================
 METRIC_PREFIX = "vllm_omni:"
 
@@ -83,28 +84,33 @@ REALTIME_VAD_INFERENCE_LATENCY_S = "vllm_omni:realtime_vad_inference_latency_s"
 REALTIME_VAD_ENDPOINT_DELAY_S = "vllm_omni:realtime_vad_endpoint_delay_s"
 REALTIME_VAD_ERRORS = "vllm_omni:realtime_vad_errors"  # counter
 
-# ---- Label sets (§2.3) ----
-PIPELINE_LABELS = ("model_name",)
-SUCCESS_LABELS = ("model_name", "finished_reason")
-STAGE_LABELS = ("model_name", "stage", "replica")
-STAGE_GEN_TIME_LABELS = ("model_name", "stage", "stage_type")
-DIFFUSION_LABELS = ("model_name", "stage")
-FAILED_LABELS = ("model_name", "reason")
-KV_WAIT_LABELS = ("model_name", "connector_type")
-AUDIO_CONTINUITY_LABELS = ("model_name", "stage", "replica", "threshold_ms")
-AUDIO_SKIPPED_LABELS = ("model_name", "stage", "replica", "reason")
-TRANSFER_LABELS = ("model_name", "from_stage", "from_replica", "to_stage", "to_replica")
-SPEECH_STREAM_ABORTED_LABELS = ("model_name", "reason")
-REALTIME_VAD_LABELS = ("model_name",)
-REALTIME_VAD_ERROR_LABELS = ("model_name", "reason")
+# ---- Label sets (§2.3) and buckets (§2.1), read from the C++ catalog (one definition) ----
+_ROWS = {row[0]: row for row in _native.catalog()}  # name -> (name, kind, help, labels, buckets, ...)
 
-# ---- Histogram buckets (§2.1; `+Inf` is implicit) ----
-SECONDS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
-SECONDS_FAST_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0)
-RTF_BUCKETS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.25, 1.5, 2.0, 5.0, 10.0)
-BYTES_BUCKETS = (
-    1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864, 268435456,
-)  # fmt: skip
+
+def _labels(family: str) -> tuple[str, ...]:
+    return tuple(_ROWS[family][3])
+
+
+PIPELINE_LABELS = _labels(NUM_REQUESTS_RUNNING)
+SUCCESS_LABELS = _labels(REQUESTS_SUCCESS)
+STAGE_LABELS = _labels(AUDIO_TTFP_S)
+STAGE_GEN_TIME_LABELS = _labels(STAGE_GEN_TIME_S)
+DIFFUSION_LABELS = _labels(STAGE_IN_QUEUE_S)
+FAILED_LABELS = _labels(REQUESTS_FAILED)
+KV_WAIT_LABELS = _labels(KV_WAIT_S)
+AUDIO_CONTINUITY_LABELS = _labels(AUDIO_CONTINUITY_OK_METRIC)
+AUDIO_SKIPPED_LABELS = _labels(AUDIO_SKIPPED_REQUESTS_METRIC)
+TRANSFER_LABELS = _labels(TRANSFER_SIZE_BYTES)
+SPEECH_STREAM_ABORTED_LABELS = _labels(SPEECH_STREAM_ABORTED)
+REALTIME_VAD_LABELS = _labels(REALTIME_VAD_ACTIVE_SESSIONS)
+REALTIME_VAD_ERROR_LABELS = _labels(REALTIME_VAD_ERRORS)
+
+# `+Inf` is implicit. Byte bounds are ints, as upstream writes them.
+SECONDS_BUCKETS = tuple(_ROWS[E2E_REQUEST_LATENCY_S][4])
+SECONDS_FAST_BUCKETS = tuple(_ROWS[STAGE_IN_QUEUE_S][4])
+RTF_BUCKETS = tuple(_ROWS[AUDIO_RTF_METRIC][4])
+BYTES_BUCKETS = tuple(int(b) for b in _ROWS[TRANSFER_SIZE_BYTES][4])
 # =================================================================================================
 # END catalog constants
 # =================================================================================================

@@ -1,0 +1,131 @@
+"""modelmetrics for vLLM-Omni: ``modelmetrics.vllm_omni.metrics`` is a drop-in for
+``vllm_omni.metrics``, and ``install()`` makes an existing vLLM-Omni installation use it.
+
+    import modelmetrics.vllm_omni
+    modelmetrics.vllm_omni.install()      # first thing in the launcher
+    ...                                   # vLLM-Omni now imports our vllm_omni.metrics.*
+
+``install()`` adds an import hook, the way vLLM-Omni's own ``patch.py`` replaces upstream
+functions at import: ``vllm_omni.metrics`` and every ``vllm_omni.metrics.<module>`` (and
+``vllm_omni.benchmarks.audio_continuity``) resolve to this package's modules, and, when vLLM is
+imported later, its ``unregister_vllm_metrics`` is replaced by the scoped version that keeps the
+``vllm_omni:*`` families (§4.10). Without vLLM-Omni installed, an empty ``vllm_omni`` package
+stands in so upstream-style imports still work (tests, tools).
+"""
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+import types
+
+_PACKAGE = __name__  # "modelmetrics.vllm_omni"
+_ALIASED = ("vllm_omni.metrics", "vllm_omni.benchmarks.audio_continuity")
+_VLLM_PROMETHEUS = "vllm.v1.metrics.prometheus"
+_lock = threading.Lock()
+_finders = []
+
+
+def _target(fullname):
+    """Our module for an aliased upstream name, or None."""
+    for root in _ALIASED:
+        if fullname == root or fullname.startswith(root + "."):
+            return _PACKAGE + fullname[len("vllm_omni") :]
+    return None
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, target):
+        self._target = target
+
+    def create_module(self, spec):
+        return importlib.import_module(self._target)  # the same module object, not a copy
+
+    def exec_module(self, module):
+        pass  # already executed under its own name
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """Runs vLLM's module, then scopes its unregister_vllm_metrics to `vllm:` (§4.10)."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        from .metrics import unregister_vllm_metrics
+
+        if hasattr(module, "unregister_vllm_metrics"):
+            module.unregister_vllm_metrics = unregister_vllm_metrics
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        aliased = _target(fullname)
+        if aliased is not None:
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(aliased))
+        if fullname == _VLLM_PROMETHEUS:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _PatchingLoader(spec.loader)
+            return spec
+        return None
+
+
+class _StandInFinder(importlib.abc.MetaPathFinder):
+    """Last on sys.meta_path: an empty `vllm_omni` (and `vllm_omni.benchmarks`) package when no
+    real vLLM-Omni is installed."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in ("vllm_omni", "vllm_omni.benchmarks"):
+            return None
+        spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+        spec.submodule_search_locations = []
+        return spec
+
+
+def install():
+    """Makes ``import vllm_omni.metrics...`` resolve to ``modelmetrics.vllm_omni.metrics...``.
+
+    Idempotent. Raises RuntimeError when upstream's ``vllm_omni.metrics`` was already imported
+    (its prometheus_client families are registered then; call install() first).
+    """
+    with _lock:
+        if _finders:
+            return
+        for name, module in list(sys.modules.items()):
+            if _target(name) is not None and not getattr(module, "__name__", "").startswith(_PACKAGE):
+                raise RuntimeError(
+                    f"{name} was imported before modelmetrics.vllm_omni.install(); "
+                    "call install() first, before anything imports vllm_omni.metrics"
+                )
+        alias, stand_in = _AliasFinder(), _StandInFinder()
+        sys.meta_path.insert(0, alias)
+        sys.meta_path.append(stand_in)
+        _finders.extend([alias, stand_in])
+        vllm_prometheus = sys.modules.get(_VLLM_PROMETHEUS)
+        if vllm_prometheus is not None and hasattr(vllm_prometheus, "unregister_vllm_metrics"):
+            from .metrics import unregister_vllm_metrics
+
+            vllm_prometheus.unregister_vllm_metrics = unregister_vllm_metrics
+
+
+def uninstall():
+    """Removes the import hooks (modules already imported stay imported)."""
+    with _lock:
+        for finder in _finders:
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+        _finders.clear()
+
+
+def installed() -> bool:
+    return bool(_finders)
+
+
+__all__ = ["install", "uninstall", "installed"]

@@ -1,0 +1,878 @@
+// The observe types. See observe_types.h for the contract.
+//
+// Layout. Every type shares one object layout (MetricsObject) and one generic method body
+// (Dispatch) driven by a constexpr MethodSpec row; a template instantiates one C entry point per
+// row so PyMethodDef gets a plain function pointer. The two methods that touch two families
+// (observe_tokens, request_succeeded) are written out.
+#include "python/observe_types.h"
+
+#include <structmember.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "pipeline/audio_metrics.h"
+#include "pipeline/catalog.h"
+#include "python/handle_cache.h"
+#include "python/process_registry.h"
+#include "python/py_args.h"
+
+namespace modelmetrics::python {
+namespace {
+
+using pipeline::Bind;
+using pipeline::FamilySpec;
+using pipeline::Group;
+using pipeline::Kind;
+
+constexpr size_t kFamilies = 64;  // >= OmniFamilies().size(), checked at module init
+
+struct MetricsObject {
+  PyObject_HEAD bool log_stats;
+  PyObject* model_name;  // the str given
+  std::string* model;    // its UTF-8 text
+  std::array<AnyHandle, kFamilies>* eager;
+  std::array<HandleCache*, kFamilies>* caches;
+  PyObject* weakrefs;
+};
+
+// ---- Method rows ----
+
+enum class Op : uint8_t { kObserve, kSet, kAdd, kInc, kDec };
+
+enum class Source : uint8_t {
+  kArg,           // str(arg)
+  kArgOrUnknown,  // arg or "unknown" (falsy -> "unknown")
+  kArgIntText,    // str(int(arg))
+  kAbortReason,   // str(arg), bounded to the Speech abort reasons ("error" otherwise)
+  kConstant,      // a fixed value
+};
+
+struct LabelRule {
+  Source source = Source::kArg;
+  uint8_t arg = 0;
+  std::string_view constant = {};
+};
+
+struct MethodSpec {
+  const char* name;
+  const char* doc;
+  std::array<const char*, kMaxParams> params;
+  uint8_t nparams;
+  uint8_t nrequired;
+  std::string_view family;  // catalog name (counters without `_total`)
+  Op op;
+  std::array<LabelRule, 4> labels;  // after model_name, in declaration order
+  uint8_t nlabels;
+  int8_t value;  // argument index of the value; -1: none (Inc / Dec)
+  double scale = 1.0;
+  double value_default = 1.0;  // for an optional value argument left out
+};
+
+constexpr LabelRule Arg(uint8_t i) { return {Source::kArg, i, {}}; }
+constexpr LabelRule ArgOrUnknown(uint8_t i) { return {Source::kArgOrUnknown, i, {}}; }
+
+// stage and replica of OmniModalityMetrics: both str (callers pass str(id)), used as given.
+#define MM_STAGE_REPLICA_HISTOGRAM(method, value_name, family_name, doc_text)            \
+  MethodSpec {                                                                           \
+    method, doc_text, {"stage", "replica", value_name}, 3, 3, family_name, Op::kObserve, \
+        {Arg(0), Arg(1)}, 2, 2                                                           \
+  }
+
+// ---- OmniPrometheusMetrics (prometheus.py) ----
+constexpr MethodSpec kPrometheusMethods[] = {
+    {"set_running",
+     "num_requests_running.set(n)",
+     {"n"},
+     1,
+     1,
+     "vllm_omni:num_requests_running",
+     Op::kSet,
+     {},
+     0,
+     0},
+    {"set_waiting",
+     "num_requests_waiting.set(n)",
+     {"n"},
+     1,
+     1,
+     "vllm_omni:num_requests_waiting",
+     Op::kSet,
+     {},
+     0,
+     0},
+    {"request_failed",
+     "requests_success_total{finished_reason=\"abort\"} += 1",
+     {},
+     0,
+     0,
+     "vllm_omni:requests_success",
+     Op::kInc,
+     {LabelRule{Source::kConstant, 0, "abort"}},
+     1,
+     -1},
+    {"observe_stage_gen_time",
+     "stage_gen_time_s{stage, stage_type}.observe(max(gen_time_s, 0))",
+     {"stage", "stage_type", "gen_time_s"},
+     3,
+     3,
+     "vllm_omni:stage_gen_time_s",
+     Op::kObserve,
+     {Arg(0), Arg(1)},
+     2,
+     2},
+    {"observe_stage_in_queue",
+     "stage_in_queue_s{stage}.observe(max(in_queue_s, 0))",
+     {"stage", "in_queue_s"},
+     2,
+     2,
+     "vllm_omni:stage_in_queue_s",
+     Op::kObserve,
+     {Arg(0)},
+     1,
+     1},
+    {"observe_queue_wait",
+     "request_queue_wait_s.observe(max(queue_wait_s, 0))",
+     {"queue_wait_s"},
+     1,
+     1,
+     "vllm_omni:request_queue_wait_s",
+     Op::kObserve,
+     {},
+     0,
+     0},
+    {"set_stage_waiting_requests",
+     "stage_waiting_requests{stage}.set(max(n_waiting, 0))",
+     {"stage", "n_waiting"},
+     2,
+     2,
+     "vllm_omni:stage_waiting_requests",
+     Op::kSet,
+     {Arg(0)},
+     1,
+     1},
+    {"observe_num_inference_steps",
+     "num_inference_steps.observe(n_steps) when n_steps > 0",
+     {"n_steps"},
+     1,
+     1,
+     "vllm_omni:num_inference_steps",
+     Op::kObserve,
+     {},
+     0,
+     0},
+    {"inc_image_count",
+     "image_count_total += n_images when n_images > 0",
+     {"n_images"},
+     1,
+     0,
+     "vllm_omni:image_count",
+     Op::kAdd,
+     {},
+     0,
+     0},
+    {"observe_image_pixels",
+     "image_pixels.observe(n_pixels) when n_pixels > 0",
+     {"n_pixels"},
+     1,
+     1,
+     "vllm_omni:image_pixels",
+     Op::kObserve,
+     {},
+     0,
+     0},
+    {"set_peak_memory",
+     "peak_memory_mb{stage}.set(max(peak_memory_mb, 0))",
+     {"stage", "peak_memory_mb"},
+     2,
+     2,
+     "vllm_omni:peak_memory_mb",
+     Op::kSet,
+     {Arg(0)},
+     1,
+     1},
+    {"inc_requests_failed",
+     "requests_failed_total{reason=reason or \"unknown\"} += 1",
+     {"reason"},
+     1,
+     1,
+     "vllm_omni:requests_failed",
+     Op::kInc,
+     {ArgOrUnknown(0)},
+     1,
+     -1},
+    {"observe_kv_wait",
+     "kv_wait_s{connector_type or \"unknown\"}.observe(kv_wait_s) when >= 0",
+     {"connector_type", "kv_wait_s"},
+     2,
+     2,
+     "vllm_omni:kv_wait_s",
+     Op::kObserve,
+     {ArgOrUnknown(0)},
+     1,
+     1},
+};
+
+// ---- OmniModalityMetrics (modality.py) ----
+constexpr MethodSpec kModalityMethods[] = {
+    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_ttfp", "ttfp_seconds", "vllm_omni:audio_ttfp_s",
+                               "audio_ttfp_s{stage, replica}.observe(ttfp_seconds)"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_duration", "duration_seconds",
+                               "vllm_omni:audio_duration_s",
+                               "audio_duration_s{stage, replica}.observe(duration_seconds)"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_rtf", "rtf", "vllm_omni:audio_rtf",
+                               "audio_rtf{stage, replica}.observe(rtf)"),
+    {"inc_audio_frames",
+     "audio_frames_total{stage, replica} += n_frames when n_frames > 0",
+     {"stage", "replica", "n_frames"},
+     3,
+     3,
+     "vllm_omni:audio_frames",
+     Op::kAdd,
+     {Arg(0), Arg(1)},
+     2,
+     2},
+    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_underrun", "underrun_s", "vllm_omni:audio_underrun_s",
+                               "audio_underrun_s{stage, replica}.observe(max(underrun_s, 0))"),
+    {"inc_audio_continuity_ok",
+     "audio_continuity_ok_total{stage, replica, threshold_ms=str(int(threshold_ms))} += 1",
+     {"stage", "replica", "threshold_ms"},
+     3,
+     3,
+     "vllm_omni:audio_continuity_ok",
+     Op::kInc,
+     {Arg(0), Arg(1), LabelRule{Source::kArgIntText, 2, {}}},
+     3,
+     -1},
+    {"inc_audio_skipped",
+     "audio_skipped_requests_total{stage, replica, reason=reason or \"unknown\"} += 1",
+     {"stage", "replica", "reason"},
+     3,
+     3,
+     "vllm_omni:audio_skipped_requests",
+     Op::kInc,
+     {Arg(0), Arg(1), ArgOrUnknown(2)},
+     3,
+     -1},
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_exec", "seconds", "vllm_omni:diffusion_exec_s",
+                               "diffusion_exec_s{stage, replica}.observe(seconds)"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_exec_per_step", "seconds",
+                               "vllm_omni:diffusion_exec_per_step_s",
+                               "diffusion_exec_per_step_s{stage, replica}.observe(seconds)"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_preprocess", "seconds",
+                               "vllm_omni:diffusion_preprocess_s",
+                               "diffusion_preprocess_s{stage, replica}.observe(seconds)"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_postprocess", "seconds",
+                               "vllm_omni:diffusion_postprocess_s",
+                               "diffusion_postprocess_s{stage, replica}.observe(seconds)"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_vae_decode", "seconds", "vllm_omni:vae_decode_s",
+                               "vae_decode_s{stage, replica}.observe(seconds) when >= 0"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_forward", "seconds",
+                               "vllm_omni:diffusion_forward_s",
+                               "diffusion_forward_s{stage, replica}.observe(seconds) when >= 0"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_kv_load", "seconds",
+                               "vllm_omni:diffusion_kv_load_s",
+                               "diffusion_kv_load_s{stage, replica}.observe(seconds) when >= 0"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_image_ttfp", "seconds", "vllm_omni:image_ttfp_s",
+                               "image_ttfp_s{stage, replica}.observe(seconds) when >= 0"),
+    MM_STAGE_REPLICA_HISTOGRAM("observe_denoise_step_latency", "seconds",
+                               "vllm_omni:denoise_step_latency_s",
+                               "denoise_step_latency_s{stage, replica}.observe(seconds) when > 0"),
+    {"inc_speech_stream_completed",
+     "speech_stream_completed_total += 1",
+     {},
+     0,
+     0,
+     "vllm_omni:speech_stream_completed",
+     Op::kInc,
+     {},
+     0,
+     -1},
+    {"inc_speech_stream_aborted",
+     "speech_stream_aborted_total{reason} += 1 (cancelled, closed, engine_dead; else error)",
+     {"reason"},
+     1,
+     1,
+     "vllm_omni:speech_stream_aborted",
+     Op::kInc,
+     {LabelRule{Source::kAbortReason, 0, {}}},
+     1,
+     -1},
+};
+
+// ---- OmniTransferMetrics (transfer.py) ----
+#define MM_TRANSFER(method, value_name, family_name, doc_text)                                    \
+  MethodSpec {                                                                                    \
+    method, doc_text, {"from_stage", "from_replica", "to_stage", "to_replica", value_name}, 5, 5, \
+        family_name, Op::kObserve, {Arg(0), Arg(1), Arg(2), Arg(3)}, 4, 4                         \
+  }
+constexpr MethodSpec kTransferMethods[] = {
+    MM_TRANSFER("observe_size", "size_bytes", "vllm_omni:transfer_size_bytes",
+                "transfer_size_bytes{edge}.observe(size_bytes)"),
+    MM_TRANSFER("observe_tx_time", "tx_time_s", "vllm_omni:transfer_tx_s",
+                "transfer_tx_s{edge}.observe(tx_time_s)"),
+    MM_TRANSFER("observe_rx_time", "rx_time_s", "vllm_omni:transfer_rx_s",
+                "transfer_rx_s{edge}.observe(rx_time_s)"),
+    MM_TRANSFER("observe_in_flight_time", "in_flight_time_s", "vllm_omni:transfer_in_flight_s",
+                "transfer_in_flight_s{edge}.observe(in_flight_time_s)"),
+};
+
+// ---- RealtimeVADMetrics (realtime.py) ----
+constexpr MethodSpec kRealtimeMethods[] = {
+    {"session_started",
+     "realtime_vad_active_sessions.inc()",
+     {},
+     0,
+     0,
+     "vllm_omni:realtime_vad_active_sessions",
+     Op::kInc,
+     {},
+     0,
+     -1},
+    {"session_finished",
+     "realtime_vad_active_sessions.dec()",
+     {},
+     0,
+     0,
+     "vllm_omni:realtime_vad_active_sessions",
+     Op::kDec,
+     {},
+     0,
+     -1},
+    {"observe_inference",
+     "realtime_vad_inference_latency_s.observe(latency_ms / 1000)",
+     {"latency_ms"},
+     1,
+     1,
+     "vllm_omni:realtime_vad_inference_latency_s",
+     Op::kObserve,
+     {},
+     0,
+     0,
+     0.001},
+    {"observe_endpoint_delay",
+     "realtime_vad_endpoint_delay_s.observe(delay_ms / 1000)",
+     {"delay_ms"},
+     1,
+     1,
+     "vllm_omni:realtime_vad_endpoint_delay_s",
+     Op::kObserve,
+     {},
+     0,
+     0,
+     0.001},
+    {"error",
+     "realtime_vad_errors_total{reason} += 1 (reason as given)",
+     {"reason"},
+     1,
+     1,
+     "vllm_omni:realtime_vad_errors",
+     Op::kInc,
+     {Arg(0)},
+     1,
+     -1},
+};
+
+#undef MM_STAGE_REPLICA_HISTOGRAM
+#undef MM_TRANSFER
+
+// ---- Classes ----
+
+struct ClassDef {
+  const char* key;        // RegisterClassGroups name
+  const char* type_name;  // modelmetrics._native.<Name>
+  const char* doc;
+  std::span<const Group> groups;
+};
+
+constexpr Group kPrometheusGroups[] = {Group::kPipeline, Group::kImage};
+constexpr Group kModalityGroups[] = {Group::kDiffusion, Group::kAudio, Group::kSpeech};
+constexpr Group kTransferGroups[] = {Group::kTransfer};
+constexpr Group kRealtimeGroups[] = {Group::kRealtime};
+
+// The types are upstream's classes themselves (named for the modules that re-export them), not
+// bases of Python subclasses: a Python subclass adds about 9 ns to every call (measured in
+// bench/python/observe_bench.py), a tenth of a hot method's budget.
+constexpr ClassDef kPrometheusClass{
+    "prometheus", "modelmetrics.vllm_omni.metrics.prometheus.OmniPrometheusMetrics",
+    "OmniPrometheusMetrics(model_name, log_stats=True)\n--\n\n"
+    "Pipeline-level vllm_omni:* families for one model. Binds running, waiting, "
+    "e2e_request_latency_s, prompt_tokens, generation_tokens, request_queue_wait_s, "
+    "num_inference_steps, image_count and image_pixels for model_name at once (zeros from the "
+    "start); the other children appear on first observation. With log_stats=False every method "
+    "returns at once.",
+    kPrometheusGroups};
+constexpr ClassDef kModalityClass{
+    "modality", "modelmetrics.vllm_omni.metrics.modality.OmniModalityMetrics",
+    "OmniModalityMetrics(model_name, log_stats=True)\n--\n\n"
+    "Per-(stage, replica) audio, diffusion breakdown and Speech stream families for one model; "
+    "every child is bound on first observation. stage and replica are str label values.",
+    kModalityGroups};
+constexpr ClassDef kTransferClass{
+    "transfer", "modelmetrics.vllm_omni.metrics.transfer.OmniTransferMetrics",
+    "OmniTransferMetrics(model_name, log_stats=True)\n--\n\n"
+    "transfer_size_bytes, transfer_tx_s, transfer_rx_s and transfer_in_flight_s by (from_stage, "
+    "from_replica, to_stage, to_replica); one observation per physical hop.",
+    kTransferGroups};
+constexpr ClassDef kRealtimeClass{
+    "realtime", "modelmetrics.vllm_omni.metrics.realtime.RealtimeVADMetrics",
+    "RealtimeVADMetrics(model_name, log_stats=True)\n--\n\n"
+    "Realtime sessions with server-side VAD: active sessions, inference latency and endpoint "
+    "delay (given in ms, recorded in s), errors by reason (as given).",
+    kRealtimeGroups};
+constexpr const ClassDef* kClasses[] = {&kPrometheusClass, &kModalityClass, &kTransferClass,
+                                        &kRealtimeClass};
+
+const FamilySpec& Row(size_t index) { return pipeline::OmniFamilies()[index]; }
+
+// ---- The generic method body ----
+
+AnyHandle MakeHandle(size_t index, std::span<const std::string_view> values, bool eager) {
+  void* family = OmniFamily(index);
+  AnyHandle h;
+  switch (Row(index).kind) {
+    case Kind::kCounter: {
+      auto* f = static_cast<Family<Counter>*>(family);
+      h.counter = eager ? f->Bind({values[0]}) : f->Labels(values);
+      break;
+    }
+    case Kind::kGauge: {
+      auto* f = static_cast<Family<Gauge>*>(family);
+      h.gauge = eager ? f->Bind({values[0]}) : f->Labels(values);
+      break;
+    }
+    case Kind::kHistogram: {
+      auto* f = static_cast<Family<Histogram>*>(family);
+      h.histogram = eager ? f->Bind({values[0]}) : f->Labels(values);
+      break;
+    }
+  }
+  return h;
+}
+
+// The handle of a lazily bound child: the object's cache, else Family::Labels.
+const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
+                            std::span<const std::string_view> extra) {
+  char buf[256];
+  std::string spill;
+  std::string_view key;
+  size_t size = 0;
+  for (std::string_view v : extra) size += v.size() + 1;
+  char* out = buf;
+  if (size > sizeof(buf)) {
+    spill.resize(size);
+    out = spill.data();
+  }
+  char* p = out;
+  for (std::string_view v : extra) {
+    for (char c : v) *p++ = c;
+    *p++ = '\xff';
+  }
+  key = std::string_view(out, static_cast<size_t>(p - out));
+  HandleCache*& cache = (*self->caches)[index];
+  if (cache == nullptr) cache = new HandleCache();
+  if (const AnyHandle* h = cache->Find(key)) return h;
+  std::array<std::string_view, 5> values;
+  values[0] = *self->model;
+  for (size_t i = 0; i < extra.size(); ++i) values[i + 1] = extra[i];
+  return &cache->Insert(key, MakeHandle(index, std::span(values.data(), extra.size() + 1), false));
+}
+
+bool LabelFrom(const LabelRule& rule, PyObject* const* a, LabelValue* out) {
+  PyObject* o = a[rule.arg];
+  switch (rule.source) {
+    case Source::kArg:
+      return out->Set(o);
+    case Source::kArgOrUnknown:
+      return out->SetOr(o, pipeline::kUnknownReason);
+    case Source::kArgIntText: {
+      PyRef as_int(PyNumber_Long(o));  // int(threshold_ms): truncates floats, parses strings
+      return as_int && out->Set(as_int.get());
+    }
+    case Source::kAbortReason: {
+      if (!out->Set(o)) return false;
+      out->SetView(pipeline::AudioMetrics::NormalizeAbortReason(out->view()));
+      return true;
+    }
+    case Source::kConstant:
+      out->SetView(rule.constant);
+      return true;
+  }
+  return true;
+}
+
+// Counter amounts: exact non-negative ints take the integer path (exact past 2^53).
+struct Amount {
+  double value = 1;
+  bool integral = true;
+  uint64_t count = 1;
+};
+
+bool ReadAmount(PyObject* o, Amount* out) {
+  if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow == 0 && !(v == -1 && PyErr_Occurred())) {
+      out->value = static_cast<double>(v);
+      out->integral = v >= 0;
+      out->count = v >= 0 ? static_cast<uint64_t>(v) : 0;
+      return true;
+    }
+    PyErr_Clear();
+  }
+  out->integral = false;
+  return ToDouble(o, &out->value);
+}
+
+PyObject* Dispatch(MetricsObject* self, const MethodSpec& m, size_t index, PyObject* const* args,
+                   Py_ssize_t nargs, PyObject* kwnames) {
+  std::array<PyObject*, kMaxParams> a;
+  if (nargs == m.nparams && kwnames == nullptr) {
+    for (size_t i = 0; i < m.nparams; ++i) a[i] = args[i];  // the common, fast case
+  } else if (!BindArgs(m.name, std::span(m.params.data(), m.nparams), m.nrequired, args, nargs,
+                       kwnames, a)) {
+    return nullptr;
+  }
+  if (!self->log_stats) Py_RETURN_NONE;
+  const FamilySpec& spec = Row(index);
+  Amount amount;
+  if (m.value >= 0) {
+    PyObject* o = a[static_cast<size_t>(m.value)];
+    if (o == nullptr) {
+      amount.value = m.value_default;
+      amount.count = static_cast<uint64_t>(m.value_default);
+    } else if (m.op == Op::kAdd) {
+      if (!ReadAmount(o, &amount)) return nullptr;
+    } else {
+      amount.integral = false;
+      if (!ToDouble(o, &amount.value)) return nullptr;
+    }
+    amount.value *= m.scale;
+    if (!pipeline::ApplyGuard(spec.guard, amount.value)) Py_RETURN_NONE;
+  }
+  const AnyHandle* h;
+  if (spec.bind == Bind::kEager) {
+    h = &(*self->eager)[index];
+  } else {
+    std::array<LabelValue, 4> labels;
+    std::array<std::string_view, 4> views;
+    for (size_t i = 0; i < m.nlabels; ++i) {
+      if (!LabelFrom(m.labels[i], a.data(), &labels[i])) return nullptr;
+      views[i] = labels[i].view();
+    }
+    h = LazyHandle(self, index, std::span(views.data(), m.nlabels));
+  }
+  switch (m.op) {
+    case Op::kObserve:
+      h->histogram.Observe(amount.value);
+      break;
+    case Op::kSet:
+      h->gauge.Set(amount.value);
+      break;
+    case Op::kAdd:
+      if (amount.integral) {
+        h->counter.Add(amount.count);
+      } else {
+        h->counter.Add(amount.value);
+      }
+      break;
+    case Op::kInc:
+      if (spec.kind == Kind::kGauge) {
+        h->gauge.Inc();
+      } else {
+        h->counter.Inc();
+      }
+      break;
+    case Op::kDec:
+      h->gauge.Dec();
+      break;
+  }
+  Py_RETURN_NONE;
+}
+
+template <const auto& Table, size_t I>
+PyObject* Method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static const size_t index = OmniFamilyIndex(Table[I].family);
+  return Dispatch(reinterpret_cast<MetricsObject*>(self), Table[I], index, args, nargs, kwnames);
+}
+
+// ---- The two methods that record into two families ----
+
+const size_t kPromptTokens = OmniFamilyIndex("vllm_omni:prompt_tokens");
+const size_t kGenerationTokens = OmniFamilyIndex("vllm_omni:generation_tokens");
+const size_t kSuccess = OmniFamilyIndex("vllm_omni:requests_success");
+const size_t kE2e = OmniFamilyIndex("vllm_omni:e2e_request_latency_s");
+
+PyObject* ObserveTokens(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static constexpr const char* kNames[] = {"prompt_tokens", "generation_tokens"};
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  std::array<PyObject*, kMaxParams> a;
+  if (!BindArgs("observe_tokens", kNames, 2, args, nargs, kwnames, a)) return nullptr;
+  if (!self->log_stats) Py_RETURN_NONE;
+  Amount prompt, generation;
+  if (!ReadAmount(a[0], &prompt) || !ReadAmount(a[1], &generation)) return nullptr;
+  for (auto [amount, index] : {std::pair{prompt, kPromptTokens}, {generation, kGenerationTokens}}) {
+    if (!pipeline::ApplyGuard(Row(index).guard, amount.value)) continue;  // each only if > 0
+    const Counter& c = (*self->eager)[index].counter;
+    if (amount.integral) {
+      c.Add(amount.count);
+    } else {
+      c.Add(amount.value);
+    }
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* RequestSucceeded(PyObject* obj, PyObject* const* args, Py_ssize_t nargs,
+                           PyObject* kwnames) {
+  static constexpr const char* kNames[] = {"e2e_seconds", "finished_reason"};
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  std::array<PyObject*, kMaxParams> a;
+  if (!BindArgs("request_succeeded", kNames, 1, args, nargs, kwnames, a)) return nullptr;
+  if (!self->log_stats) Py_RETURN_NONE;
+  double e2e = 0;
+  if (!ToDouble(a[0], &e2e)) return nullptr;
+  LabelValue reason;
+  if (a[1] == nullptr) {
+    reason.SetView(pipeline::kDefaultFinishedReason);
+  } else if (!reason.Set(a[1])) {
+    return nullptr;
+  }
+  const std::string_view extra[] = {reason.view()};
+  LazyHandle(self, kSuccess, extra)->counter.Inc();
+  if (pipeline::ApplyGuard(Row(kE2e).guard, e2e)) (*self->eager)[kE2e].histogram.Observe(e2e);
+  Py_RETURN_NONE;
+}
+
+// ---- Method tables ----
+
+// "name($self, /, a, b=1)\n--\n\ndoc": the text signature inspect.signature() reads. Kept
+// for the process (PyMethodDef points at it).
+const char* SignatureDoc(const MethodSpec& m) {
+  static auto* docs = new std::deque<std::string>();
+  std::string doc = std::string(m.name) + "($self, /";
+  for (size_t i = 0; i < m.nparams; ++i) {
+    doc += std::string(", ") + m.params[i];
+    if (i >= m.nrequired) doc += "=" + std::to_string(static_cast<long long>(m.value_default));
+  }
+  doc += std::string(")\n--\n\n") + m.doc;
+  return docs->emplace_back(std::move(doc)).c_str();
+}
+
+template <const auto& Table, size_t... I>
+auto MethodDefs(std::index_sequence<I...>) {
+  return std::array<PyMethodDef, sizeof...(I)>{
+      PyMethodDef{Table[I].name, AsCFunction(&Method<Table, I>), METH_FASTCALL | METH_KEYWORDS,
+                  SignatureDoc(Table[I])}...};
+}
+
+template <const auto& Table, size_t Extra>
+PyMethodDef* BuildMethods(std::array<PyMethodDef, Extra> extra) {
+  constexpr size_t n = std::size(Table);
+  static std::array<PyMethodDef, n + Extra + 1> defs{};
+  const auto generated = MethodDefs<Table>(std::make_index_sequence<n>());
+  for (size_t i = 0; i < n; ++i) defs[i] = generated[i];
+  for (size_t i = 0; i < Extra; ++i) defs[n + i] = extra[i];
+  defs[n + Extra] = PyMethodDef{nullptr, nullptr, 0, nullptr};
+  return defs.data();
+}
+
+// ---- Type slots ----
+
+// "OmniPrometheusMetrics" of "modelmetrics.vllm_omni.metrics.prometheus.OmniPrometheusMetrics".
+const char* ShortName(const ClassDef& cls) {
+  const std::string_view full(cls.type_name);
+  return cls.type_name + full.rfind('.') + 1;
+}
+
+// The class a (sub)type was built from: walk to the _native base, which owns the layout.
+const ClassDef* ClassOf(PyTypeObject* type) {
+  for (PyTypeObject* t = type; t != nullptr; t = t->tp_base) {
+    for (const ClassDef* c : kClasses) {
+      if (std::string_view(t->tp_name) == c->type_name) return c;  // PyType_FromSpec keeps it whole
+    }
+  }
+  return nullptr;
+}
+
+PyObject* New(PyTypeObject* type, PyObject*, PyObject*) {
+  auto* self = reinterpret_cast<MetricsObject*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->log_stats = false;
+  self->model_name = nullptr;
+  self->model = new std::string();
+  self->eager = new std::array<AnyHandle, kFamilies>();
+  self->caches = new std::array<HandleCache*, kFamilies>();
+  self->caches->fill(nullptr);
+  self->weakrefs = nullptr;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  static const char* kKeywords[] = {"model_name", "log_stats", nullptr};
+  PyObject* model = nullptr;
+  int log_stats = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:__init__", const_cast<char**>(kKeywords),
+                                   &model, &log_stats)) {
+    return -1;
+  }
+  const ClassDef* cls = ClassOf(Py_TYPE(obj));
+  if (cls == nullptr) {
+    PyErr_SetString(PyExc_TypeError, "not a modelmetrics metrics type");
+    return -1;
+  }
+  LabelValue model_text;  // str(model_name), as prometheus_client's labels() does
+  if (!model_text.Set(model)) return -1;
+  if (!RegisterClassGroups(cls->key)) return -1;
+  *self->model = std::string(model_text.view());
+  Py_INCREF(model);
+  Py_XSETREF(self->model_name, model);
+  self->log_stats = log_stats != 0;
+  // Eager children (§4.11) exist from construction, also with log_stats off.
+  const auto rows = pipeline::OmniFamilies();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    bool owned = false;
+    for (Group g : cls->groups) owned = owned || rows[i].group == g;
+    if (!owned || rows[i].bind != Bind::kEager) continue;
+    const std::string_view values[] = {*self->model};
+    (*self->eager)[i] = MakeHandle(i, values, true);
+  }
+  // A re-init may change the model: drop handles cached for the old one.
+  for (HandleCache*& cache : *self->caches) {
+    delete cache;
+    cache = nullptr;
+  }
+  return 0;
+}
+
+int Traverse(PyObject* obj, visitproc visit, void* arg) {
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  Py_VISIT(self->model_name);
+  Py_VISIT(Py_TYPE(obj));
+  return 0;
+}
+
+int Clear(PyObject* obj) {
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  Py_CLEAR(self->model_name);
+  return 0;
+}
+
+void Dealloc(PyObject* obj) {
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  PyTypeObject* type = Py_TYPE(obj);
+  PyObject_GC_UnTrack(obj);
+  if (self->weakrefs != nullptr) PyObject_ClearWeakRefs(obj);
+  Clear(obj);
+  if (self->caches != nullptr) {
+    for (HandleCache* cache : *self->caches) delete cache;
+  }
+  delete self->caches;
+  delete self->eager;
+  delete self->model;
+  type->tp_free(obj);
+  Py_DECREF(type);
+}
+
+PyObject* GetModelName(PyObject* obj, void*) {
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  if (self->model_name == nullptr) Py_RETURN_NONE;
+  Py_INCREF(self->model_name);
+  return self->model_name;
+}
+
+PyObject* GetLogStats(PyObject* obj, void*) {
+  return PyBool_FromLong(reinterpret_cast<MetricsObject*>(obj)->log_stats);
+}
+
+int SetLogStats(PyObject* obj, PyObject* value, void*) {
+  if (value == nullptr) {
+    PyErr_SetString(PyExc_AttributeError, "log_stats cannot be deleted");
+    return -1;
+  }
+  const int truthy = PyObject_IsTrue(value);
+  if (truthy < 0) return -1;
+  reinterpret_cast<MetricsObject*>(obj)->log_stats = truthy != 0;
+  return 0;
+}
+
+PyGetSetDef kGetSet[] = {
+    {"model_name", GetModelName, nullptr, "The model_name label value.", nullptr},
+    {"log_stats", GetLogStats, SetLogStats, "False: every method returns at once.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyMemberDef kMembers[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(MetricsObject, weakrefs), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+
+bool AddType(PyObject* module, const ClassDef& cls, PyMethodDef* methods) {
+  PyType_Slot slots[] = {
+      {Py_tp_doc, const_cast<char*>(cls.doc)},
+      {Py_tp_new, reinterpret_cast<void*>(New)},
+      {Py_tp_init, reinterpret_cast<void*>(Init)},
+      {Py_tp_dealloc, reinterpret_cast<void*>(Dealloc)},
+      {Py_tp_traverse, reinterpret_cast<void*>(Traverse)},
+      {Py_tp_clear, reinterpret_cast<void*>(Clear)},
+      {Py_tp_methods, methods},
+      {Py_tp_getset, kGetSet},
+      {Py_tp_members, kMembers},
+      {0, nullptr},
+  };
+  PyType_Spec spec{cls.type_name, sizeof(MetricsObject), 0,
+                   Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, slots};
+  PyObject* type = PyType_FromModuleAndSpec(module, &spec, nullptr);
+  if (type == nullptr) return false;
+  if (PyModule_AddObject(module, ShortName(cls), type) == 0) return true;
+  Py_DECREF(type);
+  return false;
+}
+
+}  // namespace
+
+bool RegisterClassGroups(const char* class_key) {
+  for (const ClassDef* cls : kClasses) {
+    if (std::string_view(cls->key) != class_key) continue;
+    for (Group g : cls->groups) {
+      std::string error;
+      if (!RegisterGroup(g, &error)) {
+        PyErr_SetString(PyExc_ValueError, error.c_str());
+        return false;
+      }
+    }
+    return true;
+  }
+  PyErr_Format(PyExc_ValueError, "unknown metrics class %s", class_key);
+  return false;
+}
+
+bool AddObserveTypes(PyObject* module) {
+  if (pipeline::OmniFamilies().size() > kFamilies) {
+    PyErr_SetString(PyExc_RuntimeError, "catalog larger than kFamilies");
+    return false;
+  }
+  PyMethodDef* prometheus = BuildMethods<kPrometheusMethods, 2>(
+      {PyMethodDef{"observe_tokens", AsCFunction(&ObserveTokens), METH_FASTCALL | METH_KEYWORDS,
+                   "observe_tokens($self, /, prompt_tokens, generation_tokens)\n--\n\n"
+                   "prompt_tokens_total += prompt_tokens and generation_tokens_total += "
+                   "generation_tokens, each only if > 0"},
+       PyMethodDef{"request_succeeded", AsCFunction(&RequestSucceeded),
+                   METH_FASTCALL | METH_KEYWORDS,
+                   "request_succeeded($self, /, e2e_seconds, finished_reason='stop')\n--\n\n"
+                   "requests_success_total{finished_reason} += 1 and "
+                   "e2e_request_latency_s.observe(e2e_seconds)"}});
+  PyMethodDef* modality = BuildMethods<kModalityMethods, 0>({});
+  PyMethodDef* transfer = BuildMethods<kTransferMethods, 0>({});
+  PyMethodDef* realtime = BuildMethods<kRealtimeMethods, 0>({});
+  return AddType(module, kPrometheusClass, prometheus) &&
+         AddType(module, kModalityClass, modality) && AddType(module, kTransferClass, transfer) &&
+         AddType(module, kRealtimeClass, realtime);
+}
+
+}  // namespace modelmetrics::python

@@ -1,0 +1,38 @@
+// The one Registry a Python process records into, and the catalog families in it. Private to
+// src/python.
+//
+// Contract. Families are registered by catalog group, when a module of the package that owns the
+// group is imported (prometheus: pipeline + image; modality: diffusion + audio + speech; transfer;
+// realtime) or an object of its class is built, as upstream registers each module's
+// prometheus_client families at import. Registering a group again is a no-op. The registry is
+// always enabled: gating is per object (`log_stats`), as upstream's. It lives for the process
+// (never destroyed, so handles held by any object stay valid at interpreter exit).
+//
+// Thread-safety: RegisterGroup and OmniFamily are called with the GIL held; the Registry itself
+// is thread-safe and is rendered with the GIL released.
+#ifndef MODELMETRICS_PYTHON_PROCESS_REGISTRY_H_
+#define MODELMETRICS_PYTHON_PROCESS_REGISTRY_H_
+
+#include <cstddef>
+#include <string>
+
+#include "modelmetrics/metrics.h"
+#include "pipeline/catalog.h"
+
+namespace modelmetrics::python {
+
+Registry& ProcessRegistry();
+
+// Registers every catalog family of `group`; false (and *error) on a name collision.
+bool RegisterGroup(pipeline::Group group, std::string* error);
+
+// The registered family of catalog row `index` (pipeline::OmniFamilies()[index]); nullptr while
+// its group is unregistered. Cast to Family<Counter|Gauge|Histogram> by the row's kind.
+void* OmniFamily(size_t index);
+
+// The catalog row index of `name`; SIZE_MAX when absent.
+size_t OmniFamilyIndex(std::string_view name);
+
+}  // namespace modelmetrics::python
+
+#endif  // MODELMETRICS_PYTHON_PROCESS_REGISTRY_H_

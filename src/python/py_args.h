@@ -1,0 +1,165 @@
+// Argument handling for the extension's METH_FASTCALL | METH_KEYWORDS methods: positional and
+// keyword arguments by upstream's parameter names, numbers as Python converts them, and label
+// values as prometheus_client makes them (`str(value)`). Private to src/python.
+//
+// Contract. Every function here is called with the GIL held. On failure it returns false with a
+// Python exception set (TypeError for a wrong argument count, an unknown keyword or a value
+// float() rejects), so the caller returns nullptr and Python raises; nothing is recorded.
+#ifndef MODELMETRICS_PYTHON_PY_ARGS_H_
+#define MODELMETRICS_PYTHON_PY_ARGS_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace modelmetrics::python {
+
+// A strong reference, released on scope exit.
+class PyRef {
+ public:
+  PyRef() = default;
+  explicit PyRef(PyObject* o) : o_(o) {}
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  PyRef(PyRef&& other) noexcept : o_(other.o_) { other.o_ = nullptr; }
+  PyRef& operator=(PyRef&& other) noexcept {
+    Py_XDECREF(o_);
+    o_ = other.o_;
+    other.o_ = nullptr;
+    return *this;
+  }
+  ~PyRef() { Py_XDECREF(o_); }
+  PyObject* get() const { return o_; }
+  PyObject* release() {
+    PyObject* o = o_;
+    o_ = nullptr;
+    return o;
+  }
+  explicit operator bool() const { return o_ != nullptr; }
+
+ private:
+  PyObject* o_ = nullptr;
+};
+
+inline constexpr size_t kMaxParams = 6;
+
+// A METH_FASTCALL / METH_KEYWORDS entry point as PyMethodDef stores it (through void(*)(), the
+// cast GCC's -Wcast-function-type allows; CPython calls it with its real signature).
+template <typename F>
+PyCFunction AsCFunction(F* f) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f));
+}
+
+// Binds (args, nargs, kwnames) to `names` in order; out[i] is nullptr for an absent optional
+// parameter. The first `required` parameters must be given.
+inline bool BindArgs(const char* method, std::span<const char* const> names, size_t required,
+                     PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                     std::array<PyObject*, kMaxParams>& out) {
+  out.fill(nullptr);
+  const size_t n = names.size();
+  if (static_cast<size_t>(nargs) > n) {
+    PyErr_Format(PyExc_TypeError, "%s() takes %zu positional arguments but %zd were given", method,
+                 n, nargs);
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) out[static_cast<size_t>(i)] = args[i];
+  if (kwnames != nullptr) {
+    const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      size_t slot = n;
+      for (size_t i = 0; i < n; ++i) {
+        if (PyUnicode_CompareWithASCIIString(key, names[i]) == 0) {
+          slot = i;
+          break;
+        }
+      }
+      if (slot == n) {
+        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", method, key);
+        return false;
+      }
+      if (out[slot] != nullptr) {
+        PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", method,
+                     names[slot]);
+        return false;
+      }
+      out[slot] = args[nargs + k];
+    }
+  }
+  for (size_t i = 0; i < required; ++i) {
+    if (out[i] == nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", method, names[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// float(value): exact floats and ints on the fast path; anything with __float__/__index__
+// through PyFloat_AsDouble; otherwise TypeError (None, str, ...).
+inline bool ToDouble(PyObject* o, double* out) {
+  if (PyFloat_CheckExact(o)) {
+    *out = PyFloat_AS_DOUBLE(o);
+    return true;
+  }
+  if (PyLong_CheckExact(o)) {
+    *out = PyLong_AsDouble(o);  // OverflowError beyond double's range
+    return !(*out == -1.0 && PyErr_Occurred());
+  }
+  *out = PyFloat_AsDouble(o);
+  return !(*out == -1.0 && PyErr_Occurred());
+}
+
+// A label value as prometheus_client makes it: `str(value)`. Exact str is used in place, exact
+// int is formatted here; anything else goes through PyObject_Str (kept alive by `holder`).
+class LabelValue {
+ public:
+  bool Set(PyObject* o) {
+    if (PyUnicode_CheckExact(o)) return FromStr(o);
+    if (PyLong_CheckExact(o)) {
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (overflow == 0 && !(v == -1 && PyErr_Occurred())) {
+        const auto r = std::to_chars(buf_, buf_ + sizeof(buf_), v);
+        view_ = std::string_view(buf_, static_cast<size_t>(r.ptr - buf_));
+        return true;
+      }
+      PyErr_Clear();
+    }
+    holder_ = PyRef(PyObject_Str(o));
+    return holder_ && FromStr(holder_.get());
+  }
+  // `value or "unknown"`: falsy values (None, "", 0, ...) become `fallback`.
+  bool SetOr(PyObject* o, std::string_view fallback) {
+    const int truthy = o == nullptr ? 0 : PyObject_IsTrue(o);
+    if (truthy < 0) return false;
+    if (truthy == 0) {
+      view_ = fallback;
+      return true;
+    }
+    return Set(o);
+  }
+  void SetView(std::string_view v) { view_ = v; }
+  std::string_view view() const { return view_; }
+
+ private:
+  bool FromStr(PyObject* s) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(s, &size);  // raises on lone surrogates
+    if (data == nullptr) return false;
+    view_ = std::string_view(data, static_cast<size_t>(size));
+    return true;
+  }
+  char buf_[24];
+  std::string_view view_;
+  PyRef holder_;
+};
+
+}  // namespace modelmetrics::python
+
+#endif  // MODELMETRICS_PYTHON_PY_ARGS_H_

@@ -1,0 +1,47 @@
+"""Shared helpers: read values back the way upstream's tests do, from
+``prometheus_client.generate_latest(REGISTRY)`` text."""
+
+import itertools
+import re
+
+import pytest
+
+_ids = itertools.count()
+
+
+@pytest.fixture
+def model():
+    """A model name no other test uses (the registry is process-wide, as upstream's REGISTRY)."""
+    return f"test-model-{next(_ids)}"
+
+
+def exposition() -> str:
+    import modelmetrics.vllm_omni.metrics  # noqa: F401  (installs the bridge)
+    from prometheus_client import REGISTRY, generate_latest
+
+    return generate_latest(REGISTRY).decode()
+
+
+def sample(text: str, series: str):
+    """The value of the sample line starting with `series` (name and label text), or None."""
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def lines_with(text: str, needle: str) -> list:
+    return [line for line in text.splitlines() if needle in line and not line.startswith("#")]
+
+
+def help_and_type(text: str) -> dict:
+    """{family: (type, help)} from # HELP / # TYPE lines."""
+    out, helps = {}, {}
+    for line in text.splitlines():
+        m = re.match(r"# HELP (\S+) (.*)$", line)
+        if m:
+            helps[m.group(1)] = m.group(2)
+        m = re.match(r"# TYPE (\S+) (\S+)$", line)
+        if m:
+            out[m.group(1)] = (m.group(2), helps.get(m.group(1)))
+    return out
