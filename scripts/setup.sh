@@ -12,6 +12,10 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus                                     # promtool and a real Prometheus for tests
+  python3 python3-dev python3-venv python3-pip python3-setuptools   # the Python package
+  python3-prometheus-client python3-pytest python3-prettytable      # its bridge and tests
+  python3-fastapi python3-uvicorn                # the FastAPI example (a real consumer)
+  pybind11-dev                                   # the pybind11 comparison in bench/python
   openssl ca-certificates locales curl
 )
 missing=()
@@ -46,3 +50,11 @@ fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build
+
+# The Python package, installed the way users install it: offline, into a venv that sees Debian's
+# python3-* packages (Debian's interpreter, not another python3 on PATH).
+if [ ! -x build/venv/bin/python ]; then
+  /usr/bin/python3 -m venv --system-site-packages build/venv
+fi
+MODELMETRICS_BUILD_JOBS=${JOBS:-2} build/venv/bin/python -m pip install -q --no-build-isolation \
+  --no-index --no-deps --force-reinstall . >/dev/null

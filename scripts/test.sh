@@ -23,6 +23,11 @@ step "unit and integration tests"
 step "real Prometheus scrapes the pipeline simulator"
 bash scripts/prometheus_pipeline_check.sh
 
+step "Python package (installed in build/venv by setup; tests run from outside the repository)"
+(cd / && "$root/build/venv/bin/python" -c "import modelmetrics.vllm_omni.metrics.prometheus")
+(cd "$(mktemp -d)" && MODELMETRICS_SHARED_DIR="$shared" "$root/build/venv/bin/python" -m pytest \
+  -q -p no:cacheprovider "$root/tests/python")
+
 step "ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMODELMETRICS_SANITIZE=address,undefined \
   -DMODELMETRICS_BENCH=OFF >/dev/null
