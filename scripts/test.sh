@@ -77,5 +77,6 @@ step "benchmark smoke run"
 ./build/bench/instruments_speed_test --benchmark_min_time=0.05
 ./build/bench/snapshot_speed_test --rounds 10
 ./build/bench/api_load_bench --clients 50 --seconds 3
+build/venv/bin/python bench/python/observe_bench.py --repeat 3 --number 2000
 
 step "all tests passed"
