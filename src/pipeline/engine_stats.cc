@@ -65,6 +65,16 @@ EngineStatsLogger::EngineStatsLogger(Registry& registry, EngineStatsOptions opti
 
 EngineStatsLogger::~EngineStatsLogger() = default;
 
+std::string_view EngineStatsLogger::StageLabel(size_t engine) const {
+  return options_.engine_labels.empty() ? options_.engines.StageLabel(engine)
+                                        : std::string_view(options_.engine_labels[engine].first);
+}
+
+std::string_view EngineStatsLogger::ReplicaLabel(size_t engine) const {
+  return options_.engine_labels.empty() ? options_.engines.ReplicaLabel(engine)
+                                        : std::string_view(options_.engine_labels[engine].second);
+}
+
 double EngineStatsLogger::Now() const {
   if (options_.clock) return options_.clock();
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -73,6 +83,11 @@ double EngineStatsLogger::Now() const {
 std::unique_ptr<EngineStatsLogger> EngineStatsLogger::Create(Registry& registry,
                                                              EngineStatsOptions options,
                                                              std::string* error) {
+  if (!options.engine_labels.empty() && options.engine_labels.size() != options.engines.size()) {
+    SetError(error, "engine_labels has " + std::to_string(options.engine_labels.size()) +
+                        " entries for " + std::to_string(options.engines.size()) + " engines");
+    return nullptr;
+  }
   std::unique_ptr<EngineStatsLogger> logger(new EngineStatsLogger(registry, std::move(options)));
   if (!logger->enabled_) return logger;  // log-stats off: nothing registered (§4.8)
   if (!logger->Register(error)) return nullptr;
@@ -105,20 +120,16 @@ bool EngineStatsLogger::Register(std::string* error) {
 
   const std::string& model = options_.model_name;
   auto counter = [&](std::string_view name, size_t e) {
-    return counters_.at(name)->Bind(
-        {model, options_.engines.StageLabel(e), options_.engines.ReplicaLabel(e)});
+    return counters_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e)});
   };
   auto counter_x = [&](std::string_view name, size_t e, std::string_view extra) {
-    return counters_.at(name)->Bind(
-        {model, options_.engines.StageLabel(e), options_.engines.ReplicaLabel(e), extra});
+    return counters_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e), extra});
   };
   auto gauge = [&](std::string_view name, size_t e) {
-    return gauges_.at(name)->Bind(
-        {model, options_.engines.StageLabel(e), options_.engines.ReplicaLabel(e)});
+    return gauges_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e)});
   };
   auto histogram = [&](std::string_view name, size_t e) {
-    return histograms_.at(name)->Bind(
-        {model, options_.engines.StageLabel(e), options_.engines.ReplicaLabel(e)});
+    return histograms_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e)});
   };
 
   handles_.reserve(options_.engines.size());
@@ -138,9 +149,9 @@ bool EngineStatsLogger::Register(std::string* error) {
     h->running = gauge("vllm:num_requests_running", e);
     h->waiting = gauge("vllm:num_requests_waiting", e);
     for (size_t i = 0; i < kEngineSleepStates.size(); ++i) {
-      h->sleep_state[i] = gauges_.at("vllm:engine_sleep_state")
-                              ->Bind({model, options_.engines.StageLabel(e),
-                                      options_.engines.ReplicaLabel(e), kEngineSleepStates[i]});
+      h->sleep_state[i] =
+          gauges_.at("vllm:engine_sleep_state")
+              ->Bind({model, StageLabel(e), ReplicaLabel(e), kEngineSleepStates[i]});
       h->sleep_state[i].Set(i == 0 ? 1.0 : 0.0);  // awake
     }
     h->kv_cache_usage = gauge("vllm:kv_cache_usage_perc", e);
@@ -320,8 +331,8 @@ bool EngineStatsLogger::LogEngineInitialized(
   if (!enabled_) return true;
   Family<Gauge>* family = gauges_.at(kCacheConfigInfo);
   for (size_t e = 0; e < options_.engines.size(); ++e) {
-    values[stage_at] = options_.engines.StageLabel(e);
-    values[replica_at] = options_.engines.ReplicaLabel(e);
+    values[stage_at] = StageLabel(e);
+    values[replica_at] = ReplicaLabel(e);
     family->Labels(std::span<const std::string_view>(values)).Set(1.0);
   }
   return true;

@@ -189,6 +189,10 @@ class SchedulerStatsThrottle {
 struct EngineStatsOptions {
   std::string model_name;
   EngineMap engines;  // static stage layout
+  // Label values per flat index, overriding the EngineMap's decimal ids (vLLM-Omni's
+  // stage_replica_map may name stages, e.g. {"thinker", "0"}); empty: the decimal ids. When
+  // given, its size must equal engines.size() (Create fails otherwise).
+  std::vector<std::pair<std::string, std::string>> engine_labels;
   // Monotonic seconds; steady_clock when empty. Injectable for tests.
   std::function<double()> clock;
 };
@@ -236,6 +240,8 @@ class EngineStatsLogger {
   EngineStatsLogger(Registry& registry, EngineStatsOptions options);
   bool Register(std::string* error);
   double Now() const;
+  std::string_view StageLabel(size_t engine) const;
+  std::string_view ReplicaLabel(size_t engine) const;
 
   Registry& registry_;
   EngineStatsOptions options_;

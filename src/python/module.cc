@@ -1,7 +1,7 @@
 // modelmetrics._native: the CPython extension behind the `modelmetrics` Python package.
 //
-// Contents: the four observe types (observe_types.h) and module functions over the process
-// registry:
+// Contents: the four observe types (observe_types.h), the engine stats logger
+// (engine_logger.h), and module functions over the process registry:
 //   register_classes(*keys)            the catalog groups of upstream modules, at their import
 //   render(openmetrics, created) -> bytes   the whole exposition, GIL released while rendering
 //   collect() -> list                  every family's children as values (the prometheus_client
@@ -18,6 +18,7 @@
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
+#include "python/engine_logger.h"
 #include "python/observe_types.h"
 #include "python/process_registry.h"
 #include "python/py_args.h"
@@ -219,7 +220,7 @@ PyMODINIT_FUNC PyInit__native() {
   using namespace modelmetrics::python;
   PyObject* module = PyModule_Create(&kModule);
   if (module == nullptr) return nullptr;
-  if (!AddObserveTypes(module)) {
+  if (!AddObserveTypes(module) || !AddEngineLogger(module)) {
     Py_DECREF(module);
     return nullptr;
   }

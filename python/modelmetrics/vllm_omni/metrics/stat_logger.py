@@ -1,0 +1,258 @@
+"""The per-engine ``vllm:*`` families by stage and replica: the drop-in's counterpart of
+vLLM-Omni's ``vllm_omni.metrics.stat_logger.OmniPrometheusStatLogger`` (§3.6, §4.8-§4.12 of
+pipeline-metrics-behaviour.md).
+
+Upstream subclasses vLLM's ``PrometheusStatLogger`` and rewrites its prometheus_client families;
+here the families are the C++ engine table (the real vLLM V1 scrape's names, HELP, labels and
+buckets, ``engine`` replaced by ``stage, replica``), and ``record()`` reads vLLM's
+``SchedulerStats`` / ``IterationStats`` objects duck-typed -- only the attributes named below,
+each optional -- so it works without vLLM installed. What differs from upstream's logger:
+
+* counters that vLLM updates inside the 1 Hz throttled ``make_stats()`` (prefix cache, KV
+  connector, perf) are added on every ``record()``; only the scheduler gauges are throttled per
+  (stage, replica) (issue #4802);
+* ``record_sleep_state`` may name one engine (a stage can sleep alone);
+* an engine index outside the map raises KeyError, as upstream's ``_engine_to_stage_replica``.
+
+Building a logger drops the previous logger's ``vllm:*`` families and keeps every
+``vllm_omni:*`` family (the scoped unregister, §4.10). With ``log_stats=False`` nothing is
+registered and every method returns at once (upstream builds no logger then).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+
+from modelmetrics import _native
+
+# Flat engine index -> (stage, replica) label values; refilled by each logger (§4.12).
+_ENGINE_INDEX_MAP: dict[int, tuple[str, str]] = {}
+
+SCHEDULER_STATS_INTERVAL_S = 1.0
+
+
+def _rewrite_labelnames(labelnames):
+    """``engine`` replaced in place by ``stage, replica``; the container type is kept; None and
+    lists without ``engine`` pass through."""
+    if labelnames is None or "engine" not in labelnames:
+        return labelnames
+    out = []
+    for name in labelnames:
+        out.extend(("stage", "replica") if name == "engine" else (name,))
+    return tuple(out) if isinstance(labelnames, tuple) else out
+
+
+def _engine_to_stage_replica(engine_value) -> tuple[str, str]:
+    """The (stage, replica) of a flat engine index (int or decimal str); KeyError if unknown."""
+    return _ENGINE_INDEX_MAP[int(engine_value)]
+
+
+def build_stage_replica_map(replicas_per_stage) -> dict[int, tuple[str, str]]:
+    """The orchestrator's flat numbering: stages in order, replicas within a stage, from 0; pools
+    [1, 2, 1] give {0: ("0","0"), 1: ("1","0"), 2: ("1","1"), 3: ("2","0")}."""
+    out, flat = {}, 0
+    for stage, replicas in enumerate(replicas_per_stage):
+        for replica in range(int(replicas)):
+            out[flat] = (str(stage), str(replica))
+            flat += 1
+    return out
+
+
+class SchedulerStatsThrottle:
+    """One scheduler's ``make_stats()`` gate (§4.9): ``admit()`` is False while less than a
+    second has passed since the last admitted call (monotonic), else it records now and is True.
+    The state is per scheduler, i.e. per (stage, replica); there is no global throttle."""
+
+    __slots__ = ("_interval", "_last", "_lock")
+
+    def __init__(self, interval_s: float = SCHEDULER_STATS_INTERVAL_S):
+        self._interval = interval_s
+        self._last = 0.0
+        self._lock = threading.Lock()
+
+    def admit(self, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            if now - self._last < self._interval:
+                return False
+            self._last = now
+            return True
+
+
+class OmniSchedulerStatsMixin:
+    """Mix into a vLLM scheduler class (before it in the bases) to throttle ``make_stats()`` to
+    1 Hz per instance, as vLLM-Omni's ``omni_scheduler_mixin`` does."""
+
+    def make_stats(self, *args, **kwargs):
+        throttle = self.__dict__.get("_omni_stats_throttle")
+        if throttle is None:
+            throttle = self.__dict__.setdefault("_omni_stats_throttle", SchedulerStatsThrottle())
+        if not throttle.admit():
+            return None
+        return super().make_stats(*args, **kwargs)
+
+
+def _get(obj, name, default=None):
+    if obj is None:
+        return default
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _cache_pair(stats):
+    return None if stats is None else (_get(stats, "queries", 0), _get(stats, "hits", 0))
+
+
+def _kv_connector(stats):
+    if stats is None:
+        return None
+    data = _get(stats, "data", stats)  # vLLM's NixlKVConnectorStats keeps its lists in .data
+
+    def total(key):
+        value = _get(data, key, 0)
+        return sum(value) if isinstance(value, (list, tuple)) else value
+
+    return (list(_get(data, "transfer_duration", ()) or ()), list(_get(data, "post_duration", ()) or ()),
+            list(_get(data, "bytes_transferred", ()) or ()), list(_get(data, "num_descriptors", ()) or ()),
+            total("num_failed_transfers"), total("num_failed_notifications"),
+            total("num_kv_expired_reqs"))
+
+
+def _scheduler_tuple(s):
+    perf = _get(s, "perf_stats")
+    return (
+        _get(s, "num_running_reqs", 0), _get(s, "num_waiting_reqs", 0),
+        float(_get(s, "kv_cache_usage", 0.0) or 0.0),
+        _get(_get(s, "prefix_cache_stats"), "queries", 0), _get(_get(s, "prefix_cache_stats"), "hits", 0),
+        _cache_pair(_get(s, "connector_prefix_cache_stats")),
+        _kv_connector(_get(s, "kv_connector_stats")),
+        None if perf is None else (float(_get(perf, "num_flops_per_gpu", 0.0)),
+                                   float(_get(perf, "num_read_bytes_per_gpu", 0.0)),
+                                   float(_get(perf, "num_write_bytes_per_gpu", 0.0))),
+    )
+
+
+def _finished_tuple(f):
+    return (
+        str(_get(f, "finish_reason", "stop")), float(_get(f, "e2e_latency", 0.0)),
+        _get(f, "num_prompt_tokens", 0), _get(f, "num_generation_tokens", 0),
+        _get(f, "max_tokens_param"), float(_get(f, "queued_time", 0.0)),
+        float(_get(f, "prefill_time", 0.0)), float(_get(f, "inference_time", 0.0)),
+        float(_get(f, "decode_time", 0.0)), float(_get(f, "mean_time_per_output_token", 0.0)),
+        _get(f, "num_cached_tokens", 0),
+    )
+
+
+def _iteration_tuple(it):
+    sources = _get(it, "prompt_token_stats")
+    return (
+        _get(it, "num_generation_tokens", 0), _get(it, "num_prompt_tokens", 0),
+        _get(it, "num_preempted_reqs", 0),
+        None if sources is None else (
+            _get(sources, "computed", 0), _get(sources, "local_cache_hit", 0),
+            _get(sources, "external_kv_transfer", 0), _get(sources, "cached_tokens", 0),
+            _get(sources, "recomputed_tokens", 0)),
+        [_finished_tuple(f) for f in (_get(it, "finished_requests", ()) or ())],
+        list(_get(it, "max_num_generation_tokens_iter", ()) or ()),
+        list(_get(it, "n_params_iter", ()) or ()),
+        list(_get(it, "time_to_first_tokens_iter", ()) or ()),
+        list(_get(it, "inter_token_latencies_iter", ()) or ()),
+    )
+
+
+def _served_model_name(vllm_config):
+    model_config = _get(vllm_config, "model_config")
+    name = _get(model_config, "served_model_name") or _get(model_config, "model")
+    if isinstance(name, (list, tuple)):
+        name = name[0] if name else None
+    return name
+
+
+class OmniPrometheusStatLogger:
+    """Per-engine ``vllm:*`` families, relabelled to (stage, replica) by ``stage_replica_map``
+    ({flat engine index: (stage, replica)}, the orchestrator's numbering)."""
+
+    def __init__(self, vllm_config=None, stage_replica_map=None, *, model_name: str | None = None,
+                 log_stats: bool = True):
+        stage_replica_map = dict(stage_replica_map or {0: ("0", "0")})
+        self.vllm_config = vllm_config
+        self.log_stats = bool(log_stats)
+        self._model = model_name or _served_model_name(vllm_config) or "unknown"
+        self._map = {int(k): (str(v[0]), str(v[1])) for k, v in stage_replica_map.items()}
+        _ENGINE_INDEX_MAP.clear()
+        _ENGINE_INDEX_MAP.update(self._map)
+        self.engine_indexes = sorted(self._map)
+        self._dense = {flat: i for i, flat in enumerate(self.engine_indexes)}
+        self._logger = None
+        if self.log_stats:
+            self._logger = _native.EngineStatsLogger(
+                self._model, [self._map[flat] for flat in self.engine_indexes])
+        self._per_engine = {}
+        self.per_engine_labelvalues = {flat: [self._model, str(flat)] for flat in self.engine_indexes}
+
+    @property
+    def stage_replica_map(self) -> dict[int, tuple[str, str]]:
+        return dict(self._map)
+
+    @property
+    def per_engine_labelvalues(self):
+        return self._per_engine
+
+    @per_engine_labelvalues.setter
+    def per_engine_labelvalues(self, value):
+        # Upstream's {idx: [model_name, str(idx)]} -> {idx: [model_name, stage, replica]}.
+        out = {}
+        for idx, labels in dict(value).items():
+            labels = list(labels)
+            if len(labels) == 2 and int(idx) in self._map:
+                labels = [labels[0], *self._map[int(idx)]]
+            out[idx] = labels
+        self._per_engine = out
+
+    def _index(self, engine_idx):
+        try:
+            return self._dense[int(engine_idx)]
+        except (KeyError, ValueError, TypeError):
+            raise KeyError(f"engine {engine_idx!r} is not in the stage/replica map") from None
+
+    def record(self, scheduler_stats, iteration_stats, mm_cache_stats=None, engine_idx: int = 0):
+        """One engine step: SchedulerStats (gauges throttled to 1 Hz per engine; the cache,
+        connector and perf counters always), IterationStats (tokens, finished requests, TTFT,
+        ITL, ...), and vLLM's separate multimodal cache stats."""
+        if self._logger is None:
+            return
+        index = self._index(engine_idx)
+        self._logger.record(
+            index,
+            None if scheduler_stats is None else _scheduler_tuple(scheduler_stats),
+            None if iteration_stats is None else _iteration_tuple(iteration_stats),
+            _cache_pair(mm_cache_stats),
+        )
+
+    def record_sleep_state(self, sleep: int = 0, level: int = 0, engine_idx: int | None = None):
+        if self._logger is None:
+            return
+        self._logger.record_sleep_state(int(sleep), int(level),
+                                        None if engine_idx is None else self._index(engine_idx))
+
+    def log_engine_initialized(self):
+        """cache_config_info from ``vllm_config.cache_config.metrics_info()`` when present."""
+        if self._logger is None:
+            return
+        cache_config = _get(self.vllm_config, "cache_config")
+        info = getattr(cache_config, "metrics_info", None)
+        if callable(info):
+            self._logger.log_engine_initialized([(k, str(v)) for k, v in info().items()])
+
+
+__all__ = [
+    "OmniPrometheusStatLogger",
+    "OmniSchedulerStatsMixin",
+    "SchedulerStatsThrottle",
+    "build_stage_replica_map",
+    "_engine_to_stage_replica",
+    "_rewrite_labelnames",
+]
