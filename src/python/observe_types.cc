@@ -530,8 +530,15 @@ bool ReadAmount(PyObject* o, Amount* out) {
   return ToDouble(o, &out->value);
 }
 
-PyObject* Dispatch(MetricsObject* self, const MethodSpec& m, size_t index, PyObject* const* args,
-                   Py_ssize_t nargs, PyObject* kwnames) {
+// A row's family, resolved once per method (the catalog look-up stays off the hot path).
+struct Target {
+  size_t index;
+  const FamilySpec* spec;
+};
+
+PyObject* Dispatch(MetricsObject* self, const MethodSpec& m, const Target& target,
+                   PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const size_t index = target.index;
   std::array<PyObject*, kMaxParams> a;
   if (nargs == m.nparams && kwnames == nullptr) {
     for (size_t i = 0; i < m.nparams; ++i) a[i] = args[i];  // the common, fast case
@@ -540,7 +547,7 @@ PyObject* Dispatch(MetricsObject* self, const MethodSpec& m, size_t index, PyObj
     return nullptr;
   }
   if (!self->log_stats) Py_RETURN_NONE;
-  const FamilySpec& spec = Row(index);
+  const FamilySpec& spec = *target.spec;
   Amount amount;
   if (m.value >= 0) {
     PyObject* o = a[static_cast<size_t>(m.value)];
@@ -598,8 +605,11 @@ PyObject* Dispatch(MetricsObject* self, const MethodSpec& m, size_t index, PyObj
 
 template <const auto& Table, size_t I>
 PyObject* Method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  static const size_t index = OmniFamilyIndex(Table[I].family);
-  return Dispatch(reinterpret_cast<MetricsObject*>(self), Table[I], index, args, nargs, kwnames);
+  static const Target target = [] {
+    const size_t index = OmniFamilyIndex(Table[I].family);
+    return Target{index, &Row(index)};
+  }();
+  return Dispatch(reinterpret_cast<MetricsObject*>(self), Table[I], target, args, nargs, kwnames);
 }
 
 // ---- The two methods that record into two families ----

@@ -242,3 +242,29 @@ def test_signatures_match_upstream():
         "(self, /, e2e_seconds, finished_reason='stop')"
     assert str(inspect.signature(OmniPrometheusMetrics.inc_image_count)) == "(self, /, n_images=1)"
     assert OmniPrometheusMetrics.__module__ == "modelmetrics.vllm_omni.metrics.prometheus"
+
+
+@pytest.mark.parametrize(
+    "stage_type,unit,steps,pixels",
+    [("diffusion", "image", True, True), ("diffusion", "video", True, False),
+     ("llm", "text", False, False), ("llm", "image", False, True)],
+)
+def test_workload_scope(model, stage_type, unit, steps, pixels):
+    # test_emit_calls: diffusion+image -> steps, pixels, count; diffusion+video -> steps only;
+    # llm+text -> nothing; llm+image -> pixels and count.
+    from types import SimpleNamespace
+
+    from modelmetrics.vllm_omni.metrics.utils import observe_stage_workload_metrics
+
+    m = OmniPrometheusMetrics(model)
+    observe_stage_workload_metrics(
+        m, stage_type=stage_type,
+        stage_metrics=SimpleNamespace(num_inference_steps=50, image_pixels=1024 * 1024,
+                                      output_unit_type=unit, output_unit_count=2))
+    text = exposition()
+    count = lambda yes: 1.0 if yes else 0.0  # noqa: E731
+    assert sample(text, f'vllm_omni:num_inference_steps_count{{model_name="{model}"}}') == count(steps)
+    assert sample(text, f'vllm_omni:image_pixels_count{{model_name="{model}"}}') == count(pixels)
+    assert sample(text, f'vllm_omni:image_count_total{{model_name="{model}"}}') == (2.0 if pixels else 0.0)
+    if steps:
+        assert sample(text, f'vllm_omni:num_inference_steps_sum{{model_name="{model}"}}') == 50.0
