@@ -288,23 +288,20 @@ class OrchestratorAggregator:
         self, from_stage: int, to_stage: int, request_id: str, size_bytes: int, tx_time_ms: float
     ) -> None:
         """One TX hop: ``observe_size(bytes)`` and ``observe_tx_time(ms / 1000)``."""
-        emitter = self.transfer_emitter
-        if emitter is None:
-            return
-        replicas = self._resolve_edge_replicas(from_stage, to_stage, request_id)
-        if replicas is None:
-            return
-        from_replica, to_replica = replicas
-        try:
-            emitter.observe_size(from_stage, from_replica, to_stage, to_replica, size_bytes)
-            emitter.observe_tx_time(from_stage, from_replica, to_stage, to_replica, tx_time_ms / 1000.0)
-        except Exception:  # metrics must never break the transfer path
-            logger.debug("transfer TX emit failed for req %s", request_id, exc_info=True)
+        self._emit_hop(from_stage, to_stage, request_id, "TX",
+                       (("observe_size", size_bytes), ("observe_tx_time", tx_time_ms / 1000.0)))
 
     def _emit_transfer_rx(
         self, from_stage: int, to_stage: int, request_id: str, rx_decode_time_ms: float, in_flight_time_ms: float
     ) -> None:
         """One RX hop: ``observe_rx_time(ms / 1000)`` and ``observe_in_flight_time(ms / 1000)``."""
+        self._emit_hop(from_stage, to_stage, request_id, "RX",
+                       (("observe_rx_time", rx_decode_time_ms / 1000.0),
+                        ("observe_in_flight_time", in_flight_time_ms / 1000.0)))
+
+    def _emit_hop(self, from_stage: int, to_stage: int, request_id: str, side: str, observations) -> None:
+        """Calls each ``emitter.<method>(from_stage, from_replica, to_stage, to_replica, value)``;
+        nothing without an emitter or when either replica is unresolved (§4.13)."""
         emitter = self.transfer_emitter
         if emitter is None:
             return
@@ -313,10 +310,10 @@ class OrchestratorAggregator:
             return
         from_replica, to_replica = replicas
         try:
-            emitter.observe_rx_time(from_stage, from_replica, to_stage, to_replica, rx_decode_time_ms / 1000.0)
-            emitter.observe_in_flight_time(from_stage, from_replica, to_stage, to_replica, in_flight_time_ms / 1000.0)
-        except Exception:
-            logger.debug("transfer RX emit failed for req %s", request_id, exc_info=True)
+            for method, value in observations:
+                getattr(emitter, method)(from_stage, from_replica, to_stage, to_replica, value)
+        except Exception:  # metrics must never break the transfer path
+            logger.debug("transfer %s emit failed for req %s", side, request_id, exc_info=True)
 
     def record_transfer_tx(
         self,

@@ -286,31 +286,23 @@ def coerce_positive_int_scalar(value: object) -> int | None:
     None: value None, item() raising, not int()-convertible (e.g. "24000.0", NaN, inf), or <= 0.
     Floats truncate; a list/tuple yields its first element that coerces.
     """
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        for element in value:
-            coerced = coerce_positive_int_scalar(element)
-            if coerced is not None:
-                return coerced
-        return None
-    ok, value = _scalar_item(value)
-    if not ok:
-        return None
-    try:
-        number = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if number > 0 else None
+    return _coerce_positive(value, int, coerce_positive_int_scalar)
 
 
 def coerce_positive_float_scalar(value: object) -> float | None:
     """A positive finite float from a number, tensor/numpy scalar, numeric string or list wrap."""
+    number = _coerce_positive(value, float, coerce_positive_float_scalar)
+    return number if number is None or math.isfinite(number) else None
+
+
+def _coerce_positive(value, convert, recurse):
+    """The shared coercion chain: None -> None; a list/tuple -> its first element `recurse`
+    accepts; a tensor/numpy scalar -> its item(); then `convert(value)`, kept only when > 0."""
     if value is None:
         return None
     if isinstance(value, (list, tuple)):
         for element in value:
-            coerced = coerce_positive_float_scalar(element)
+            coerced = recurse(element)
             if coerced is not None:
                 return coerced
         return None
@@ -318,10 +310,10 @@ def coerce_positive_float_scalar(value: object) -> float | None:
     if not ok:
         return None
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = convert(value)
     except (TypeError, ValueError, OverflowError):
         return None
-    return number if math.isfinite(number) and number > 0 else None
+    return number if number > 0 else None
 
 
 def _is_falsy(source: object) -> bool:
