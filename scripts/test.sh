@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: set-up, unit and integration tests (ctest), the same under ASan+UBSan, the
+# Every test: set-up, unit and integration tests (ctest), the Python package's tests (installed
+# in build/venv, and the extension again under ASan+UBSan), the same under ASan+UBSan, the
 # threaded ones under TSan, the parser fuzzer for a bounded time, a benchmark smoke run and the
 # format check. Exits non-zero on the first failure.
 #   FUZZ_SECONDS=60 (default)   how long the libFuzzer run lasts
@@ -30,14 +31,25 @@ step "Python package (installed in build/venv by setup; tests run from outside t
 
 step "ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMODELMETRICS_SANITIZE=address,undefined \
-  -DMODELMETRICS_BENCH=OFF >/dev/null
+  -DMODELMETRICS_BENCH=OFF -DMODELMETRICS_PYTHON=OFF >/dev/null
 ninja -C build-asan -j "$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs")
 
+step "the Python extension under ASan + UBSan (its C API code: references, buffers)"
+cmake -S . -B build-asan-python -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMODELMETRICS_PYTHON_ONLY=ON \
+  -DMODELMETRICS_SANITIZE=address,undefined >/dev/null
+ninja -C build-asan-python -j "$jobs" mm_python_package
+# Python itself is not built with ASan: the runtime is preloaded, leak checking (which would
+# report the interpreter's own allocations) is off; the real-Prometheus example is left out.
+(cd "$(mktemp -d)" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+  PYTHONPATH="$root/build-asan-python/python" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  -k "not fastapi" "$root/tests/python")
+
 step "TSan (threaded code: net, metrics, pipeline, deployment, simulators, API server)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELMETRICS_SANITIZE=thread \
-  -DMODELMETRICS_BENCH=OFF >/dev/null
+  -DMODELMETRICS_BENCH=OFF -DMODELMETRICS_PYTHON=OFF >/dev/null
 tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests
   deployment/deployment_tests deployment/deployment_objects_tests deployment/api_server_tests
   deployment/deployment_integration_tests sim/sim_tests)
@@ -48,7 +60,8 @@ done
 
 step "fuzz for ${fuzz_seconds}s + 3 x $((fuzz_seconds / 2))s (clang, libFuzzer, ASan+UBSan)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DMODELMETRICS_FUZZ=ON \
-  -DMODELMETRICS_SANITIZE=address,undefined -DBUILD_TESTING=OFF -DMODELMETRICS_BENCH=OFF >/dev/null
+  -DMODELMETRICS_SANITIZE=address,undefined -DBUILD_TESTING=OFF -DMODELMETRICS_BENCH=OFF \
+  -DMODELMETRICS_PYTHON=OFF >/dev/null
 ninja -C build-fuzz -j "$jobs" parser_fuzz_test snapshot_fuzz_test objects_fuzz_test yaml_fuzz_test
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
