@@ -23,26 +23,25 @@ struct LoggerObject {
 bool Count(PyObject* o, uint64_t* out) {
   double v = 0;
   if (!ToDouble(o, &v)) return false;
-  *out = v > 0 ? static_cast<uint64_t>(v) : 0;
+  *out = SaturatingCount(v);
   return true;
 }
 
 template <typename T>
 bool List(PyObject* seq, std::vector<T>* out) {
   if (seq == Py_None) return true;
-  PyRef fast(PySequence_Fast(seq, "expected a sequence"));
+  PyRef fast = AsTuple(seq, "expected a sequence");
   if (!fast) return false;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.get());
-  PyObject** items = PySequence_Fast_ITEMS(fast.get());
+  const Py_ssize_t n = PyTuple_GET_SIZE(fast.get());
   out->reserve(static_cast<size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     if constexpr (std::is_same_v<T, double>) {
       double v = 0;
-      if (!ToDouble(items[i], &v)) return false;
+      if (!ToDouble(PyTuple_GET_ITEM(fast.get(), i), &v)) return false;
       out->push_back(v);
     } else {
       uint64_t v = 0;
-      if (!Count(items[i], &v)) return false;
+      if (!Count(PyTuple_GET_ITEM(fast.get(), i), &v)) return false;
       out->push_back(v);
     }
   }
@@ -130,7 +129,7 @@ bool Finished(PyObject* t, pipeline::FinishedRequestStats* f) {
   }
   double c = 0;
   if (!ToDouble(cached, &c)) return false;
-  f->num_cached_tokens = static_cast<int64_t>(c);
+  f->num_cached_tokens = SaturatingInt(c);
   return true;
 }
 
@@ -161,11 +160,11 @@ bool Iteration(PyObject* t, pipeline::IterationStats* it) {
     }
   }
   if (finished != Py_None) {
-    PyRef fast(PySequence_Fast(finished, "finished_requests must be a sequence"));
+    PyRef fast = AsTuple(finished, "finished_requests must be a sequence");
     if (!fast) return false;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.get()); ++i) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fast.get()); ++i) {
       pipeline::FinishedRequestStats f;
-      if (!Finished(PySequence_Fast_GET_ITEM(fast.get(), i), &f)) return false;
+      if (!Finished(PyTuple_GET_ITEM(fast.get(), i), &f)) return false;
       it->finished_requests.push_back(f);
     }
   }
@@ -189,14 +188,13 @@ int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
   }
   LabelValue model_text;
   if (!model_text.Set(model)) return -1;
-  PyRef fast(PySequence_Fast(labels, "engine_labels must be a sequence of (stage, replica)"));
+  PyRef fast = AsTuple(labels, "engine_labels must be a sequence of (stage, replica)");
   if (!fast) return -1;
   pipeline::EngineStatsOptions options;
   options.model_name = std::string(model_text.view());
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.get()); ++i) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fast.get()); ++i) {
     PyObject *stage, *replica;
-    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast.get(), i), "OO:engine_labels", &stage,
-                          &replica)) {
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fast.get(), i), "OO:engine_labels", &stage, &replica)) {
       return -1;
     }
     LabelValue s, r;
@@ -285,12 +283,12 @@ PyObject* RecordSleepState(PyObject* obj, PyObject* args) {
 PyObject* LogEngineInitialized(PyObject* obj, PyObject* arg) {
   EngineStatsLogger* logger = Logger(obj);
   if (logger == nullptr) return nullptr;
-  PyRef fast(PySequence_Fast(arg, "info must be a sequence of (key, value)"));
+  PyRef fast = AsTuple(arg, "info must be a sequence of (key, value)");
   if (!fast) return nullptr;
   std::vector<std::pair<std::string, std::string>> owned;
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.get()); ++i) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fast.get()); ++i) {
     PyObject *k, *v;
-    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast.get(), i), "OO:info", &k, &v)) {
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fast.get(), i), "OO:info", &k, &v)) {
       return nullptr;
     }
     LabelValue key, value;

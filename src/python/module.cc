@@ -42,11 +42,27 @@ PyObject* Render(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
   std::string out;
+  bool failed = false;
   Py_BEGIN_ALLOW_THREADS;  // the render touches no Python object
-  ProcessRegistry().Render(openmetrics ? Format::kOpenMetrics : Format::kText, &out,
-                           RenderOptions{.created_series = created != 0});
+  try {
+    ProcessRegistry().Render(openmetrics ? Format::kOpenMetrics : Format::kText, &out,
+                             RenderOptions{.created_series = created != 0});
+  } catch (...) {  // memory: raised below, with the GIL
+    failed = true;
+  }
   Py_END_ALLOW_THREADS;
+  if (failed) return PyErr_NoMemory();
   return PyBytes_FromStringAndSize(out.data(), static_cast<Py_ssize_t>(out.size()));
+}
+
+// PyTuple/PyList_SetItem of a new float (the slot is empty, so the steal is clean); false
+// (MemoryError set) when it cannot be made.
+template <typename SetItem>
+bool SetFloat(SetItem set, PyObject* container, size_t i, double v) {
+  PyObject* f = PyFloat_FromDouble(v);
+  if (f == nullptr) return false;
+  set(container, static_cast<Py_ssize_t>(i), f);
+  return true;
 }
 
 PyObject* Str(std::string_view s) {
@@ -77,11 +93,17 @@ PyObject* Collect(PyObject*, PyObject*) {
     std::vector<CollectedChild> children;
   };
   std::vector<Family> families;
+  bool failed = false;
   Py_BEGIN_ALLOW_THREADS;
-  for (const auto* f : ProcessRegistry().Families()) {
-    families.push_back({&f->options(), f->type(), f->Collect()});
+  try {
+    for (const auto* f : ProcessRegistry().Families()) {
+      families.push_back({&f->options(), f->type(), f->Collect()});
+    }
+  } catch (...) {  // memory: raised below, with the GIL
+    failed = true;
   }
   Py_END_ALLOW_THREADS;
+  if (failed) return PyErr_NoMemory();
   PyRef out(PyList_New(0));
   if (!out) return nullptr;
   for (const Family& f : families) {
@@ -98,24 +120,29 @@ PyObject* Collect(PyObject*, PyObject*) {
         double cumulative = 0;
         for (size_t b = 0; b < c.buckets.size(); ++b) {
           cumulative += static_cast<double>(c.buckets[b]);
-          PyList_SET_ITEM(buckets.get(), static_cast<Py_ssize_t>(b),
-                          PyFloat_FromDouble(cumulative));
+          if (!SetFloat(PyList_SetItem, buckets.get(), b, cumulative)) return nullptr;
         }
-        child = PyRef(Py_BuildValue("(NdNdd)", StrTuple(c.label_values), c.created,
-                                    buckets.release(), static_cast<double>(c.count), c.sum));
+        PyRef values(StrTuple(c.label_values));
+        if (!values) return nullptr;
+        child = PyRef(Py_BuildValue("(NdNdd)", values.release(), c.created, buckets.release(),
+                                    static_cast<double>(c.count), c.sum));
       } else {
-        child = PyRef(Py_BuildValue("(Ndd)", StrTuple(c.label_values), c.created, c.value));
+        PyRef values(StrTuple(c.label_values));
+        if (!values) return nullptr;
+        child = PyRef(Py_BuildValue("(Ndd)", values.release(), c.created, c.value));
       }
       if (!child || PyList_Append(children.get(), child.get()) < 0) return nullptr;
     }
     PyRef buckets(PyTuple_New(static_cast<Py_ssize_t>(f.options->buckets.size())));
     if (!buckets) return nullptr;
     for (size_t b = 0; b < f.options->buckets.size(); ++b) {
-      PyTuple_SET_ITEM(buckets.get(), static_cast<Py_ssize_t>(b),
-                       PyFloat_FromDouble(f.options->buckets[b]));
+      if (!SetFloat(PyTuple_SetItem, buckets.get(), b, f.options->buckets[b])) return nullptr;
     }
-    PyRef row(Py_BuildValue("(NsNNNN)", Str(f.options->name), type, Str(f.options->help),
-                            StrTuple(f.options->labels), buckets.release(), children.release()));
+    PyRef name(Str(f.options->name)), help(Str(f.options->help)),
+        labels(StrTuple(f.options->labels));
+    if (!name || !help || !labels) return nullptr;
+    PyRef row(Py_BuildValue("(NsNNNN)", name.release(), type, help.release(), labels.release(),
+                            buckets.release(), children.release()));
     if (!row || PyList_Append(out.get(), row.get()) < 0) return nullptr;
   }
   return out.release();
@@ -132,7 +159,7 @@ PyObject* Catalog(PyObject*, PyObject*) {
     PyRef buckets(PyTuple_New(static_cast<Py_ssize_t>(r.buckets.size())));
     if (!buckets) return nullptr;
     for (size_t b = 0; b < r.buckets.size(); ++b) {
-      PyTuple_SET_ITEM(buckets.get(), static_cast<Py_ssize_t>(b), PyFloat_FromDouble(r.buckets[b]));
+      if (!SetFloat(PyTuple_SetItem, buckets.get(), b, r.buckets[b])) return nullptr;
     }
     PyObject* row =
         Py_BuildValue("(NNNNNNNN)", Str(r.name), Str(pipeline::KindName(r.kind)), Str(r.help),
@@ -158,13 +185,12 @@ PyObject* RemovePrefix(PyObject*, PyObject* arg) {
 
 // Reads a list of numbers into `out`; TypeError on anything float() rejects.
 bool Numbers(PyObject* seq, const char* what, std::vector<double>* out) {
-  PyRef fast(PySequence_Fast(seq, what));
+  PyRef fast = AsTuple(seq, what);
   if (!fast) return false;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.get());
+  const Py_ssize_t n = PyTuple_GET_SIZE(fast.get());
   out->resize(static_cast<size_t>(n));
-  PyObject** items = PySequence_Fast_ITEMS(fast.get());
   for (Py_ssize_t i = 0; i < n; ++i) {
-    if (!ToDouble(items[i], &(*out)[static_cast<size_t>(i)])) return false;
+    if (!ToDouble(PyTuple_GET_ITEM(fast.get(), i), &(*out)[static_cast<size_t>(i)])) return false;
   }
   return true;
 }
@@ -186,7 +212,7 @@ PyObject* ContinuityStats(PyObject*, PyObject* args) {
   }
   std::vector<uint64_t> bytes(byte_values.size());
   for (size_t i = 0; i < bytes.size(); ++i) {
-    bytes[i] = byte_values[i] > 0 ? static_cast<uint64_t>(byte_values[i]) : 0;
+    bytes[i] = SaturatingCount(byte_values[i]);
   }
   const pipeline::PcmFormat format{
       .sample_rate = sample_rate, .channels = channels, .sample_width = sample_width};

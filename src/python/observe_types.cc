@@ -436,6 +436,7 @@ const FamilySpec& Row(size_t index) { return pipeline::OmniFamilies()[index]; }
 AnyHandle MakeHandle(size_t index, std::span<const std::string_view> values, bool eager) {
   void* family = OmniFamily(index);
   AnyHandle h;
+  if (family == nullptr) return h;  // the group is not registered: an inert handle
   switch (Row(index).kind) {
     case Kind::kCounter: {
       auto* f = static_cast<Family<Counter>*>(family);
@@ -507,6 +508,12 @@ bool LabelFrom(const LabelRule& rule, PyObject* const* a, LabelValue* out) {
   return true;
 }
 
+// An object whose __init__ never ran (cls.__new__(cls), a subclass skipping super().__init__).
+PyObject* NotInitialised() {
+  PyErr_SetString(PyExc_RuntimeError, "metrics object used before __init__(model_name, log_stats)");
+  return nullptr;
+}
+
 // Counter amounts: exact non-negative ints take the integer path (exact past 2^53).
 struct Amount {
   double value = 1;
@@ -547,6 +554,7 @@ PyObject* Dispatch(MetricsObject* self, const MethodSpec& m, const Target& targe
     return nullptr;
   }
   if (!self->log_stats) Py_RETURN_NONE;
+  if (self->model_name == nullptr) return NotInitialised();
   const FamilySpec& spec = *target.spec;
   Amount amount;
   if (m.value >= 0) {
@@ -609,7 +617,9 @@ PyObject* Method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObje
     const size_t index = OmniFamilyIndex(Table[I].family);
     return Target{index, &Row(index)};
   }();
-  return Dispatch(reinterpret_cast<MetricsObject*>(self), Table[I], target, args, nargs, kwnames);
+  return Guarded([&] {
+    return Dispatch(reinterpret_cast<MetricsObject*>(self), Table[I], target, args, nargs, kwnames);
+  });
 }
 
 // ---- The two methods that record into two families ----
@@ -619,12 +629,14 @@ const size_t kGenerationTokens = OmniFamilyIndex("vllm_omni:generation_tokens");
 const size_t kSuccess = OmniFamilyIndex("vllm_omni:requests_success");
 const size_t kE2e = OmniFamilyIndex("vllm_omni:e2e_request_latency_s");
 
-PyObject* ObserveTokens(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* ObserveTokensBody(PyObject* obj, PyObject* const* args, Py_ssize_t nargs,
+                            PyObject* kwnames) {
   static constexpr const char* kNames[] = {"prompt_tokens", "generation_tokens"};
   auto* self = reinterpret_cast<MetricsObject*>(obj);
   std::array<PyObject*, kMaxParams> a;
   if (!BindArgs("observe_tokens", kNames, 2, args, nargs, kwnames, a)) return nullptr;
   if (!self->log_stats) Py_RETURN_NONE;
+  if (self->model_name == nullptr) return NotInitialised();
   Amount prompt, generation;
   if (!ReadAmount(a[0], &prompt) || !ReadAmount(a[1], &generation)) return nullptr;
   for (auto [amount, index] : {std::pair{prompt, kPromptTokens}, {generation, kGenerationTokens}}) {
@@ -639,13 +651,14 @@ PyObject* ObserveTokens(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, 
   Py_RETURN_NONE;
 }
 
-PyObject* RequestSucceeded(PyObject* obj, PyObject* const* args, Py_ssize_t nargs,
-                           PyObject* kwnames) {
+PyObject* RequestSucceededBody(PyObject* obj, PyObject* const* args, Py_ssize_t nargs,
+                               PyObject* kwnames) {
   static constexpr const char* kNames[] = {"e2e_seconds", "finished_reason"};
   auto* self = reinterpret_cast<MetricsObject*>(obj);
   std::array<PyObject*, kMaxParams> a;
   if (!BindArgs("request_succeeded", kNames, 1, args, nargs, kwnames, a)) return nullptr;
   if (!self->log_stats) Py_RETURN_NONE;
+  if (self->model_name == nullptr) return NotInitialised();
   double e2e = 0;
   if (!ToDouble(a[0], &e2e)) return nullptr;
   LabelValue reason;
@@ -658,6 +671,15 @@ PyObject* RequestSucceeded(PyObject* obj, PyObject* const* args, Py_ssize_t narg
   LazyHandle(self, kSuccess, extra)->counter.Inc();
   if (pipeline::ApplyGuard(Row(kE2e).guard, e2e)) (*self->eager)[kE2e].histogram.Observe(e2e);
   Py_RETURN_NONE;
+}
+
+PyObject* ObserveTokens(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return Guarded([&] { return ObserveTokensBody(obj, args, nargs, kwnames); });
+}
+
+PyObject* RequestSucceeded(PyObject* obj, PyObject* const* args, Py_ssize_t nargs,
+                           PyObject* kwnames) {
+  return Guarded([&] { return RequestSucceededBody(obj, args, nargs, kwnames); });
 }
 
 // ---- Method tables ----
@@ -701,11 +723,15 @@ const char* ShortName(const ClassDef& cls) {
   return cls.type_name + full.rfind('.') + 1;
 }
 
+// The type objects AddType made, beside kClasses (identity, not names: a type's name can be
+// reassigned from Python).
+PyTypeObject* g_types[std::size(kClasses)] = {};
+
 // The class a (sub)type was built from: walk to the _native base, which owns the layout.
 const ClassDef* ClassOf(PyTypeObject* type) {
   for (PyTypeObject* t = type; t != nullptr; t = t->tp_base) {
-    for (const ClassDef* c : kClasses) {
-      if (std::string_view(t->tp_name) == c->type_name) return c;  // PyType_FromSpec keeps it whole
+    for (size_t i = 0; i < std::size(kClasses); ++i) {
+      if (t == g_types[i]) return kClasses[i];
     }
   }
   return nullptr;
@@ -724,7 +750,7 @@ PyObject* New(PyTypeObject* type, PyObject*, PyObject*) {
   return reinterpret_cast<PyObject*>(self);
 }
 
-int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
+int InitBody(PyObject* obj, PyObject* args, PyObject* kwargs) {
   auto* self = reinterpret_cast<MetricsObject*>(obj);
   static const char* kKeywords[] = {"model_name", "log_stats", nullptr};
   PyObject* model = nullptr;
@@ -759,6 +785,16 @@ int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
     delete cache;
     cache = nullptr;
   }
+  return 0;
+}
+
+int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
+  PyObject* ok = Guarded([&]() -> PyObject* {
+    if (InitBody(obj, args, kwargs) != 0) return nullptr;
+    Py_RETURN_NONE;
+  });
+  if (ok == nullptr) return -1;
+  Py_DECREF(ok);
   return 0;
 }
 
@@ -839,6 +875,9 @@ bool AddType(PyObject* module, const ClassDef& cls, PyMethodDef* methods) {
                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, slots};
   PyObject* type = PyType_FromModuleAndSpec(module, &spec, nullptr);
   if (type == nullptr) return false;
+  for (size_t i = 0; i < std::size(kClasses); ++i) {
+    if (kClasses[i] == &cls) g_types[i] = reinterpret_cast<PyTypeObject*>(type);  // module-owned
+  }
   if (PyModule_AddObject(module, ShortName(cls), type) == 0) return true;
   Py_DECREF(type);
   return false;

@@ -14,6 +14,8 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <exception>
+#include <new>
 #include <span>
 #include <string_view>
 
@@ -115,6 +117,22 @@ inline bool ToDouble(PyObject* o, double* out) {
   return !(*out == -1.0 && PyErr_Occurred());
 }
 
+// A non-negative integer count from a double: NaN and negatives are 0, values beyond uint64's
+// range saturate (a cast of those would be undefined behaviour).
+inline uint64_t SaturatingCount(double v) {
+  if (!(v > 0)) return 0;
+  if (v >= 18446744073709551615.0) return UINT64_MAX;
+  return static_cast<uint64_t>(v);
+}
+
+// The same for signed counts (num_cached_tokens may carry vLLM's -1 sentinel).
+inline int64_t SaturatingInt(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 // A label value as prometheus_client makes it: `str(value)`. Exact str is used in place, exact
 // int is formatted here; anything else goes through PyObject_Str (kept alive by `holder`).
 class LabelValue {
@@ -132,7 +150,12 @@ class LabelValue {
       PyErr_Clear();
     }
     holder_ = PyRef(PyObject_Str(o));
-    return holder_ && FromStr(holder_.get());
+    if (!holder_) return false;
+    if (!PyUnicode_Check(holder_.get())) {  // a __str__ returning a non-str raises in str() too
+      PyErr_SetString(PyExc_TypeError, "__str__ returned non-string");
+      return false;
+    }
+    return FromStr(holder_.get());
   }
   // `value or "unknown"`: falsy values (None, "", 0, ...) become `fallback`.
   bool SetOr(PyObject* o, std::string_view fallback) {
@@ -150,15 +173,52 @@ class LabelValue {
  private:
   bool FromStr(PyObject* s) {
     Py_ssize_t size = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(s, &size);  // raises on lone surrogates
-    if (data == nullptr) return false;
+    const char* data = PyUnicode_AsUTF8AndSize(s, &size);
+    if (data == nullptr) {
+      // Lone surrogates (a request-derived reason, say) have no UTF-8 form: write them as
+      // \udxxx rather than raise into the caller's request path (prometheus_client would
+      // accept them here and then fail every scrape).
+      if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return false;
+      PyErr_Clear();
+      encoded_ = PyRef(PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace"));
+      if (!encoded_) return false;
+      view_ = std::string_view(PyBytes_AS_STRING(encoded_.get()),
+                               static_cast<size_t>(PyBytes_GET_SIZE(encoded_.get())));
+      return true;
+    }
     view_ = std::string_view(data, static_cast<size_t>(size));
     return true;
   }
   char buf_[24];
   std::string_view view_;
-  PyRef holder_;
+  PyRef holder_;   // str(o) of a non-str argument
+  PyRef encoded_;  // the backslash-escaped UTF-8 of a string with lone surrogates
 };
+
+// An owned tuple copy of a sequence, so no Python code run while converting its items (a
+// __float__ or __str__) can free them under us; nullptr with TypeError(`what`) otherwise.
+inline PyRef AsTuple(PyObject* seq, const char* what) {
+  PyRef t(PySequence_Tuple(seq));
+  if (!t && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError, what);
+  }
+  return t;
+}
+
+// Runs `body` (returning PyObject*), turning a C++ exception into a Python one: no C++ exception
+// may unwind through CPython (it would abort the host process).
+template <typename Body>
+PyObject* Guarded(Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
 
 }  // namespace modelmetrics::python
 

@@ -45,3 +45,19 @@ def help_and_type(text: str) -> dict:
         if m:
             out[m.group(1)] = (m.group(2), helps.get(m.group(1)))
     return out
+
+
+def run_isolated(code: str, timeout: float = 120):
+    """Runs `code` in a fresh interpreter with this package on its path (for tests that fill the
+    process registry with thousands of series, which would slow every later scrape here)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    import modelmetrics
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(modelmetrics.__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=env, timeout=timeout)

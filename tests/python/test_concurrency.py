@@ -3,7 +3,7 @@ another thread renders; a render releases the GIL."""
 
 import threading
 
-from conftest import exposition, sample
+from conftest import exposition, run_isolated, sample
 
 import modelmetrics
 from modelmetrics.vllm_omni.metrics.modality import OmniModalityMetrics
@@ -60,23 +60,28 @@ def test_threads_lose_no_counts_while_rendering(model):
     assert renders  # the renderer ran concurrently
 
 
-def test_render_releases_the_gil(model):
+def test_render_releases_the_gil():
     # Many series make a render take a while; a Python thread must keep running meanwhile.
-    m = OmniModalityMetrics(model)
-    for stage in range(300):
-        for replica in range(10):
-            m.observe_audio_rtf(str(stage), str(replica), 0.5)
-    ticks = []
-    stop = threading.Event()
-
-    def ticker():
-        while not stop.is_set():
-            ticks.append(1)
-
-    thread = threading.Thread(target=ticker)
-    thread.start()
-    for _ in range(5):
-        modelmetrics.render()
-    stop.set()
-    thread.join()
-    assert ticks
+    result = run_isolated("""
+        import threading
+        import modelmetrics
+        from modelmetrics.vllm_omni.metrics.modality import OmniModalityMetrics
+        m = OmniModalityMetrics("m")
+        for stage in range(300):
+            for replica in range(10):
+                m.observe_audio_rtf(str(stage), str(replica), 0.5)
+        ticks, stop = [], threading.Event()
+        def ticker():
+            while not stop.is_set():
+                ticks.append(1)
+        thread = threading.Thread(target=ticker)
+        thread.start()
+        for _ in range(5):
+            modelmetrics.render()
+        stop.set()
+        thread.join()
+        assert ticks
+        print("ok")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -251,8 +251,8 @@ def test_bad_input(model):
         with pytest.raises(TypeError):
             call()
     m.observe_audio_rtf("1", "0", float("nan"))
-    with pytest.raises(UnicodeEncodeError):
-        m.observe_audio_rtf("\ud800", "0", 1.0)
+    m.observe_audio_rtf("\ud800", "0", 1.0)  # a lone surrogate is escaped, never raised
+    assert 'replica="0",stage="\\\\ud800"' in exposition()  # the 6 characters \ud800, escaped
     m.observe_audio_ttfp(stage="1", replica="0", ttfp_seconds=0.2)  # keywords work
     text = exposition()
     assert s(text, "audio_rtf_count", model) == 1.0

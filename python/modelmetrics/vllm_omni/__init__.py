@@ -37,21 +37,31 @@ def _target(fullname):
 
 
 class _AliasLoader(importlib.abc.Loader):
+    """Puts our already-executed module under the upstream name (the same object, not a copy)."""
+
     def __init__(self, target):
         self._target = target
+        self._spec = None
 
     def create_module(self, spec):
-        return importlib.import_module(self._target)  # the same module object, not a copy
+        module = importlib.import_module(self._target)
+        self._spec = module.__spec__  # importlib overwrites __spec__ next; put it back in exec
+        return module
 
     def exec_module(self, module):
-        pass  # already executed under its own name
+        if self._spec is not None:
+            module.__spec__ = self._spec  # keeps reload(), importlib.resources and our name
 
 
 class _PatchingLoader(importlib.abc.Loader):
-    """Runs vLLM's module, then scopes its unregister_vllm_metrics to `vllm:` (§4.10)."""
+    """Runs vLLM's module, then scopes its unregister_vllm_metrics to `vllm:` (§4.10). Anything
+    else is the wrapped loader's (get_code, get_source, is_package, resource readers)."""
 
     def __init__(self, loader):
         self._loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
@@ -68,12 +78,29 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
         aliased = _target(fullname)
         if aliased is not None:
-            return importlib.util.spec_from_loader(fullname, _AliasLoader(aliased))
+            ours = importlib.util.find_spec(aliased)
+            if ours is None:
+                return None  # no such module of ours: let the import fail as it would upstream
+            return importlib.util.spec_from_loader(
+                fullname, _AliasLoader(aliased), is_package=ours.submodule_search_locations is not None)
         if fullname == _VLLM_PROMETHEUS:
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            spec = self._find_elsewhere(fullname, path, target)
             if spec is not None and spec.loader is not None:
                 spec.loader = _PatchingLoader(spec.loader)
             return spec
+        return None
+
+    def _find_elsewhere(self, fullname, path, target):
+        """What the other finders on sys.meta_path (editable installs included) would find."""
+        for finder in sys.meta_path:
+            if finder is self or isinstance(finder, (_AliasFinder, _StandInFinder)):
+                continue
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                return spec
         return None
 
 
