@@ -12,7 +12,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus                                     # promtool and a real Prometheus for tests
-  python3 python3-dev python3-venv python3-pip python3-setuptools   # the Python package
+  python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel  # the Python package
   python3-prometheus-client python3-pytest python3-prettytable      # its bridge and tests
   python3-fastapi python3-uvicorn                # the FastAPI example (a real consumer)
   pybind11-dev                                   # the pybind11 comparison in bench/python
