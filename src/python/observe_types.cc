@@ -543,8 +543,10 @@ struct Target {
   const FamilySpec* spec;
 };
 
-PyObject* Dispatch(MetricsObject* self, const MethodSpec& m, const Target& target,
-                   PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+// Inlined into each row's entry point, so the row's constants fold away (a few ns per call).
+[[gnu::always_inline]] inline PyObject* Dispatch(MetricsObject* self, const MethodSpec& m,
+                                                 const Target& target, PyObject* const* args,
+                                                 Py_ssize_t nargs, PyObject* kwnames) {
   const size_t index = target.index;
   std::array<PyObject*, kMaxParams> a;
   if (nargs == m.nparams && kwnames == nullptr) {
