@@ -612,3 +612,16 @@ def test_concurrent_records_are_all_kept() -> None:
     assert agg.e2e_count == 800 and len(agg.transfer_events) == 800
     assert len(emitter.calls) == 800 * 4
     assert len(agg.build_and_log_summary()["e2e_table"]) == 800
+
+
+def test_postprocess_time_and_audio_frames_go_to_the_stages_first_event() -> None:
+    # Upstream walks the request's events in order and stops at the first one of the stage.
+    agg = OrchestratorAggregator(num_stages=2, log_stats=True, wall_start_ts=0.0, final_stage_id_for_e2e=1)
+    agg.on_stage_metrics(1, "r1", _stage(num_tokens_out=1))
+    agg.on_stage_metrics(1, "r1", _stage(num_tokens_out=2))
+    agg.record_stage_postprocess_time(1, "r1", 12.5)
+    out = SimpleNamespace(final_output_type="audio", multimodal_output={"audio": [[0.0] * 240]})
+    agg.record_audio_generated_frames(out, 1, "r1")
+    first, second = agg.stage_events["r1"]
+    assert (first.postprocess_time_ms, second.postprocess_time_ms) == (12.5, 0.0)
+    assert (first.audio_generated_frames, second.audio_generated_frames) == (240, 0)

@@ -387,7 +387,7 @@ class OrchestratorAggregator:
 
     # ---- Stage events ----
     def record_audio_generated_frames(self, output_to_yield: Any, stage_id: int, request_id: str) -> None:
-        """Add the frames of a finished audio output to that stage's latest event."""
+        """Add the frames of a finished audio output to that stage's first event (as upstream)."""
         try:
             if getattr(output_to_yield, "final_output_type", None) != "audio":
                 return
@@ -400,7 +400,7 @@ class OrchestratorAggregator:
                 return
             n_frames = sum(count_audio_chunk_frames(chunk) for chunk in chunks)
             with self._lock:
-                for event in reversed(self.stage_events.get(str(request_id), [])):
+                for event in self.stage_events.get(str(request_id), []):
                     if event.stage_id == stage_id:
                         event.audio_generated_frames = int(event.audio_generated_frames or 0) + n_frames
                         return
@@ -530,9 +530,9 @@ class OrchestratorAggregator:
             self.record_transfer_rx(stats)
 
     def record_stage_postprocess_time(self, stage_id: int, req_id: Any, postproc_time_ms: float) -> None:
-        """Set the postprocess time on the request's latest event of that stage."""
+        """Set the postprocess time on the request's first event of that stage (as upstream)."""
         with self._lock:
-            for stats in reversed(self.stage_events.get(str(req_id), [])):
+            for stats in self.stage_events.get(str(req_id), []):
                 if stats.stage_id == stage_id:
                     stats.postprocess_time_ms = _num(postproc_time_ms)
                     return
