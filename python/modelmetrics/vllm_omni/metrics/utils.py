@@ -160,23 +160,19 @@ def observe_diffusion_finalize(
         mod_metrics.observe_diffusion_exec(stage_label, replica_label, exec_s)
         if steps > 0:
             mod_metrics.observe_diffusion_exec_per_step(stage_label, replica_label, exec_s / steps)
-    pre_s = value("preprocess_time_s")
-    if pre_s is not None:
-        mod_metrics.observe_diffusion_preprocess(stage_label, replica_label, pre_s)
-    post_s = value("postprocess_time_s")
-    if post_s is not None:
-        mod_metrics.observe_diffusion_postprocess(stage_label, replica_label, post_s)
-    vae_s = value("vae_decode_time_s")
-    if vae_s is not None:
-        mod_metrics.observe_vae_decode(stage_label, replica_label, vae_s)
+    # The breakdown keys observed as they are (each method applies its own guard).
+    for key, method in (("preprocess_time_s", "observe_diffusion_preprocess"),
+                        ("postprocess_time_s", "observe_diffusion_postprocess"),
+                        ("vae_decode_time_s", "observe_vae_decode"),
+                        ("kv_recv_time_s", "observe_diffusion_kv_load")):
+        seconds = value(key)
+        if seconds is not None:
+            getattr(mod_metrics, method)(stage_label, replica_label, seconds)
     forward_s = value("forward_time_s")
     if forward_s is not None:
         mod_metrics.observe_diffusion_forward(stage_label, replica_label, forward_s)
         if steps > 0 and getattr(stage_metrics, "output_unit_type", None) == "image":
             mod_metrics.observe_denoise_step_latency(stage_label, replica_label, forward_s / steps)
-    kv_s = value("kv_recv_time_s")
-    if kv_s is not None:
-        mod_metrics.observe_diffusion_kv_load(stage_label, replica_label, kv_s)
 
 
 # ---- Failure taxonomy (§4.6) ----
