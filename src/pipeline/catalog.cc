@@ -342,6 +342,18 @@ const FamilySpec* Find(std::span<const FamilySpec> table, std::string_view name)
 
 std::string_view KindName(Kind kind) { return MetricTypeName(ToMetricType(kind), Format::kText); }
 
+void* RegisterFamily(Registry& registry, const FamilySpec& spec, std::string* error) {
+  switch (spec.kind) {
+    case Kind::kCounter:
+      return registry.AddCounter(OptionsOf(spec), error);
+    case Kind::kGauge:
+      return registry.AddGauge(OptionsOf(spec), error);
+    case Kind::kHistogram:
+      return registry.AddHistogram(OptionsOf(spec), error);
+  }
+  return nullptr;
+}
+
 std::string_view BindName(Bind bind) { return bind == Bind::kEager ? "eager" : "lazy"; }
 
 std::string_view GroupName(Group group) {

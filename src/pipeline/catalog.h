@@ -3,9 +3,10 @@
 // Contract. This file holds data: names, types, HELP texts, label names, bucket bounds, the
 // bind rule and the observe guard of each family, plus the constants the observe layer needs
 // (sample-rate defaults, bounded reason sets, the continuity threshold), and two pure helpers
-// every observe layer shares: OptionsOf (a row as registry options) and ApplyGuard (the Guard
-// column as code). The observe layers (C++ and the Python extension) register each FamilySpec
-// with the metrics Registry (modelmetrics/metrics.h) and implement the rules the tables name.
+// every observe layer shares: OptionsOf (a row as registry options), RegisterFamily (a row into
+// a registry) and ApplyGuard (the Guard column as code). The observe layers (C++ and the Python
+// extension) register each FamilySpec with the metrics Registry (modelmetrics/metrics.h) and
+// implement the rules the tables name.
 //
 // Sources. The `vllm_omni:*` table follows shared/spec/pipeline-metrics-design.md (the intent,
 // which wins on conflicts) and shared/spec/reference/pipeline-metrics-behaviour.md (cited as
@@ -102,6 +103,10 @@ inline FamilyOptions OptionsOf(const FamilySpec& spec) {
                        .labels = {spec.labels.begin(), spec.labels.end()},
                        .buckets = {spec.buckets.begin(), spec.buckets.end()}};
 }
+
+// Registers a row with `registry` as its kind's family; the Family<Counter|Gauge|Histogram>*
+// as void* (cast by spec.kind), or nullptr with *error when the registry refuses it.
+void* RegisterFamily(Registry& registry, const FamilySpec& spec, std::string* error = nullptr);
 
 // The Guard column as code: false when `value` is dropped; clamps it in place. NaN is always
 // dropped (a deliberate difference: upstream would record it and poison `_sum`).

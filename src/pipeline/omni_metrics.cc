@@ -124,19 +124,7 @@ OmniMetrics::OmniMetrics(Registry& registry, Options options)
   std::map<std::string_view, std::pair<void*, Guard>> made;
   for (const FamilySpec& spec : OmniFamilies()) {
     if (!InGroups(spec.group)) continue;
-    FamilyOptions fo = OptionsOf(spec);
-    void* family = nullptr;
-    switch (spec.kind) {
-      case Kind::kCounter:
-        family = registry.AddCounter(std::move(fo));
-        break;
-      case Kind::kGauge:
-        family = registry.AddGauge(std::move(fo));
-        break;
-      case Kind::kHistogram:
-        family = registry.AddHistogram(std::move(fo));
-        break;
-    }
+    void* family = RegisterFamily(registry, spec);
     made[spec.name] = {family, spec.guard};
   }
   auto get = [&made]<typename T>(Guarded<T>& out, std::string_view name) {

@@ -25,19 +25,7 @@ bool RegisterGroup(pipeline::Group group, std::string* error) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const pipeline::FamilySpec& spec = rows[i];
     if (spec.group != group || families[i] != nullptr) continue;
-    Registry& registry = ProcessRegistry();
-    void* family = nullptr;
-    switch (spec.kind) {
-      case pipeline::Kind::kCounter:
-        family = registry.AddCounter(pipeline::OptionsOf(spec), error);
-        break;
-      case pipeline::Kind::kGauge:
-        family = registry.AddGauge(pipeline::OptionsOf(spec), error);
-        break;
-      case pipeline::Kind::kHistogram:
-        family = registry.AddHistogram(pipeline::OptionsOf(spec), error);
-        break;
-    }
+    void* family = pipeline::RegisterFamily(ProcessRegistry(), spec, error);
     if (family == nullptr) return false;
     families[i] = family;
   }
