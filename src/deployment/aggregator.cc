@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "deployment/baseline_store.h"
+#include "deployment/exporter_registry.h"
 #include "deployment/merge.h"
 #include "deployment/metrics_parse.h"
 #include "deployment/shared_reads.h"
@@ -299,11 +300,9 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
       return;
     }
     const Pod& pod = owned[i];
-    const bool router = !pod.metadata.Label(kLabelRouter).empty();
-    const Exporter exporter =
-        router ? RouterExporter(md.router ? md.router->name : "") : EngineExporter(md.engine);
+    const ExporterProfile* profile = SelectExporter(md, !pod.metadata.Label(kLabelRouter).empty());
     PodMetrics read;
-    const bool parsed = ParsePodMetrics(result.body, exporter, &read, &errors[i]);
+    const bool parsed = ParsePodMetrics(result.body, profile, &read, &errors[i]);
     std::string().swap(result.body);  // the body is no longer needed: free it now
     if (!parsed) return;
     reads[i] = std::move(read);

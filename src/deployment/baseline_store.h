@@ -18,22 +18,41 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "deployment/snapshot.h"
 
 namespace modelmetrics::deployment {
 
-class BaselineStore {
+struct BaselineSample {
+  double first = 0;   // sum, or hits
+  double second = 0;  // count, or queries
+  ReadTime at;        // ages and windows use at.steady
+};
+
+// Where the merge finds the read a Pod's current one is windowed against. `pod_prefix` is
+// `mdUID/podUID/`; `id` is a window's source family or a cache scope.
+class Baselines {
+ public:
+  struct Previous {
+    std::optional<BaselineSample> sample;  // none: awaiting a second sample
+    bool reset = false;                    // a decrease was seen inside the window
+  };
+  virtual ~Baselines() = default;
+  virtual Previous Window(std::string_view pod_prefix, std::string_view id,
+                          const BaselineSample& current) = 0;
+  virtual Previous Counter(std::string_view pod_prefix, std::string_view id,
+                           const BaselineSample& current) = 0;
+};
+
+// The direct-scrape Baselines: the previous GET's read, kept in process.
+class BaselineStore : public Baselines {
  public:
   static constexpr std::chrono::minutes kMaxAge{5};
   static constexpr std::chrono::minutes kPurgeAge{10};
 
-  struct Sample {
-    double first = 0;   // sum, or hits
-    double second = 0;  // count, or queries
-    ReadTime at;        // ages and windows use at.steady
-  };
+  using Sample = BaselineSample;
 
   // The store every Aggregator shares unless given its own.
   static BaselineStore* Global();
@@ -42,6 +61,15 @@ class BaselineStore {
   std::optional<Sample> ReplaceCounter(const std::string& key, const Sample& current);
 
   size_t size() const;
+
+  Previous Window(std::string_view pod_prefix, std::string_view id,
+                  const BaselineSample& current) override {
+    return {ReplaceWindow(std::string(pod_prefix).append(id), current)};
+  }
+  Previous Counter(std::string_view pod_prefix, std::string_view id,
+                   const BaselineSample& current) override {
+    return {ReplaceCounter(std::string(pod_prefix).append(id), current)};
+  }
 
  private:
   using Map = std::unordered_map<std::string, Sample>;

@@ -1,7 +1,8 @@
 // Merging Pod reads into one Snapshot (reference §2.3-§2.4 and steps 6, 9, 11, 12 of §2.2):
-// gauges summed per (name, source, scope), windows and cache hits against the baseline store,
-// the idle-window, labeled-counter and labeled-histogram pairing rules, the P/D skips, SGLang tier
-// and vLLM KV-connector detection, the error ratio, the final sorts and `partial`.
+// gauges summed per (name, source, scope), windows and cache hits against the Pod's baselines,
+// the idle-window, labeled-counter and labeled-histogram pairing rules, the P/D skips, the error
+// ratio, the final sorts and `partial`. What each exporter carries, and its own checks (SGLang
+// tiers, vLLM's KV connector), come from its profile (exporter_profile.h); this is one loop.
 //
 // Every missing[] reason is one of the constants below or a scrape error's text; `partial` is set
 // by any reason not in kNotPartialReasons, or by ForcePartial() (the Pod limit).
@@ -17,8 +18,9 @@
 #include <vector>
 
 #include "deployment/baseline_store.h"
-#include "deployment/metrics_parse.h"
+#include "deployment/exporter_profile.h"
 #include "deployment/objects.h"
+#include "deployment/pod_metrics.h"
 #include "deployment/snapshot.h"
 
 namespace modelmetrics::deployment {
@@ -93,27 +95,18 @@ std::string UnsupportedRouterReason(std::string_view router);
 // "<found> of <expected> owned metrics Pods present"
 std::string CoverageReason(size_t found, size_t expected);
 
-// The tiers an SGLang Pod builds, from its containers' command and args (init containers are not
-// read), resolved with argparse-style abbreviations.
-struct SglangTiers {
-  bool host = false;
-  bool storage = false;
-};
-SglangTiers DetectSglangTiers(const Pod& pod);
-
-// Some container's command or args renders `--kv-transfer-config` (exact name, `=value` allowed).
-bool RendersKvConnector(const Pod& pod);
-
 class SnapshotBuilder {
  public:
   // `md` and `store` must outlive the builder.
-  SnapshotBuilder(const ModelDeployment& md, BaselineStore* store);
+  SnapshotBuilder(const ModelDeployment& md, Baselines* store);
 
   void AddMissing(std::string pod, std::string source, std::string reason);
   void ForcePartial() { forced_partial_ = true; }
 
-  // Merges one successful read of `pod`, taken at `at` (after its body was read and parsed).
-  void MergePod(const Pod& pod, const PodMetrics& read, ReadTime at);
+  // Merges one successful read of `pod`, taken at `at` (after its body was read and parsed),
+  // against the builder's store, or against `baselines` when given.
+  void MergePod(const Pod& pod, const PodMetrics& read, ReadTime at,
+                Baselines* baselines = nullptr);
 
   // Sorts every list, sets `partial` and `timestamp` and returns the snapshot.
   Snapshot Finish(WallTime timestamp);
@@ -125,7 +118,7 @@ class SnapshotBuilder {
   void MergeCacheHits(const PodContext& pod, const PodMetrics& read, bool idle);
 
   const ModelDeployment& md_;
-  BaselineStore* store_;
+  Baselines* store_;
   Snapshot snapshot_;
   bool forced_partial_ = false;
   // (name, source, scope) -> index in processing_ or queueing_.

@@ -3,6 +3,8 @@
 // tier and KV-connector detection, the baseline store, sorting and `partial`.
 #include "deployment/merge.h"
 
+#include "deployment/exporter_registry.h"
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -65,7 +67,7 @@ TEST(SnapshotUpstream, VLLMRouterWorkerCountDoesNotClaimReadiness) {
   BaselineStore store;
   const Snapshot snapshot =
       MergeOnce(md, &store, T0(), MetricsRouterPod("chat-router", "router-uid", "vllm-router"),
-                Parse(Fixture("vllm_router_backend_failure.prom"), Exporter::kVllmRouter));
+                Parse(Fixture("vllm_router_backend_failure.prom"), exporters::kVllmRouter));
   ASSERT_EQ(snapshot.processing.size(), 1u);
   EXPECT_EQ(snapshot.processing[0].name, "router-reported-workers");
   EXPECT_EQ(snapshot.processing[0].unit, "workers");
@@ -165,7 +167,7 @@ TEST(SnapshotUpstream, DoesNotDivideDifferentCounterWindows) {
 TEST(SnapshotUpstream, PDTransferUsesKind) {
   const ModelDeployment md = MetricsPDModelDeployment("sglang");
   BaselineStore store;
-  const PodMetrics read = Parse(MetricsSGLangFixture(), Exporter::kSglang);
+  const PodMetrics read = Parse(MetricsSGLangFixture(), exporters::kSglang);
   const Snapshot snapshot =
       MergeReads(md, &store, T0(),
                  {{MetricsEnginePod("generation-pod", "generation-uid", "generation"), read},
@@ -196,8 +198,8 @@ TEST(SnapshotUpstream, PDPrefillDoesNotExpectInterTokenLatency) {
   BaselineStore store;
   auto read = [&](WallTime at, std::string prompt_body, std::string generation_body) {
     return MergeReads(md, &store, at,
-                      {{generation, Parse(generation_body, Exporter::kVllm)},
-                       {prompt, Parse(prompt_body, Exporter::kVllm)}});
+                      {{generation, Parse(generation_body, exporters::kVllm)},
+                       {prompt, Parse(prompt_body, exporters::kVllm)}});
   };
   read(T0(), MetricsVLLMResponseITL(5, 10, 2, 0, 0), MetricsVLLMResponse(5, 10, 2));
   const Snapshot second =
@@ -248,8 +250,8 @@ TEST(SnapshotUpstream, VLLMRouterPDReadsItsOwnSeries) {
   const Pod router = MetricsRouterPod("router", "router-uid", "vllm-router");
   const std::string first = Fixture("vllm_router_pd_serving.prom");
   const std::string second = SetSample(first, "vllm_router_pd_requests_total", "5");
-  const PodMetrics first_read = Parse(first, Exporter::kVllmRouter);
-  const PodMetrics second_read = Parse(second, Exporter::kVllmRouter);
+  const PodMetrics first_read = Parse(first, exporters::kVllmRouterPd);
+  const PodMetrics second_read = Parse(second, exporters::kVllmRouterPd);
 
   const ModelDeployment pd = WithRouter(MetricsPDModelDeployment("vllm"), "vllm-router");
   const Snapshot snapshot = MergeMetricsWindow(pd, router, first_read, second_read, 2s);
@@ -295,7 +297,7 @@ TEST(SnapshotUpstream, SGLangPDReadsEachSeriesFromItsHalf) {
     const Pod generation = MetricsEnginePod("generation-pod", "generation-uid", "generation");
     BaselineStore store;
     auto read = [&](WallTime at, int step) {
-      const PodMetrics body = Parse(SGLangPDResponse(step), Exporter::kSglang);
+      const PodMetrics body = Parse(SGLangPDResponse(step), exporters::kSglang);
       return MergeReads(md, &store, at, {{generation, body}, {prompt, body}});
     };
     read(T0(), 1);
@@ -354,8 +356,8 @@ TEST(SnapshotUpstream, SGLangTransferFailuresNeedTheirPair) {
   const ModelDeployment md = MetricsPDModelDeployment("sglang");
   const Pod prompt = MetricsEnginePod("prompt-pod", "prompt-uid", "prompt");
   const Snapshot paired =
-      MergeMetricsWindow(md, prompt, Parse(SGLangPDResponse(1), Exporter::kSglang),
-                         Parse(SGLangPDResponse(2), Exporter::kSglang));
+      MergeMetricsWindow(md, prompt, Parse(SGLangPDResponse(1), exporters::kSglang),
+                         Parse(SGLangPDResponse(2), exporters::kSglang));
   int failures = 0;
   for (const Missing& m : paired.missing) {
     if (m.source != "sglang:num_transfer_failed_reqs_total") continue;
@@ -369,8 +371,8 @@ TEST(SnapshotUpstream, SGLangTransferFailuresNeedTheirPair) {
 
   const Snapshot unpaired = MergeMetricsWindow(
       md, prompt,
-      Parse(DropLines(SGLangPDResponse(1), "sglang:kv_transfer_total_mb"), Exporter::kSglang),
-      Parse(DropLines(SGLangPDResponse(2), "sglang:kv_transfer_total_mb"), Exporter::kSglang));
+      Parse(DropLines(SGLangPDResponse(1), "sglang:kv_transfer_total_mb"), exporters::kSglang),
+      Parse(DropLines(SGLangPDResponse(2), "sglang:kv_transfer_total_mb"), exporters::kSglang));
   failures = 0;
   for (const Missing& m : unpaired.missing) {
     if (m.source != "sglang:num_transfer_failed_reqs_total") continue;
@@ -396,8 +398,8 @@ std::pair<std::string, std::string> BusyWithExternalMoving() {
 TEST(SnapshotUpstream, VLLMExternalStoreNeedsAKVConnector) {
   ModelDeployment md = MetricsModelDeployment();
   md.kv_cache = true;
-  const PodMetrics first = Parse(Fixture("vllm_server_busy_first.prom"), Exporter::kVllm);
-  const PodMetrics second = Parse(Fixture("vllm_server_busy_second.prom"), Exporter::kVllm);
+  const PodMetrics first = Parse(Fixture("vllm_server_busy_first.prom"), exporters::kVllm);
+  const PodMetrics second = Parse(Fixture("vllm_server_busy_second.prom"), exporters::kVllm);
 
   const Snapshot plain =
       MergeMetricsWindow(md, MetricsServerPod("server", {"vllm", "serve"}), first, second);
@@ -426,8 +428,8 @@ TEST(SnapshotUpstream, VLLMExternalStoreNeedsAKVConnector) {
 
   const auto [moving_first, moving_second] = BusyWithExternalMoving();
   const Snapshot moving = MergeMetricsWindow(md, MetricsServerPod("server", {"vllm", "serve"}),
-                                             Parse(moving_first, Exporter::kVllm),
-                                             Parse(moving_second, Exporter::kVllm));
+                                             Parse(moving_first, exporters::kVllm),
+                                             Parse(moving_second, exporters::kVllm));
   EXPECT_TRUE(moving.missing.empty());
   EXPECT_FALSE(moving.partial);
   ASSERT_EQ(moving.cache_hits.size(), 2u);
@@ -443,8 +445,8 @@ TEST(SnapshotUpstream, VLLMExternalStoreNeedsAKVConnector) {
 // §4.1 case 28.
 TEST(SnapshotUpstream, VLLMExternalStoreIsReadOnlyFromAStore) {
   const auto [first_body, second_body] = BusyWithExternalMoving();
-  const PodMetrics first = Parse(first_body, Exporter::kVllm);
-  const PodMetrics second = Parse(second_body, Exporter::kVllm);
+  const PodMetrics first = Parse(first_body, exporters::kVllm);
+  const PodMetrics second = Parse(second_body, exporters::kVllm);
   struct Case {
     const char* kind;  // prefill, decode or server
     bool pool;
@@ -483,8 +485,8 @@ TEST(SnapshotUpstream, VLLMExternalStoreIsReadOnlyFromAStore) {
 
 // §4.1 case 29.
 TEST(SnapshotUpstream, VLLMPDPrefillDoesNotExpectTPOT) {
-  const PodMetrics first = Parse(Fixture("vllm_server_busy_first.prom"), Exporter::kVllm);
-  const PodMetrics second = Parse(Fixture("vllm_server_busy_second.prom"), Exporter::kVllm);
+  const PodMetrics first = Parse(Fixture("vllm_server_busy_first.prom"), exporters::kVllm);
+  const PodMetrics second = Parse(Fixture("vllm_server_busy_second.prom"), exporters::kVllm);
   const std::string tpot = "vllm:request_time_per_output_token_seconds";
 
   const Snapshot prefill = MergeMetricsWindow(MetricsPDModelDeployment("vllm"),
@@ -513,8 +515,8 @@ TEST(SnapshotUpstream, VLLMRouterUnexportedRetriesExhaustedIsNotPartial) {
   const Pod router = MetricsRouterPod("chat-router-pod", "router-uid", "vllm-router");
   const std::string first = Fixture("vllm_router_server_first.prom");
   const std::string second = Fixture("vllm_router_server_second.prom");
-  const Snapshot snapshot = MergeMetricsWindow(md, router, Parse(first, Exporter::kVllmRouter),
-                                               Parse(second, Exporter::kVllmRouter));
+  const Snapshot snapshot = MergeMetricsWindow(md, router, Parse(first, exporters::kVllmRouter),
+                                               Parse(second, exporters::kVllmRouter));
   EXPECT_EQ(snapshot.missing, (Missings{M("chat-router-pod", "vllm_router_request_errors_total",
                                           reason::kLabeledCounterUnexported),
                                         M("chat-router-pod", "vllm_router_retries_exhausted_total",
@@ -532,8 +534,8 @@ TEST(SnapshotUpstream, VLLMRouterUnexportedRetriesExhaustedIsNotPartial) {
   EXPECT_EQ(FindGauge(snapshot.processing, "router-reported-workers", "router")->value, 2);
 
   const Snapshot dropped = MergeMetricsWindow(
-      md, router, Parse(DropLines(first, "vllm_router_requests_total"), Exporter::kVllmRouter),
-      Parse(DropLines(second, "vllm_router_requests_total"), Exporter::kVllmRouter));
+      md, router, Parse(DropLines(first, "vllm_router_requests_total"), exporters::kVllmRouter),
+      Parse(DropLines(second, "vllm_router_requests_total"), exporters::kVllmRouter));
   bool found = false;
   for (const Missing& m : dropped.missing) {
     if (m.source == "vllm_router_retries_exhausted_total") {
@@ -552,12 +554,12 @@ TEST(SnapshotUpstream, IdleServerHasNoNewSample) {
   ModelDeployment sglang = MetricsModelDeployment();
   sglang.engine = "sglang";
   auto vllm_window = [&](const std::string& first, const std::string& second) {
-    return MergeMetricsWindow(vllm, pod, Parse(first, Exporter::kVllm),
-                              Parse(second, Exporter::kVllm));
+    return MergeMetricsWindow(vllm, pod, Parse(first, exporters::kVllm),
+                              Parse(second, exporters::kVllm));
   };
   auto sglang_window = [&](const Pod& p, const std::string& first, const std::string& second) {
-    return MergeMetricsWindow(sglang, p, Parse(first, Exporter::kSglang),
-                              Parse(second, Exporter::kSglang));
+    return MergeMetricsWindow(sglang, p, Parse(first, exporters::kSglang),
+                              Parse(second, exporters::kSglang));
   };
   const std::string vllm_idle_first = Fixture("vllm_server_idle_first.prom");
   const std::string vllm_idle_second = Fixture("vllm_server_idle_second.prom");
@@ -663,8 +665,8 @@ TEST(SnapshotUpstream, IdleServerHasNoNewSample) {
 TEST(SnapshotGolden, VLLMBusyFirstToSecond) {
   const Snapshot s =
       MergeMetricsWindow(MetricsModelDeployment(), MetricsServerPod("server", {"serve"}),
-                         Parse(Fixture("vllm_server_busy_first.prom"), Exporter::kVllm),
-                         Parse(Fixture("vllm_server_busy_second.prom"), Exporter::kVllm));
+                         Parse(Fixture("vllm_server_busy_first.prom"), exporters::kVllm),
+                         Parse(Fixture("vllm_server_busy_second.prom"), exporters::kVllm));
   const CacheHit* local = FindCacheHit(s.cache_hits, "server", "local-prefix");
   ASSERT_NE(local, nullptr);
   EXPECT_EQ(local->hits, 26656);
@@ -709,8 +711,8 @@ TEST(SnapshotGolden, SGLangBusyFirstToSecond) {
                                                    "--hicache-storage-backend=file"}
                         : std::vector<std::string>{"serve"});
     const Snapshot s = MergeMetricsWindow(
-        md, pod, Parse(Fixture("sglang_server_busy_first.prom"), Exporter::kSglang),
-        Parse(Fixture("sglang_server_busy_second.prom"), Exporter::kSglang));
+        md, pod, Parse(Fixture("sglang_server_busy_first.prom"), exporters::kSglang),
+        Parse(Fixture("sglang_server_busy_second.prom"), exporters::kSglang));
     const CacheHit* device = FindCacheHit(s.cache_hits, "server", "device-prefix");
     ASSERT_NE(device, nullptr);
     EXPECT_EQ(device->hits, 35928);
@@ -840,7 +842,10 @@ TEST(SnapshotBuilder, UnknownEngineIsAnUnsupportedSource) {
   md.engine = "tensorrt-llm";
   BaselineStore store;
   const Pod pod = MetricsEnginePod("chat-0", "u1");
-  const PodMetrics read = Parse(Fixture("vllm_server_busy_first.prom"), EngineExporter(md.engine));
+  ASSERT_EQ(SelectExporter(md, false), nullptr);
+  PodMetrics read;
+  std::string error;
+  ASSERT_TRUE(ParsePodMetrics(Fixture("vllm_server_busy_first.prom"), nullptr, &read, &error));
   const Snapshot snapshot = MergeOnce(md, &store, T0(), pod, read);
   EXPECT_TRUE(snapshot.processing.empty());
   EXPECT_TRUE(snapshot.queueing.empty());
@@ -888,11 +893,11 @@ TEST(BaselineStore, WallClockStepsDoNotMoveWindows) {
   const ModelDeployment md = MetricsModelDeployment();
   const Pod pod = MetricsEnginePod("chat-0", "u1");
   SnapshotBuilder first(md, &store);
-  first.MergePod(pod, Parse(Fixture("vllm_server_busy_first.prom"), Exporter::kVllm),
+  first.MergePod(pod, Parse(Fixture("vllm_server_busy_first.prom"), exporters::kVllm),
                  ReadTime{T0(), s0});
   first.Finish(T0());
   SnapshotBuilder second(md, &store);
-  second.MergePod(pod, Parse(Fixture("vllm_server_busy_second.prom"), Exporter::kVllm),
+  second.MergePod(pod, Parse(Fixture("vllm_server_busy_second.prom"), exporters::kVllm),
                   ReadTime{T0() - 1h, s0 + 4s});
   const Snapshot snapshot = second.Finish(T0() - 1h);
   ASSERT_FALSE(snapshot.cache_hits.empty());
@@ -929,7 +934,7 @@ TEST(BaselineStore, ResetShowsOnceThenWorks) {
   const Pod pod = MetricsServerPod("server");
   BaselineStore store;
   const Snapshot first =
-      MergeOnce(md, &store, T0(), pod, Parse(MetricsVLLMResponse(10, 20, 4), Exporter::kVllm));
+      MergeOnce(md, &store, T0(), pod, Parse(MetricsVLLMResponse(10, 20, 4), exporters::kVllm));
   EXPECT_EQ(first.missing,
             (Missings{M("server", "local-prefix", reason::kAwaiting),
                       M("server", "vllm:inter_token_latency_seconds", reason::kAwaiting),
@@ -939,7 +944,7 @@ TEST(BaselineStore, ResetShowsOnceThenWorks) {
   EXPECT_TRUE(first.partial);
 
   const Snapshot reset =
-      MergeOnce(md, &store, T0() + 30s, pod, Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm));
+      MergeOnce(md, &store, T0() + 30s, pod, Parse(MetricsVLLMResponse(1, 2, 1), exporters::kVllm));
   EXPECT_EQ(reset.missing,
             (Missings{M("server", "local-prefix", "counter reset or incompatible denominator"),
                       M("server", "vllm:inter_token_latency_seconds", "counter reset"),
@@ -947,8 +952,8 @@ TEST(BaselineStore, ResetShowsOnceThenWorks) {
                       M("server", "vllm:time_to_first_token_seconds", "counter reset")}));
   EXPECT_TRUE(reset.partial);
 
-  const Snapshot after =
-      MergeOnce(md, &store, T0() + 60s, pod, Parse(MetricsVLLMResponse(6, 12, 3), Exporter::kVllm));
+  const Snapshot after = MergeOnce(md, &store, T0() + 60s, pod,
+                                   Parse(MetricsVLLMResponse(6, 12, 3), exporters::kVllm));
   EXPECT_TRUE(after.missing.empty());
   EXPECT_FALSE(after.partial);
   EXPECT_EQ(after.cache_hits.at(0).hits, 5);
@@ -959,8 +964,8 @@ TEST(BaselineStore, ResetShowsOnceThenWorks) {
 
 TEST(BaselineStore, HitsAboveQueriesIsIncompatible) {
   const Snapshot s = MergeMetricsWindow(MetricsModelDeployment(), MetricsServerPod("server"),
-                                        Parse(MetricsVLLMResponse(0, 10, 1), Exporter::kVllm),
-                                        Parse(MetricsVLLMResponse(9, 15, 2), Exporter::kVllm));
+                                        Parse(MetricsVLLMResponse(0, 10, 1), exporters::kVllm),
+                                        Parse(MetricsVLLMResponse(9, 15, 2), exporters::kVllm));
   EXPECT_EQ(s.missing, (Missings{M("server", "local-prefix", reason::kCacheReset)}));
 }
 
@@ -968,9 +973,9 @@ TEST(BaselineStore, NewPodUIDStartsFresh) {
   const ModelDeployment md = MetricsModelDeployment();
   BaselineStore store;
   MergeOnce(md, &store, T0(), MetricsEnginePod("server", "uid-1"),
-            Parse(MetricsVLLMResponse(5, 10, 2), Exporter::kVllm));
+            Parse(MetricsVLLMResponse(5, 10, 2), exporters::kVllm));
   const Snapshot restarted = MergeOnce(md, &store, T0() + 30s, MetricsEnginePod("server", "uid-2"),
-                                       Parse(MetricsVLLMResponse(10, 20, 4), Exporter::kVllm));
+                                       Parse(MetricsVLLMResponse(10, 20, 4), exporters::kVllm));
   ASSERT_EQ(restarted.missing.size(), 4u);
   for (const Missing& m : restarted.missing) EXPECT_EQ(m.reason, reason::kAwaiting) << m.source;
   // A different deployment UID does not share baselines either.
@@ -978,11 +983,11 @@ TEST(BaselineStore, NewPodUIDStartsFresh) {
   other.metadata.uid = "md-two";
   const Snapshot other_md =
       MergeOnce(other, &store, T0() + 60s, MetricsEnginePod("server", "uid-2"),
-                Parse(MetricsVLLMResponse(15, 30, 6), Exporter::kVllm));
+                Parse(MetricsVLLMResponse(15, 30, 6), exporters::kVllm));
   ASSERT_EQ(other_md.missing.size(), 4u);
   // The first UID's baseline is still there (60 s old).
   const Snapshot back = MergeOnce(md, &store, T0() + 60s, MetricsEnginePod("server", "uid-1"),
-                                  Parse(MetricsVLLMResponse(15, 30, 6), Exporter::kVllm));
+                                  Parse(MetricsVLLMResponse(15, 30, 6), exporters::kVllm));
   EXPECT_TRUE(back.missing.empty());
   EXPECT_EQ(FindWindow(back.latency, "server", "ttft")->window_seconds, 60);
 }
@@ -991,13 +996,13 @@ TEST(BaselineStore, OlderThanFiveMinutesAwaitsAgain) {
   const ModelDeployment md = MetricsModelDeployment();
   const Pod pod = MetricsServerPod("server");
   BaselineStore store;
-  MergeOnce(md, &store, T0(), pod, Parse(MetricsVLLMResponse(5, 10, 2), Exporter::kVllm));
+  MergeOnce(md, &store, T0(), pod, Parse(MetricsVLLMResponse(5, 10, 2), exporters::kVllm));
   const Snapshot stale = MergeOnce(md, &store, T0() + 5min + 1s, pod,
-                                   Parse(MetricsVLLMResponse(10, 20, 4), Exporter::kVllm));
+                                   Parse(MetricsVLLMResponse(10, 20, 4), exporters::kVllm));
   ASSERT_EQ(stale.missing.size(), 4u);
   for (const Missing& m : stale.missing) EXPECT_EQ(m.reason, reason::kAwaiting);
   const Snapshot edge = MergeOnce(md, &store, T0() + 10min + 1s, pod,
-                                  Parse(MetricsVLLMResponse(15, 30, 6), Exporter::kVllm));
+                                  Parse(MetricsVLLMResponse(15, 30, 6), exporters::kVllm));
   EXPECT_TRUE(edge.missing.empty());
   EXPECT_EQ(FindWindow(edge.latency, "server", "ttft")->window_seconds, 300);
 }
@@ -1008,12 +1013,12 @@ TEST(BaselineStore, AbsentSeriesKeepsItsBaseline) {
   const Pod pod = MetricsServerPod("server");
   BaselineStore store;
   const std::string with = MetricsVLLMResponse(5, 10, 2);
-  MergeOnce(md, &store, T0(), pod, Parse(with, Exporter::kVllm));
+  MergeOnce(md, &store, T0(), pod, Parse(with, exporters::kVllm));
   MergeOnce(md, &store, T0() + 10s, pod,
             Parse(DropLines(MetricsVLLMResponse(6, 12, 3), "vllm:inter_token_latency_seconds"),
-                  Exporter::kVllm));
-  const Snapshot s =
-      MergeOnce(md, &store, T0() + 20s, pod, Parse(MetricsVLLMResponse(7, 14, 4), Exporter::kVllm));
+                  exporters::kVllm));
+  const Snapshot s = MergeOnce(md, &store, T0() + 20s, pod,
+                               Parse(MetricsVLLMResponse(7, 14, 4), exporters::kVllm));
   EXPECT_EQ(FindWindow(s.latency, "server", "itl")->window_seconds, 20);
   EXPECT_EQ(FindWindow(s.latency, "server", "itl")->samples, 2);
   EXPECT_EQ(FindWindow(s.latency, "server", "ttft")->window_seconds, 10);
@@ -1032,11 +1037,11 @@ TEST(SnapshotMerge, GaugesMergeByNameSourceAndScope) {
   router.gauges = {{"router-running", 4}, {"router-backends", 2}};
   const Snapshot s = MergeReads(md, &store, T0(),
                                 {{MetricsEnginePod("a-prompt", "u1", "prompt"),
-                                  Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm)},
+                                  Parse(MetricsVLLMResponse(1, 2, 1), exporters::kVllm)},
                                  {MetricsEnginePod("b-prompt", "u2", "prompt"),
-                                  Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm)},
+                                  Parse(MetricsVLLMResponse(1, 2, 1), exporters::kVllm)},
                                  {MetricsEnginePod("c-generation", "u3", "generation"),
-                                  Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm)},
+                                  Parse(MetricsVLLMResponse(1, 2, 1), exporters::kVllm)},
                                  {MetricsRouterPod("d-router", "u4", "llm-d-router"), router}});
   ASSERT_EQ(s.processing.size(), 4u);
   // Sorted by name+scope.
@@ -1061,7 +1066,7 @@ TEST(SnapshotMerge, GaugeObservedAtIsTheLatest) {
   const ModelDeployment md = MetricsModelDeployment();
   BaselineStore store;
   SnapshotBuilder builder(md, &store);
-  const PodMetrics read = Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm);
+  const PodMetrics read = Parse(MetricsVLLMResponse(1, 2, 1), exporters::kVllm);
   builder.MergePod(MetricsEnginePod("a", "u1"), read, ReadTime::Replay(T0() + 2s));
   builder.MergePod(MetricsEnginePod("b", "u2"), read, ReadTime::Replay(T0() + 5s));
   builder.MergePod(MetricsEnginePod("c", "u3"), read, ReadTime::Replay(T0() + 1s));
@@ -1134,13 +1139,13 @@ TEST(SnapshotMerge, UnsupportedScopesStillStoreTheirBaseline) {
   second = SetSample(second, "vllm:external_prefix_cache_hits_total", "2");
   second = SetSample(second, "vllm:external_prefix_cache_queries_total", "8");
   BaselineStore store;
-  const Snapshot unsupported = MergeOnce(md, &store, T0(), pod, Parse(first, Exporter::kVllm));
+  const Snapshot unsupported = MergeOnce(md, &store, T0(), pod, Parse(first, exporters::kVllm));
   bool no_connector = false;
   for (const Missing& m : unsupported.missing) {
     no_connector |= m == M("server", "external-store", reason::kVllmNoKvConnector);
   }
   EXPECT_TRUE(no_connector);
-  const Snapshot moving = MergeOnce(md, &store, T0() + 30s, pod, Parse(second, Exporter::kVllm));
+  const Snapshot moving = MergeOnce(md, &store, T0() + 30s, pod, Parse(second, exporters::kVllm));
   EXPECT_TRUE(moving.missing.empty());
   const CacheHit* external = FindCacheHit(moving.cache_hits, "server", "external-store");
   ASSERT_NE(external, nullptr);
@@ -1172,7 +1177,7 @@ TEST(SnapshotMerge, LabeledPairRulesOnTheFirstRead) {
   sglang.engine = "sglang";
   const Snapshot idle_first =
       MergeOnce(sglang, &store, T0(), MetricsServerPod("server"),
-                Parse(Fixture("sglang_server_idle_first.prom"), Exporter::kSglang));
+                Parse(Fixture("sglang_server_idle_first.prom"), exporters::kSglang));
   bool found = false;
   for (const Missing& m : idle_first.missing) {
     if (m.source == "sglang:inter_token_latency_seconds") {
@@ -1193,7 +1198,7 @@ TEST(SnapshotMerge, SortsByConcatenatedKeyBytewise) {
   builder.AddMissing("", "scrape", "x");
   builder.AddMissing("chat-b", "scrape", "metrics endpoint returned HTTP 500");
   builder.AddMissing("", "Router", "upper case sorts first");
-  const PodMetrics read = Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm);
+  const PodMetrics read = Parse(MetricsVLLMResponse(1, 2, 1), exporters::kVllm);
   builder.MergePod(MetricsEnginePod("chat-a", "u1"), read, ReadTime::Replay(T0()));
   // Pod "p" and Pod "pa": the concatenated key "palocal-prefix" < "plocal-prefix".
   builder.MergePod(MetricsEnginePod("p", "u2"), read, ReadTime::Replay(T0()));
@@ -1225,7 +1230,7 @@ TEST(SnapshotMerge, CacheHitsAndWindowsSortByPodThenName) {
   const ModelDeployment md = MetricsModelDeployment();
   BaselineStore store;
   auto read = [&](WallTime at, double step) {
-    const PodMetrics r = Parse(MetricsVLLMResponse(step, 2 * step, step), Exporter::kVllm);
+    const PodMetrics r = Parse(MetricsVLLMResponse(step, 2 * step, step), exporters::kVllm);
     return MergeReads(md, &store, at,
                       {{MetricsEnginePod("p", "u1"), r}, {MetricsEnginePod("pa", "u2"), r}});
   };
@@ -1340,13 +1345,13 @@ TEST(SnapshotMerge, ReasonStringsAreByteExact) {
 // §2.3: no cache counters at all; the SGLang decode half of a pair reads none and says nothing.
 TEST(SnapshotMerge, CacheHitCountersAbsent) {
   BaselineStore store;
-  PodMetrics read = Parse(MetricsVLLMResponse(1, 2, 1), Exporter::kVllm);
+  PodMetrics read = Parse(MetricsVLLMResponse(1, 2, 1), exporters::kVllm);
   read.cache.clear();
   const Snapshot s =
       MergeOnce(MetricsModelDeployment(), &store, T0(), MetricsServerPod("server"), read);
   EXPECT_EQ(s.missing[0], M("server", "cache-hit counters", "metric is absent"));
 
-  PodMetrics decode_read = Parse(MetricsSGLangFixture(), Exporter::kSglang);
+  PodMetrics decode_read = Parse(MetricsSGLangFixture(), exporters::kSglang);
   decode_read.cache.clear();
   const Snapshot decode =
       MergeOnce(MetricsPDModelDeployment("sglang"), &store, T0(),
@@ -1357,7 +1362,7 @@ TEST(SnapshotMerge, CacheHitCountersAbsent) {
 // §2.4: SGLang's TTFT is skipped on the prefill half; transfer is read only on the prefill half.
 TEST(SnapshotMerge, SGLangPDSkipsLeaveNoMissing) {
   BaselineStore store;
-  const PodMetrics read = Parse(SGLangPDResponse(1), Exporter::kSglang);
+  const PodMetrics read = Parse(SGLangPDResponse(1), exporters::kSglang);
   const ModelDeployment md = MetricsPDModelDeployment("sglang");
   const Snapshot prompt =
       MergeOnce(md, &store, T0(), MetricsEnginePod("prompt-pod", "p-uid", "prompt"), read);
@@ -1391,7 +1396,7 @@ TEST(SnapshotMerge, OverflowingValuesAreMissingNotZero) {
       "# TYPE vllm:num_requests_running gauge\n"
       "vllm:num_requests_running{engine=\"0\"} 1.7e308\n"
       "vllm:num_requests_running{engine=\"1\"} 1.7e308\n";
-  const PodMetrics read = testing::Parse(body, Exporter::kVllm);
+  const PodMetrics read = testing::Parse(body, exporters::kVllm);
   EXPECT_FALSE(read.gauges.contains("running"));
 
   const ModelDeployment md = testing::MetricsModelDeployment();

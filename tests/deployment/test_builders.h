@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "deployment/baseline_store.h"
+#include "deployment/exporters/builtin.h"
 #include "deployment/merge.h"
 #include "deployment/metrics_parse.h"
 #include "deployment/objects.h"
@@ -268,10 +269,10 @@ inline std::string CopySeries(const std::string& body, const std::string& from,
   return out;
 }
 
-inline PodMetrics Parse(std::string_view body, Exporter exporter) {
+inline PodMetrics Parse(std::string_view body, const ExporterProfile& exporter) {
   PodMetrics read;
   std::string error;
-  EXPECT_TRUE(ParsePodMetrics(body, exporter, &read, &error)) << error;
+  EXPECT_TRUE(ParsePodMetrics(body, &exporter, &read, &error)) << error;
   return read;
 }
 

@@ -1,0 +1,148 @@
+// What one exporter (an engine or a router) carries, as data: the gauges, windows and cache scopes
+// the deployment metrics read from its Pods, the pairing and P/D rules that decide which of them a
+// Pod reports, and the few readers that need more than a sum (SGLang's tiers, the gateway's 5xx).
+//
+// One profile per exporter, each in its own file under exporters/; exporter_registry.h selects the
+// profile for a Pod. Parsing (metrics_parse.h) and merging (merge.h) are generic loops over these
+// rows, so a new exporter is one new profile file plus one registry line, and both sources (direct
+// scrapes, a Prometheus-compatible store) read it the same way.
+//
+// Row order is meaningful: windows are merged in order and the idle rule consults the idle key's
+// delta, so that row comes first; gauges and scopes report in order.
+//
+// Thread-safety: profiles are immutable after static initialisation.
+#ifndef MODELMETRICS_DEPLOYMENT_EXPORTER_PROFILE_H_
+#define MODELMETRICS_DEPLOYMENT_EXPORTER_PROFILE_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deployment/pod_metrics.h"
+
+namespace modelmetrics {
+class Scrape;
+}
+
+namespace modelmetrics::deployment {
+
+struct ModelDeployment;
+struct Pod;
+
+// Units the built-in rows share.
+inline constexpr std::string_view kUnitSeconds = "seconds";
+inline constexpr std::string_view kUnitRequests = "requests";
+inline constexpr std::string_view kUnitRequestsPerSecond = "requests/second";
+inline constexpr std::string_view kUnitErrorsPerSecond = "errors/second";
+
+// The flag name of an argv entry: cut at the first '=' (for profiles' Pod checks).
+std::string_view FlagName(std::string_view entry);
+
+// Which Pods of a deployment a profile reads.
+enum class PodRole { kEngine, kRouter };
+
+// Which deployments a profile applies to (the vLLM router reads other series in P/D mode).
+enum class DeploymentShape { kAny, kAggregated, kPrefillDecode };
+
+// Where a window is reported in the snapshot.
+enum class Area { kLatency, kTraffic, kTransfer };
+
+enum class WindowKind { kHistogram, kCounter };
+
+// When a row applies, by the deployment's shape and the Pod's role kind. A row that does not
+// apply is skipped without a missing[] entry.
+enum class Applies {
+  kAlways,
+  kUnlessPdPrefill,  // not on the prefill half of a P/D pair (it emits no decode tokens)
+  kPdPrefillOnly,    // only on the prefill half of a P/D pair (it sends the KV transfer)
+  kPdDecodeOnly,     // only on the decode half of a P/D pair
+};
+
+struct GaugeRow {
+  std::string_view key;     // PodMetrics::gauges key and the snapshot's gauge name
+  std::string_view family;  // read by sum over all series; reported as the source
+  std::string_view unit;
+  bool queueing = false;  // reported under queueing, else processing
+  Applies applies = Applies::kAlways;
+};
+
+struct WindowRow {
+  std::string_view key;     // PodMetrics::windows key and the snapshot's window name
+  std::string_view family;  // histogram or counter; reported as the source
+  WindowKind kind = WindowKind::kHistogram;
+  Area area = Area::kLatency;
+  std::string_view unit;
+  // The window key this one pairs with: when this one is absent, the pair decides whether the
+  // absence is the labelled-series rule (not partial) or a plain absence.
+  std::string_view pair;
+  Applies applies = Applies::kAlways;
+  bool from_reader = false;  // the profile's reader sets the value, not the generic sum
+};
+
+struct CacheRow {
+  std::string_view scope;    // PodMetrics::cache key and the snapshot's scope
+  std::string_view hits;     // counter families; with from_reader, the families the reader uses
+  std::string_view queries;  //   (named so a store source can detect their resets)
+  std::string_view source;   // the snapshot's `source` for this scope
+  bool from_reader = false;
+};
+
+// A missing[] entry every Pod of the profile reports (a series the exporter cannot provide).
+struct FixedMissing {
+  std::string_view source;
+  std::string_view reason;
+};
+
+// The Pod a scope check looks at.
+struct PodView {
+  const Pod& pod;
+  const ModelDeployment& md;
+  bool pd = false;  // the deployment is a prefill/decode pair
+  bool prefill = false;
+  bool decode = false;
+};
+
+// Why a scope's hit ratio is not the one the snapshot reports (a not-partial reason), or nullopt.
+// Called after the scope's baseline is stored and before its delta is computed.
+using ScopeCheck = std::optional<std::string_view> (*)(std::string_view scope,
+                                                       const CounterPair& current,
+                                                       const PodView& pod);
+
+// Extra reading beyond sums and histogram totals; writes the rows marked from_reader.
+using Reader = void (*)(const Scrape& scrape, PodMetrics* out);
+
+struct ErrorRatio {
+  std::string_view requests;  // window keys
+  std::string_view errors;
+};
+
+struct ExporterProfile {
+  std::string_view name;  // as the ModelDeployment names it (engines: any case; routers: exact)
+  PodRole role = PodRole::kEngine;
+  DeploymentShape shape = DeploymentShape::kAny;
+
+  std::vector<GaugeRow> gauges;
+  std::vector<FixedMissing> unsupported;
+  std::vector<WindowRow> windows;
+  // A zero delta of this window marks the Pod's sampling window idle (latency and cache entries
+  // then carry the idle-window reason); "" for none.
+  std::string_view idle_key;
+  std::optional<ErrorRatio> error_ratio;
+  // Empty: the profile reports no cache hits at all (routers).
+  std::vector<CacheRow> cache;
+  bool cache_on_pd_decode = true;  // false: the decode half of a pair reports no cache entries
+  ScopeCheck scope_check = nullptr;
+
+  Reader reader = nullptr;
+  std::vector<std::string_view> reader_families;  // the families the reader needs parsed
+
+  // Every family name the rows and the reader read, each once, in row order.
+  std::vector<std::string> Families() const;
+  // Whether a row applies to a Pod of this shape and role kind.
+  static bool AppliesTo(Applies applies, bool pd, bool prefill, bool decode);
+};
+
+}  // namespace modelmetrics::deployment
+
+#endif  // MODELMETRICS_DEPLOYMENT_EXPORTER_PROFILE_H_

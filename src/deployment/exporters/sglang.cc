@@ -1,0 +1,121 @@
+// SGLang's engine metrics (reference §3): request gauges, the device/host/storage prefix tiers
+// (one shared denominator, read by ReadTiers), TTFT/ITL, and on a P/D pair the KV transfer
+// histograms and failures on the prefill half and the transfer queue on the decode half.
+#include <algorithm>
+#include <iterator>
+
+#include "deployment/exporters/builtin.h"
+#include "deployment/merge.h"
+#include "deployment/objects.h"
+#include "modelmetrics/scrape.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+constexpr std::string_view kEffectiveTokens = "sglang:prefill_effective_tokens_total";
+
+// The tiers share one denominator, input plus every hit mode; all four modes must exist.
+void ReadTiers(const Scrape& scrape, PodMetrics* out) {
+  static constexpr std::string_view kModes[] = {"input", "device_hit", "host_hit", "storage_hit"};
+  double values[4];
+  for (int i = 0; i < 4; ++i) {
+    const LabelMatch match[] = {{"mode", kModes[i]}};
+    const std::optional<double> value = scrape.Sum(kEffectiveTokens, match);
+    if (!value) return;
+    values[i] = *value;
+  }
+  const double queries = values[0] + values[1] + values[2] + values[3];
+  out->cache["device-prefix"] = {values[1], queries};
+  out->cache["host-prefix"] = {values[2], queries};
+  out->cache["storage-prefix"] = {values[3], queries};
+}
+
+// SGLang's argparse resolution of `name` against `key` (§2.3, tier detection).
+bool ResolvesTo(std::string_view name, std::string_view key) {
+  static constexpr std::string_view kOperatorOwned[] = {
+      "--hicache-storage-backend", "--hicache-storage-backend-extra-config",
+      "--disaggregation-mode", "--disaggregation-transfer-backend",
+      "--disaggregation-bootstrap-port"};
+  if (!name.starts_with("--") || name.size() <= 2) return false;
+  if (name == key) return true;
+  if (std::find(std::begin(kOperatorOwned), std::end(kOperatorOwned), name) !=
+      std::end(kOperatorOwned)) {
+    return false;
+  }
+  return key.starts_with(name);  // an abbreviation
+}
+
+// A host or storage tier counts no hit unless the Pod's arguments build that tier.
+std::optional<std::string_view> CheckScope(std::string_view scope, const CounterPair&,
+                                           const PodView& pod) {
+  if (scope == "device-prefix") return std::nullopt;
+  const SglangTiers tiers = DetectSglangTiers(pod.pod);
+  if (scope == "host-prefix" && !tiers.host) return reason::kSglangNoHostTier;
+  if (scope == "storage-prefix" && !tiers.storage) return reason::kSglangNoStorageTier;
+  return std::nullopt;
+}
+
+}  // namespace
+
+SglangTiers DetectSglangTiers(const Pod& pod) {
+  SglangTiers tiers;
+  for (const Container& container : pod.containers) {
+    // One argv, command then args: a flag's value may be the first element of args.
+    std::vector<std::string_view> argv(container.command.begin(), container.command.end());
+    argv.insert(argv.end(), container.args.begin(), container.args.end());
+    for (size_t i = 0; i < argv.size(); ++i) {
+      const std::string_view entry = argv[i];
+      const std::string_view name = FlagName(entry);
+      for (std::string_view key :
+           {"--enable-hierarchical-cache", "--enable-lmcache", "--enable-flexkv"}) {
+        if (ResolvesTo(name, key)) tiers.host = true;
+      }
+      if (ResolvesTo(name, "--radix-cache-backend")) {
+        std::optional<std::string_view> value;
+        if (name.size() < entry.size()) {
+          value = entry.substr(name.size() + 1);
+        } else if (i + 1 < argv.size()) {
+          value = argv[i + 1];
+        }
+        if (value == "flexkv") tiers.host = true;
+      }
+      if (ResolvesTo(name, "--hicache-storage-backend")) tiers.storage = true;
+    }
+  }
+  return tiers;
+}
+
+const ExporterProfile exporters::kSglang{
+    .name = kEngineSglang,
+    .role = PodRole::kEngine,
+    .gauges = {{"running", "sglang:num_running_reqs", kUnitRequests},
+               {"waiting", "sglang:num_queue_reqs", kUnitRequests, true},
+               {"decode-transfer-waiting", "sglang:num_decode_transfer_queue_reqs", kUnitRequests,
+                true, Applies::kPdDecodeOnly}},
+    .windows =
+        {
+            {"ttft", "sglang:time_to_first_token_seconds", WindowKind::kHistogram, Area::kLatency,
+             kUnitSeconds, "", Applies::kUnlessPdPrefill},
+            {"itl", "sglang:inter_token_latency_seconds", WindowKind::kHistogram, Area::kLatency,
+             kUnitSeconds, "ttft", Applies::kUnlessPdPrefill},
+            {"transfer-latency", "sglang:kv_transfer_latency_ms", WindowKind::kHistogram,
+             Area::kTransfer, "milliseconds", "", Applies::kPdPrefillOnly},
+            {"transfer-speed", "sglang:kv_transfer_speed_gb_s", WindowKind::kHistogram,
+             Area::kTransfer, "GB/second", "", Applies::kPdPrefillOnly},
+            {"transfer-size", "sglang:kv_transfer_total_mb", WindowKind::kHistogram,
+             Area::kTransfer, "MB", "", Applies::kPdPrefillOnly},
+            {"transfer-failures", "sglang:num_transfer_failed_reqs_total", WindowKind::kCounter,
+             Area::kTransfer, kUnitErrorsPerSecond, "transfer-size", Applies::kPdPrefillOnly},
+        },
+    .idle_key = "ttft",
+    .cache = {{"device-prefix", kEffectiveTokens, kEffectiveTokens, kEffectiveTokens, true},
+              {"host-prefix", kEffectiveTokens, kEffectiveTokens, kEffectiveTokens, true},
+              {"storage-prefix", kEffectiveTokens, kEffectiveTokens, kEffectiveTokens, true}},
+    // The decode half of a pair never prefills: its token counters hold no ratio.
+    .cache_on_pd_decode = false,
+    .scope_check = CheckScope,
+    .reader = ReadTiers,
+    .reader_families = {kEffectiveTokens},
+};
+
+}  // namespace modelmetrics::deployment

@@ -1,0 +1,57 @@
+// vLLM's engine metrics (reference §3): request gauges, the local and external prefix caches, and
+// the TTFT/TPOT/ITL histograms.
+#include "deployment/exporters/builtin.h"
+#include "deployment/merge.h"
+#include "deployment/objects.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+// vLLM counts every token any KV connector loads as an external hit: the scope is the shared
+// store's only when the Pod renders a connector, attaches the pool, and is not a decode half.
+std::optional<std::string_view> CheckScope(std::string_view scope, const CounterPair& current,
+                                           const PodView& pod) {
+  if (scope != "external-store") return std::nullopt;
+  if (current.queries == 0 && !RendersKvConnector(pod.pod)) return reason::kVllmNoKvConnector;
+  // A connector is proven here (rendered, or its queries moved), but its hits are not the
+  // store's alone.
+  if (!pod.md.kv_cache || (pod.pd && pod.decode)) return reason::kVllmExternalNotStore;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool RendersKvConnector(const Pod& pod) {
+  for (const Container& container : pod.containers) {
+    for (const std::vector<std::string>* argv : {&container.command, &container.args}) {
+      for (const std::string& entry : *argv) {
+        if (FlagName(entry) == "--kv-transfer-config") return true;
+      }
+    }
+  }
+  return false;
+}
+
+const ExporterProfile exporters::kVllm{
+    .name = kEngineVllm,
+    .role = PodRole::kEngine,
+    .gauges = {{"running", "vllm:num_requests_running", kUnitRequests},
+               {"waiting", "vllm:num_requests_waiting", kUnitRequests, true}},
+    .windows =
+        {
+            {"ttft", "vllm:time_to_first_token_seconds", WindowKind::kHistogram, Area::kLatency,
+             kUnitSeconds},
+            {"tpot", "vllm:request_time_per_output_token_seconds", WindowKind::kHistogram,
+             Area::kLatency, kUnitSeconds, "", Applies::kUnlessPdPrefill},
+            {"itl", "vllm:inter_token_latency_seconds", WindowKind::kHistogram, Area::kLatency,
+             kUnitSeconds, "", Applies::kUnlessPdPrefill},
+        },
+    .idle_key = "ttft",
+    .cache = {{"local-prefix", "vllm:prefix_cache_hits", "vllm:prefix_cache_queries",
+               "vllm:prefix_cache"},
+              {"external-store", "vllm:external_prefix_cache_hits",
+               "vllm:external_prefix_cache_queries", "vllm:external_prefix_cache"}},
+    .scope_check = CheckScope,
+};
+
+}  // namespace modelmetrics::deployment
