@@ -2,7 +2,6 @@
 #include "deployment/aggregator.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <optional>
 #include <utility>
@@ -11,11 +10,9 @@
 #include <fmt/format.h>
 
 #include "deployment/baseline_store.h"
-#include "deployment/exporter_registry.h"
 #include "deployment/merge.h"
-#include "deployment/metrics_parse.h"
+#include "deployment/scrape_source.h"
 #include "deployment/shared_reads.h"
-#include "net/http_client.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -98,104 +95,20 @@ bool EnginePodOwned(const ModelDeployment& md, const Pod& pod) {
   return ref != nullptr && ref->kind == "ModelDeployment" && ref->uid == md.metadata.uid;
 }
 
-// Go's strconv.ParseInt(s, 10, 32): optional sign, decimal digits.
-std::optional<int64_t> ParsePort(std::string_view text) {
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  if (value < INT32_MIN || value > INT32_MAX) return std::nullopt;
-  return value;
-}
-
-std::string_view Annotation(const Pod& pod, std::string_view key) {
-  const auto it = pod.metadata.annotations.find(std::string(key));
-  return it == pod.metadata.annotations.end() ? std::string_view() : std::string_view(it->second);
-}
-
-// Steps 8.2-8.6: the Pod's advertised endpoint, or the reason it has none.
-bool MetricsUrl(const Pod& pod, std::string* url, std::string* error) {
-  if (pod.pod_ip.empty() || Annotation(pod, "prometheus.io/scrape") != "true" ||
-      Annotation(pod, "prometheus.io/path") != "/metrics") {
-    *error = reason::kNoEndpoint;
-    return false;
-  }
-  const std::optional<int64_t> port = ParsePort(Annotation(pod, "prometheus.io/port"));
-  if (!port || *port < 1 || *port > 65535) {
-    *error = reason::kInvalidPort;
-    return false;
-  }
-  bool declared = false;
-  for (const auto* containers : {&pod.containers, &pod.init_containers}) {
-    for (const Container& container : *containers) {
-      for (const ContainerPort& p : container.ports) declared |= p.container_port == *port;
-    }
-  }
-  if (!declared) {
-    *error = reason::kUndeclaredPort;
-    return false;
-  }
-  std::string_view scheme = Annotation(pod, "prometheus.io/scheme");
-  if (scheme.empty()) scheme = "http";
-  if (scheme != "http" && scheme != "https") {
-    *error = reason::kInvalidScheme;
-    return false;
-  }
-  const bool ipv6 = pod.pod_ip.find(':') != std::string::npos;
-  *url = fmt::format("{}://{}{}{}:{}/metrics", scheme, ipv6 ? "[" : "", pod.pod_ip, ipv6 ? "]" : "",
-                     *port);
-  return true;
-}
-
-// A failed fetch in the words of Go's net/http, which is what SREs reading upstream output know.
-std::string FetchErrorText(const std::string& url, const net::FetchResult& result) {
-  switch (result.error) {
-    case net::FetchError::kHttpStatus:
-      return fmt::format("metrics endpoint returned HTTP {}", result.status);
-    case net::FetchError::kTooLarge:
-      return std::string(reason::kTooLarge);
-    case net::FetchError::kTimeout:
-      return fmt::format("Get \"{}\": context deadline exceeded ({})", url,
-                         result.status == 0
-                             ? "Client.Timeout exceeded while awaiting headers"
-                             : "Client.Timeout or context cancellation while reading body");
-    case net::FetchError::kDeadline:
-      return fmt::format("Get \"{}\": context deadline exceeded", url);
-    case net::FetchError::kTls:
-      return fmt::format("Get \"{}\": tls: failed to verify certificate: {}", url, result.message);
-    default:
-      return fmt::format("Get \"{}\": {}", url, result.message);
-  }
-}
-
 }  // namespace
 
 struct Aggregator::Impl {
   ObjectSource* source;
   AggregatorOptions options;
   BaselineStore* store;
-  net::HttpClient client;
+  std::shared_ptr<PodMetricsSource> pods;
 
   Impl(ObjectSource* s, AggregatorOptions o)
       : source(s),
         options(std::move(o)),
         store(options.baselines != nullptr ? options.baselines : BaselineStore::Global()),
-        client(ClientOptionsFrom(options)) {}
-
-  static net::ClientOptions ClientOptionsFrom(const AggregatorOptions& options) {
-    net::ClientOptions client;
-    // The bound is per request, as upstream's per-request semaphore: concurrent snapshots must
-    // not shrink each other's share and miss the two-rounds-in-half-the-budget guarantee. The
-    // client-wide ceiling only caps sockets when many requests overlap.
-    client.max_in_flight_per_batch = options.max_in_flight;
-    client.max_in_flight = options.max_in_flight * 4;
-    client.fetch_timeout = options.fetch_timeout;
-    client.connect_timeout = std::min(options.fetch_timeout, std::chrono::milliseconds(2000));
-    client.max_body_bytes = options.max_body_bytes;
-    client.ca_file = options.ca_file;
-    client.max_idle_connections = std::max<size_t>(2 * options.max_in_flight, options.pod_limit);
-    return client;
-  }
+        pods(options.pod_source != nullptr ? options.pod_source
+                                           : std::make_shared<ScrapeSource>(options)) {}
 };
 
 Aggregator::Aggregator(ObjectSource* source, AggregatorOptions options)
@@ -271,58 +184,30 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
                    static_cast<size_t>(std::max(md.router->replicas.value_or(1), 1)));
   }
 
-  // 7. The Pod limit.
-  if (owned.size() > options.pod_limit) {
+  // 7. The Pod limit (the source's: 64 for direct scraping).
+  if (owned.size() > impl_->pods->pod_limit()) {
     builder.ForcePartial();
     builder.AddMissing("", "pod-discovery", std::string(reason::kPodLimit));
-    owned.resize(options.pod_limit);
+    owned.resize(impl_->pods->pod_limit());
   }
 
-  // 8. Scrape every advertised endpoint at once; the client bounds concurrency.
-  std::vector<std::string> errors(owned.size());
-  std::vector<std::string> urls(owned.size());
-  std::vector<net::FetchRequest> requests;
-  std::vector<size_t> request_pod;
-  for (size_t i = 0; i < owned.size(); ++i) {
-    if (!MetricsUrl(owned[i], &urls[i], &errors[i])) continue;
-    requests.push_back({.url = urls[i], .headers = {{"Accept", "text/plain;version=0.0.4"}}});
-    request_pod.push_back(i);
-  }
-  // Each body is parsed as soon as it arrives, while the other fetches run, and its read time is
-  // taken right after its own parse (step 8.10): a slow Pod does not shift a fast one's window.
-  std::vector<std::optional<PodMetrics>> reads(owned.size());
-  std::vector<ReadTime> read_at(owned.size());
-  auto on_result = [&](size_t r, net::FetchResult& result) {
-    const size_t i = request_pod[r];
-    if (!result.ok() || result.status != 200) {
-      if (result.ok()) result.error = net::FetchError::kHttpStatus;
-      errors[i] = FetchErrorText(urls[i], result);
-      return;
-    }
-    const Pod& pod = owned[i];
-    const ExporterProfile* profile = SelectExporter(md, !pod.metadata.Label(kLabelRouter).empty());
-    PodMetrics read;
-    const bool parsed = ParsePodMetrics(result.body, profile, &read, &errors[i]);
-    std::string().swap(result.body);  // the body is no longer needed: free it now
-    if (!parsed) return;
-    reads[i] = std::move(read);
-    read_at[i] = {options.now(), options.steady_now()};
-  };
-  impl_->client.FetchAll(requests, deadline, on_result);
+  // 8. One read per Pod, from the Pods themselves or from a store.
+  std::vector<PodRead> reads = impl_->pods->Read(md, owned, deadline);
 
   // 9. Merge in Pod name order.
   size_t readable = 0;
   for (size_t i = 0; i < owned.size(); ++i) {
-    if (!reads[i]) {
-      builder.AddMissing(owned[i].metadata.name, "scrape", errors[i]);
+    if (!reads[i].metrics) {
+      builder.AddMissing(owned[i].metadata.name, "scrape", reads[i].error);
       continue;
     }
     ++readable;
-    builder.MergePod(owned[i], *reads[i], read_at[i]);
+    builder.MergePod(owned[i], *reads[i].metrics, reads[i].at, reads[i].baselines.get());
   }
   // 10.
   if (readable == 0) {
-    return ApiStatus::Unavailable("all ModelDeployment metrics Pods are unreadable: " + errors[0]);
+    return ApiStatus::Unavailable("all ModelDeployment metrics Pods are unreadable: " +
+                                  reads[0].error);
   }
   // 11-12.
   *out = builder.Finish(options.now());

@@ -1,7 +1,8 @@
 // The ModelDeploymentMetrics algorithm (reference §2): discover a deployment's owned engine and
-// router Pods, check coverage, scrape at most 64 of them (32 in flight, 2 s per fetch, 8 s per
-// request, 1 MiB cap, no redirects, no proxy, verified TLS), and merge gauges, windows and cache
-// hits against the process-wide baseline store into one Snapshot with exact missing[]/partial.
+// router Pods, check coverage, read at most the source's Pod limit of them within 8 s per request
+// (directly: 64 Pods, 32 in flight, 2 s per fetch, 1 MiB cap, no redirects, no proxy, verified
+// TLS; or from a Prometheus-compatible store), and merge gauges, windows and cache hits against
+// the Pods' baselines into one Snapshot with exact missing[]/partial.
 //
 // Get() returns:
 //   Ok                  and the snapshot;
@@ -33,6 +34,7 @@ class HttpClient;
 namespace modelmetrics::deployment {
 
 class BaselineStore;
+class PodMetricsSource;
 
 struct AggregatorOptions {
   size_t pod_limit = 64;
@@ -47,6 +49,9 @@ struct AggregatorOptions {
   std::function<SteadyTime()> steady_now = [] { return SteadyClock::now(); };
   // The baseline store; null: the process-wide one.
   BaselineStore* baselines = nullptr;
+  // Where samples come from; null: direct scraping with the options above (scrape_source.h).
+  // A Prometheus-compatible store is the other (prometheus_source.h).
+  std::shared_ptr<PodMetricsSource> pod_source;
 };
 
 class Aggregator {

@@ -1,0 +1,47 @@
+// Where a snapshot's samples come from, behind one interface: the Pods' own /metrics (direct
+// scraping, scrape_source.h) or a Prometheus-compatible store that scrapes them
+// (prometheus_source.h). The aggregator owns discovery, ownership, coverage and the merge; a
+// source turns a list of owned Pods into one read (or one error) per Pod.
+//
+// Thread-safety: Read() may be called concurrently.
+#ifndef MODELMETRICS_DEPLOYMENT_POD_SOURCE_H_
+#define MODELMETRICS_DEPLOYMENT_POD_SOURCE_H_
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "deployment/baseline_store.h"
+#include "deployment/objects.h"
+#include "deployment/pod_metrics.h"
+#include "deployment/snapshot.h"
+
+namespace modelmetrics::deployment {
+
+struct PodRead {
+  std::optional<PodMetrics> metrics;  // none: `error` says why (a missing[] "scrape" entry)
+  std::string error;
+  ReadTime at;
+  // What the read's windows are computed against; null: the aggregator's baseline store.
+  std::unique_ptr<Baselines> baselines;
+};
+
+class PodMetricsSource {
+ public:
+  virtual ~PodMetricsSource() = default;
+
+  // The most Pods one snapshot reads; the rest are dropped with the Pod-limit entry.
+  virtual size_t pod_limit() const = 0;
+
+  // One PodRead per Pod of `pods` (owned Pods of `md`, in name order), finishing by `deadline`.
+  virtual std::vector<PodRead> Read(const ModelDeployment& md, std::span<const Pod> pods,
+                                    SteadyTime deadline) = 0;
+};
+
+}  // namespace modelmetrics::deployment
+
+#endif  // MODELMETRICS_DEPLOYMENT_POD_SOURCE_H_
