@@ -53,6 +53,10 @@ class Scrape {
   // "line:column: message" and leaves the model empty.
   bool Parse(std::string_view body, const ScrapeOptions& options, std::string* error);
 
+  // A model of families built elsewhere (a store's samples, typed by their reader): indexed as
+  // Parse() would, without the duplicate-series check.
+  void Assign(std::vector<MetricFamily> families);
+
   // The family `name`, else `name_total`, else (for `x_total`) `x`; null when none was parsed.
   const MetricFamily* Find(std::string_view name) const;
 

@@ -24,7 +24,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/duration.h"
+#include "base/duration.h"
 #include "deployment/aggregator.h"
 #include "deployment/object_file.h"
 #include "sim/deployment_sim.h"
@@ -130,8 +130,8 @@ class CapturedOutput : public std::streambuf {
 int RunDemo(const DemoArgs& args) {
   std::chrono::milliseconds duration{};
   std::chrono::milliseconds interval{};
-  ParseDuration(args.duration, &duration);
-  ParseDuration(args.interval, &interval);
+  base::ParseDuration(args.duration, &duration);
+  base::ParseDuration(args.interval, &interval);
   if (interval.count() <= 0) interval = std::chrono::seconds(5);
   const auto start = std::chrono::steady_clock::now();
   const auto end = start + duration;
@@ -235,10 +235,10 @@ void AddDemoCommand(CLI::App& app, int* exit_code) {
       "on loopback, printing live snapshots");
   command->add_option("--duration", args->duration, "How long to run (e.g. 20s, 2m)")
       ->capture_default_str()
-      ->check(CheckDuration);
+      ->check(base::CheckDuration);
   command->add_option("--interval", args->interval, "Time between snapshot rounds")
       ->capture_default_str()
-      ->check(CheckDuration);
+      ->check(base::CheckDuration);
   command->add_option("--seed", args->seed, "Traffic seed")->capture_default_str();
   command->add_option("-o,--output", args->output, "table or json")
       ->capture_default_str()

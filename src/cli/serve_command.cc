@@ -23,11 +23,12 @@
 
 #include <fmt/format.h>
 
-#include "cli/duration.h"
+#include "base/duration.h"
 #include "deployment/aggregator.h"
 #include "deployment/api_server.h"
 #include "deployment/kube_api.h"
 #include "deployment/object_file.h"
+#include "deployment/prometheus_source.h"
 
 namespace modelmetrics::cli {
 namespace {
@@ -139,6 +140,16 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
 
   deployment::AggregatorOptions aggregator_options;
   aggregator_options.ca_file = config.pod_ca_file;
+  if (config.source == deployment::SampleSource::kPrometheus) {
+    deployment::PrometheusSourceOptions store = config.prometheus;
+    if (!deployment::LoadPrometheusCredentials(config.prometheus_bearer_token_file,
+                                               config.prometheus_basic_password_file, &store,
+                                               &error)) {
+      std::fprintf(stderr, "serve: prometheus: %s\n", error.c_str());
+      return 2;
+    }
+    aggregator_options.pod_source = std::make_shared<deployment::PrometheusSource>(store);
+  }
   deployment::Aggregator aggregator(source.get(), aggregator_options);
 
   int exit_code = 0;
@@ -182,12 +193,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   serve
       ->add_option("--duration", args->duration,
                    "Stop after this long (e.g. 30s, 2m); default: until SIGINT/SIGTERM")
-      ->check(CheckDuration);
+      ->check(base::CheckDuration);
   serve->callback([args, exit_code] {
     std::optional<std::chrono::milliseconds> duration;
     if (!args->duration.empty()) {
       duration.emplace();
-      ParseDuration(args->duration, &*duration);
+      base::ParseDuration(args->duration, &*duration);
     }
     *exit_code = RunServe(args->config, duration);
   });

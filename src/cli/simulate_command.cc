@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/duration.h"
+#include "base/duration.h"
 #include "sim/deployment_sim.h"
 #include "sim/pipeline_sim.h"
 
@@ -76,9 +76,11 @@ void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
   deployment->add_option("--tls-key", args->options.tls_key_file, "Key for --tls-cert");
   deployment->add_option("--objects-out", args->options.objects_file,
                          "Write the objects (a kubectl get -o json List) here, kept current");
+  deployment->add_option("--file-sd-out", args->options.file_sd_file,
+                         "Write Prometheus file_sd targets (namespace and pod labels) here");
   deployment->add_option("--duration", args->duration, "How long to serve (e.g. 30s, 2m)")
       ->capture_default_str()
-      ->check(CheckDuration);
+      ->check(base::CheckDuration);
   deployment->callback([args, exit_code] {
     sim::DeploymentSimOptions options = args->options;
     if (args->roles == "pd") {
@@ -93,7 +95,7 @@ void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
       options.faults[fault.substr(0, eq)] = *sim::ParsePodFault(fault.substr(eq + 1));
     }
     std::chrono::milliseconds duration{0};
-    ParseDuration(args->duration, &duration);
+    base::ParseDuration(args->duration, &duration);
     *exit_code = sim::RunDeploymentSimulator(options, duration, std::cout, std::cerr);
   });
 }
@@ -119,18 +121,18 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
                      "Record statistics (default on); off: the gated-off exposition");
   pipeline->add_option("--duration", args->duration, "How long to run (e.g. 60s, 2m)")
       ->capture_default_str()
-      ->check(CheckDuration);
+      ->check(base::CheckDuration);
   pipeline->add_option("--log-interval", args->log_interval, "Print the log tables this often")
       ->capture_default_str()
-      ->check(CheckDuration);
+      ->check(base::CheckDuration);
   pipeline->add_option("--seed", args->options.seed, "Workload seed")->capture_default_str();
   pipeline
       ->add_option("--rate", args->options.requests_per_second, "Requests per second per pipeline")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   pipeline->callback([args, exit_code] {
-    ParseDuration(args->duration, &args->options.duration);
-    ParseDuration(args->log_interval, &args->options.log_interval);
+    base::ParseDuration(args->duration, &args->options.duration);
+    base::ParseDuration(args->log_interval, &args->options.log_interval);
     *exit_code = sim::RunPipelineSimulator(args->options);
   });
   AddDeploymentCommand(simulate, exit_code);

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/duration.h"
 #include "base/file.h"
 #include "deployment/yaml.h"
 
@@ -609,6 +610,70 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     } else if (key == "max_connections_per_address") {
       ok = integer(key, node, 0, 100000, &number);
       config.max_connections_per_address = static_cast<size_t>(number);
+    } else if (key == "source") {
+      std::string name;
+      ok = scalar(key, node, &name);
+      if (ok && name == kSampleSourceScrape) {
+        config.source = SampleSource::kScrape;
+      } else if (ok && name == kSampleSourcePrometheus) {
+        config.source = SampleSource::kPrometheus;
+      } else if (ok) {
+        return fail(fmt::format("source: `{}` is neither `{}` nor `{}`", name, kSampleSourceScrape,
+                                kSampleSourcePrometheus));
+      }
+    } else if (key == "prometheus") {
+      if (!node.is_object()) return fail("prometheus: expected a mapping");
+      PrometheusSourceOptions& p = config.prometheus;
+      for (const auto& [sub, value] : node.items()) {
+        const std::string field = "prometheus." + sub;
+        std::string text;
+        const auto duration = [&](std::chrono::milliseconds* out) {
+          if (!scalar(field, value, &text)) return false;
+          if (!base::ParseDuration(text, out) || out->count() <= 0) {
+            return fail(
+                fmt::format("{}: `{}` is not a positive duration (e.g. 90s, 2m)", field, text));
+          }
+          return true;
+        };
+        const auto count = [&](int64_t max, size_t* out) {
+          if (!integer(field, value, 1, max, &number)) return false;
+          *out = static_cast<size_t>(number);
+          return true;
+        };
+        bool sub_ok = true;
+        if (sub == "url") {
+          sub_ok = scalar(field, value, &p.url);
+        } else if (sub == "window") {
+          sub_ok = duration(&p.window);
+        } else if (sub == "stale_after") {
+          sub_ok = duration(&p.stale_after);
+        } else if (sub == "query_timeout") {
+          sub_ok = duration(&p.query_timeout);
+        } else if (sub == "namespace_label") {
+          sub_ok = scalar(field, value, &p.namespace_label);
+        } else if (sub == "pod_label") {
+          sub_ok = scalar(field, value, &p.pod_label);
+        } else if (sub == "selector") {
+          sub_ok = scalar(field, value, &p.selector);
+        } else if (sub == "pod_limit") {
+          sub_ok = count(100000, &p.pod_limit);
+        } else if (sub == "max_in_flight") {
+          sub_ok = count(256, &p.max_in_flight);
+        } else if (sub == "max_response_bytes") {
+          sub_ok = count(int64_t{1} << 30, &p.max_response_bytes);
+        } else if (sub == "ca_file") {
+          sub_ok = path_field(field, value, &p.ca_file);
+        } else if (sub == "bearer_token_file") {
+          sub_ok = path_field(field, value, &config.prometheus_bearer_token_file);
+        } else if (sub == "basic_auth_username") {
+          sub_ok = scalar(field, value, &p.basic_user);
+        } else if (sub == "basic_auth_password_file") {
+          sub_ok = path_field(field, value, &config.prometheus_basic_password_file);
+        } else {
+          return fail(fmt::format("unknown setting `{}`", field));
+        }
+        if (!sub_ok) return false;
+      }
     } else {
       return fail(fmt::format("unknown setting `{}`", key));
     }
@@ -646,6 +711,14 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
   if (!config.context.empty() && config.kubeconfig.empty()) {
     return fail("context needs kubeconfig");
   }
+  if (config.source == SampleSource::kPrometheus) {
+    if (const std::string why = ValidatePrometheusSourceOptions(config.prometheus); !why.empty()) {
+      return fail("prometheus: " + why);
+    }
+    if (!config.prometheus_bearer_token_file.empty() && !config.prometheus.basic_user.empty()) {
+      return fail("prometheus: bearer_token_file and basic_auth_username exclude each other");
+    }
+  }
   const std::pair<const char*, const std::string*> files[] = {
       {"tls_cert_file", &config.tls_cert_file},
       {"tls_key_file", &config.tls_key_file},
@@ -655,7 +728,10 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
       {"policy_file", &config.policy_file},
       {"objects_file", &config.objects_file},
       {"kubeconfig", &config.kubeconfig},
-      {"pod_ca_file", &config.pod_ca_file}};
+      {"pod_ca_file", &config.pod_ca_file},
+      {"prometheus.ca_file", &config.prometheus.ca_file},
+      {"prometheus.bearer_token_file", &config.prometheus_bearer_token_file},
+      {"prometheus.basic_auth_password_file", &config.prometheus_basic_password_file}};
   for (const auto& [key, path] : files) {
     std::error_code ignored;
     if (!path->empty() && !std::filesystem::is_regular_file(*path, ignored)) {

@@ -49,6 +49,8 @@
 
 #include "deployment/auth.h"
 #include "deployment/objects.h"
+#include "deployment/pod_source.h"
+#include "deployment/prometheus_source.h"
 #include "deployment/shared_reads.h"
 #include "deployment/snapshot.h"
 #include "net/http_server.h"
@@ -183,6 +185,12 @@ struct ServeConfig {
   int workers = 8;
   int snapshot_reuse_ms = 1000;
   size_t max_connections_per_address = 0;
+  // Where samples come from: the Pods (default) or a Prometheus-compatible store (`source:
+  // prometheus` with a `prometheus:` mapping; its credential files are read at start-up).
+  SampleSource source = SampleSource::kScrape;
+  PrometheusSourceOptions prometheus;
+  std::string prometheus_bearer_token_file;
+  std::string prometheus_basic_password_file;
 
   // The Kubernetes API is needed (for objects or for reviews).
   bool UsesKubeApi() const { return !kubeconfig.empty() || in_cluster; }

@@ -21,7 +21,7 @@ std::vector<std::string> ExporterProfile::Families() const {
   for (const WindowRow& row : windows) {
     if (!row.from_reader) add(row.family);
   }
-  for (std::string_view family : reader_families) add(family);
+  for (const ReaderFamily& family : reader_families) add(family.name);
   return names;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "deployment/pod_metrics.h"
+#include "modelmetrics/exposition.h"
 
 namespace modelmetrics {
 class Scrape;
@@ -112,6 +113,12 @@ using ScopeCheck = std::optional<std::string_view> (*)(std::string_view scope,
 // Extra reading beyond sums and histogram totals; writes the rows marked from_reader.
 using Reader = void (*)(const Scrape& scrape, PodMetrics* out);
 
+// A family the reader needs, with its type (a store keeps no TYPE lines; this types its samples).
+struct ReaderFamily {
+  std::string_view name;
+  MetricType type = MetricType::kCounter;
+};
+
 struct ErrorRatio {
   std::string_view requests;  // window keys
   std::string_view errors;
@@ -135,7 +142,7 @@ struct ExporterProfile {
   ScopeCheck scope_check = nullptr;
 
   Reader reader = nullptr;
-  std::vector<std::string_view> reader_families;  // the families the reader needs parsed
+  std::vector<ReaderFamily> reader_families;  // the families the reader needs parsed
 
   // Every family name the rows and the reader read, each once, in row order.
   std::vector<std::string> Families() const;

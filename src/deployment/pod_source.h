@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "deployment/baseline_store.h"
@@ -21,6 +22,11 @@
 #include "deployment/snapshot.h"
 
 namespace modelmetrics::deployment {
+
+// The two kinds of source, as `--source` and the serve configuration's `source:` name them.
+enum class SampleSource { kScrape, kPrometheus };
+inline constexpr std::string_view kSampleSourceScrape = "scrape";
+inline constexpr std::string_view kSampleSourcePrometheus = "prometheus";
 
 struct PodRead {
   std::optional<PodMetrics> metrics;  // none: `error` says why (a missing[] "scrape" entry)

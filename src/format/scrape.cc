@@ -136,6 +136,12 @@ bool Scrape::Parse(std::string_view body, const ScrapeOptions& options, std::str
   return true;
 }
 
+void Scrape::Assign(std::vector<MetricFamily> families) {
+  families_ = std::move(families);
+  index_.clear();
+  for (size_t i = 0; i < families_.size(); ++i) index_.emplace(families_[i].name, i);
+}
+
 const MetricFamily* Scrape::FindExact(std::string_view name) const {
   auto it = index_.find(std::string(name));
   return it == index_.end() ? nullptr : &families_[it->second];

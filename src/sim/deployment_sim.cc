@@ -327,19 +327,34 @@ struct DeploymentSim::Impl {
   bool WriteObjectsFile(std::string* error) {
     if (options->objects_file.empty()) return true;
     std::lock_guard lock(file_mu);
-    const std::string tmp = options->objects_file + ".tmp";
+    return WriteAtomically(options->objects_file, BuildJson() + "\n", error);
+  }
+
+  // Prometheus file_sd: one target group per Pod, labelled with its namespace and name (the
+  // labels the Prometheus source selects by) and its role.
+  bool WriteFileSd(std::string* error) const {
+    if (options->file_sd_file.empty()) return true;
+    return WriteAtomically(options->file_sd_file, FileSdJson(*options, PodInfos()) + "\n", error);
+  }
+
+  std::vector<SimPodInfo> PodInfos() const;
+
+  // Writes through a temporary file and a rename, so a reader never sees half a file.
+  static bool WriteAtomically(const std::string& path, const std::string& content,
+                              std::string* error) {
+    const std::string tmp = path + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << BuildJson() << '\n';
+      out << content;
       if (!out) {
         if (error) *error = "cannot write " + tmp;
         return false;
       }
     }
     std::error_code ec;
-    std::filesystem::rename(tmp, options->objects_file, ec);
+    std::filesystem::rename(tmp, path, ec);
     if (ec) {
-      if (error) *error = "cannot write " + options->objects_file + ": " + ec.message();
+      if (error) *error = "cannot write " + path + ": " + ec.message();
       return false;
     }
     return true;
@@ -734,6 +749,7 @@ bool DeploymentSim::Start(std::string* error) {
   impl_->ready.store(true, std::memory_order_release);
   std::string write_error;
   if (!impl_->WriteObjectsFile(&write_error)) return fail(write_error);
+  if (!impl_->WriteFileSd(&write_error)) return fail(write_error);
   return true;
 }
 
@@ -747,21 +763,38 @@ std::vector<std::string> DeploymentSim::PodNames() const {
   return names;
 }
 
-std::vector<SimPodInfo> DeploymentSim::Pods() const {
+std::vector<SimPodInfo> DeploymentSim::Impl::PodInfos() const {
   std::vector<SimPodInfo> out;
-  for (const auto& pod : impl_->pods) {
+  for (const auto& pod : pods) {
     SimPodInfo info;
     info.name = pod->name;
     info.component = pod->component;
     info.router = pod->router;
     info.port = pod->port;
-    info.url = PodUrl(pod->name);
+    info.url = std::string(pod->tls.load() ? "https" : "http") +
+               "://127.0.0.1:" + std::to_string(pod->port) + "/metrics";
     std::lock_guard lock(pod->mu);
     info.uid = pod->uid;
     info.fault = pod->fault;
     out.push_back(std::move(info));
   }
   return out;
+}
+
+std::vector<SimPodInfo> DeploymentSim::Pods() const { return impl_->PodInfos(); }
+
+std::string FileSdJson(const DeploymentSimOptions& options, const std::vector<SimPodInfo>& pods) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const SimPodInfo& pod : pods) {
+    groups.push_back({{"targets", {"127.0.0.1:" + std::to_string(pod.port)}},
+                      {"labels",
+                       {{"namespace", options.ns},
+                        {"pod", pod.name},
+                        {"model_deployment", options.name},
+                        {"component", pod.router ? std::string("router") : pod.component},
+                        {"__scheme__", pod.url.starts_with("https") ? "https" : "http"}}}});
+  }
+  return groups.dump(2);
 }
 
 std::string DeploymentSim::PodUrl(const std::string& pod) const {
@@ -821,6 +854,7 @@ int RunDeploymentSimulator(const DeploymentSimOptions& options, std::chrono::mil
     out << "\n";
   }
   if (!options.objects_file.empty()) out << "objects: " << options.objects_file << "\n";
+  if (!options.file_sd_file.empty()) out << "file_sd targets: " << options.file_sd_file << "\n";
   out.flush();
   std::this_thread::sleep_for(duration);
   sim.Stop();

@@ -98,6 +98,8 @@ struct DeploymentSimOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string objects_file;  // non-empty: written at Start and on every change
+  // Non-empty: Prometheus file_sd targets for every Pod (FileSdJson), written at Start.
+  std::string file_sd_file;
 };
 
 // A Pod as the simulator runs it.
@@ -153,6 +155,11 @@ class DeploymentSim {
   std::unique_ptr<Impl> impl_;
   DeploymentSimOptions options_;
 };
+
+// Prometheus `file_sd` target groups, one per Pod: its 127.0.0.1 address, and the labels
+// `namespace`, `pod` (what the Prometheus source selects by), `model_deployment`, `component`
+// (role name or `router`) and `__scheme__`.
+std::string FileSdJson(const DeploymentSimOptions& options, const std::vector<SimPodInfo>& pods);
 
 // `modelmetrics simulate deployment`: starts the simulator, prints each Pod's URL (and where the
 // objects file is) to `out`, serves for `duration`, stops. Returns a process exit code.

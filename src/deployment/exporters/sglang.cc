@@ -115,7 +115,7 @@ const ExporterProfile exporters::kSglang{
     .cache_on_pd_decode = false,
     .scope_check = CheckScope,
     .reader = ReadTiers,
-    .reader_families = {kEffectiveTokens},
+    .reader_families = {{kEffectiveTokens, MetricType::kCounter}},
 };
 
 }  // namespace modelmetrics::deployment

@@ -57,7 +57,7 @@ const ExporterProfile exporters::kSglangGateway{
         },
     .error_ratio = ErrorRatio{"requests", "errors"},
     .reader = ReadHttp5xx,
-    .reader_families = {kHttpResponses},
+    .reader_families = {{kHttpResponses, MetricType::kCounter}},
 };
 
 }  // namespace modelmetrics::deployment

@@ -1,6 +1,9 @@
-#include "cli/duration.h"
+// See duration.h.
+#include "base/duration.h"
 
-namespace modelmetrics::cli {
+#include <string>
+
+namespace modelmetrics::base {
 
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
   size_t used = 0;
@@ -33,4 +36,4 @@ std::string CheckDuration(const std::string& text) {
   return ParseDuration(text, &ignored) ? "" : "not a duration (e.g. 90s, 2m, 500ms): " + text;
 }
 
-}  // namespace modelmetrics::cli
+}  // namespace modelmetrics::base

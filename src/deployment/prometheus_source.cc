@@ -1,0 +1,406 @@
+// See prometheus_source.h.
+#include "deployment/prometheus_source.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "base/file.h"
+#include "deployment/exporter_registry.h"
+#include "deployment/metrics_parse.h"
+#include "modelmetrics/scrape.h"
+#include "net/http_client.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+constexpr std::string_view kTotal = "_total";
+
+// How a stored series is read: the family it belongs to, typed by the profile, and the row family
+// whose windows a decrease in it resets ("" for gauges).
+struct SeriesRole {
+  std::string family;
+  MetricType type = MetricType::kGauge;
+  std::string reset_id;
+};
+using SeriesRoles = std::unordered_map<std::string, SeriesRole>;
+
+SeriesRoles RolesOf(const ExporterProfile* profile) {
+  SeriesRoles roles;
+  if (profile == nullptr) return roles;
+  auto counter = [&roles](std::string_view family) {
+    const std::string id(family);
+    roles.try_emplace(id, SeriesRole{id, MetricType::kCounter, id});
+    roles.try_emplace(id + std::string(kTotal),
+                      SeriesRole{id + std::string(kTotal), MetricType::kCounter, id});
+    if (family.ends_with(kTotal)) {
+      const std::string bare(family.substr(0, family.size() - kTotal.size()));
+      roles.try_emplace(bare, SeriesRole{bare, MetricType::kCounter, id});
+    }
+  };
+  auto histogram = [&roles](std::string_view family) {
+    const std::string id(family);
+    for (const char* suffix : {"_sum", "_count"}) {
+      roles.try_emplace(id + suffix, SeriesRole{id, MetricType::kHistogram, id});
+    }
+  };
+  for (const GaugeRow& row : profile->gauges) {
+    roles.try_emplace(std::string(row.family),
+                      SeriesRole{std::string(row.family), MetricType::kGauge, ""});
+  }
+  for (const WindowRow& row : profile->windows) {
+    if (row.from_reader) continue;
+    row.kind == WindowKind::kHistogram ? histogram(row.family) : counter(row.family);
+  }
+  for (const CacheRow& row : profile->cache) {
+    if (row.from_reader) continue;
+    counter(row.hits);
+    counter(row.queries);
+  }
+  for (const ReaderFamily& family : profile->reader_families) {
+    if (family.type == MetricType::kHistogram) {
+      histogram(family.name);
+    } else if (family.type == MetricType::kCounter) {
+      counter(family.name);
+    } else {
+      roles.try_emplace(std::string(family.name),
+                        SeriesRole{std::string(family.name), family.type, ""});
+    }
+  }
+  return roles;
+}
+
+// The previous read of a Pod from the store: its oldest scrape in the window, and the row
+// families a decrease reset.
+class RangeBaselines : public Baselines {
+ public:
+  RangeBaselines(const ExporterProfile& profile, std::optional<PodMetrics> first, ReadTime first_at,
+                 std::set<std::string, std::less<>> resets)
+      : profile_(profile), first_(std::move(first)), at_(first_at), resets_(std::move(resets)) {}
+
+  Previous Window(std::string_view, std::string_view id, const BaselineSample&) override {
+    if (resets_.contains(id)) return {std::nullopt, true};
+    if (!first_) return {};
+    for (const WindowRow& row : profile_.windows) {
+      if (row.family != id) continue;
+      const auto value = first_->windows.find(row.key);
+      if (value == first_->windows.end()) return {};
+      return {BaselineSample{value->second.sum, value->second.count, at_}};
+    }
+    return {};
+  }
+
+  Previous Counter(std::string_view, std::string_view scope, const BaselineSample&) override {
+    for (const CacheRow& row : profile_.cache) {
+      if (row.scope != scope) continue;
+      if (resets_.contains(row.hits) || resets_.contains(row.queries)) return {std::nullopt, true};
+      if (!first_) return {};
+      const auto value = first_->cache.find(row.scope);
+      if (value == first_->cache.end()) return {};
+      return {BaselineSample{value->second.hits, value->second.queries, at_}};
+    }
+    return {};
+  }
+
+ private:
+  const ExporterProfile& profile_;
+  std::optional<PodMetrics> first_;
+  ReadTime at_;
+  std::set<std::string, std::less<>> resets_;
+};
+
+WallTime FromMs(int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); }
+
+std::string Seconds(std::chrono::milliseconds d) {
+  return d.count() % 1000 == 0 ? fmt::format("{}s", d.count() / 1000)
+                               : fmt::format("{}ms", d.count());
+}
+
+const StoreSample* SampleAt(const StoreSeries& series, int64_t ms) {
+  const auto it = std::lower_bound(series.samples.begin(), series.samples.end(), ms,
+                                   [](const StoreSample& s, int64_t t) { return s.ms < t; });
+  return it != series.samples.end() && it->ms == ms ? &*it : nullptr;
+}
+
+// The scrape model of one instant: every series' sample at exactly `ms`, typed by its role.
+Scrape ScrapeAt(std::span<const StoreSeries* const> series, const SeriesRoles& roles, int64_t ms) {
+  std::map<std::string, MetricFamily> families;
+  for (const StoreSeries* s : series) {
+    const auto role = roles.find(s->name);
+    if (role == roles.end()) continue;
+    const StoreSample* sample = SampleAt(*s, ms);
+    if (sample == nullptr) continue;
+    MetricFamily& family = families[role->second.family];
+    family.name = role->second.family;
+    family.type = role->second.type;
+    family.samples.push_back({.name = s->name, .labels = s->labels, .value = sample->value});
+  }
+  std::vector<MetricFamily> list;
+  list.reserve(families.size());
+  for (auto& [name, family] : families) list.push_back(std::move(family));
+  Scrape scrape;
+  scrape.Assign(std::move(list));
+  return scrape;
+}
+
+std::string_view LabelOf(const StoreSeries& series, std::string_view name) {
+  for (const auto& [key, value] : series.labels) {
+    if (key == name) return value;
+  }
+  return {};
+}
+
+// Base64 for HTTP basic authentication.
+std::string Base64(std::string_view text) {
+  std::string out(4 * ((text.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+// A failed query in the words an SRE reading the store's own logs knows.
+std::string QueryErrorText(const std::string& url, const net::FetchResult& result) {
+  switch (result.error) {
+    case net::FetchError::kHttpStatus: {
+      std::vector<StoreSeries> none;
+      std::string detail;
+      if (!DecodeMatrix(result.body, MatrixLimits{}, &none, &detail)) {
+        return fmt::format("query {}: HTTP {}: {}", url, result.status, detail);
+      }
+      return fmt::format("query {}: HTTP {}", url, result.status);
+    }
+    case net::FetchError::kTooLarge:
+      return fmt::format("query {}: the answer exceeds the response size cap", url);
+    case net::FetchError::kTimeout:
+      return fmt::format("query {}: timed out", url);
+    case net::FetchError::kDeadline:
+      return fmt::format("query {}: the request's deadline passed", url);
+    default:
+      return fmt::format("query {}: {}", url, result.message);
+  }
+}
+
+}  // namespace
+
+bool LoadPrometheusCredentials(const std::string& bearer_token_file,
+                               const std::string& basic_password_file,
+                               PrometheusSourceOptions* options, std::string* error) {
+  for (const auto& [path, value] : {std::pair{&bearer_token_file, &options->bearer_token},
+                                    std::pair{&basic_password_file, &options->basic_password}}) {
+    if (path->empty()) continue;
+    if (!base::ReadFile(*path, value, error)) return false;
+    while (!value->empty() && std::isspace(static_cast<unsigned char>(value->back()))) {
+      value->pop_back();
+    }
+  }
+  return true;
+}
+
+std::string ValidatePrometheusSourceOptions(const PrometheusSourceOptions& o) {
+  if (!o.url.starts_with("http://") && !o.url.starts_with("https://")) {
+    return fmt::format("prometheus URL \"{}\" is not an http:// or https:// URL", o.url);
+  }
+  if (o.window.count() <= 0) return "the window must be positive";
+  if (o.stale_after.count() <= 0) return "the staleness bound must be positive";
+  if (o.pod_limit == 0 || o.pods_per_query == 0 || o.max_in_flight == 0) {
+    return "the Pod limit, Pods per query and queries in flight must be positive";
+  }
+  auto valid_label = [](const std::string& name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+  };
+  if (!valid_label(o.namespace_label) || !valid_label(o.pod_label)) {
+    return "the namespace and pod label names must be Prometheus label names";
+  }
+  return "";
+}
+
+PrometheusSource::PrometheusSource(PrometheusSourceOptions options) : options_(std::move(options)) {
+  while (options_.url.ends_with('/')) options_.url.pop_back();
+  net::ClientOptions client;
+  client.max_in_flight = options_.max_in_flight;
+  client.max_in_flight_per_batch = options_.max_in_flight;
+  client.fetch_timeout = options_.query_timeout;
+  client.connect_timeout = std::min(options_.query_timeout, std::chrono::milliseconds(2000));
+  client.max_body_bytes = options_.max_response_bytes;
+  client.ca_file = options_.ca_file;
+  client.max_idle_connections = options_.max_in_flight * 2;
+  client_ = std::make_unique<net::HttpClient>(client);
+}
+
+PrometheusSource::~PrometheusSource() = default;
+
+std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span<const Pod> pods,
+                                            SteadyTime deadline) {
+  std::vector<PodRead> reads(pods.size());
+  const WallTime now = options_.now();
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const std::chrono::milliseconds range = options_.window + options_.stale_after;
+  const std::string url = options_.url + "/api/v1/query";
+
+  // Chunks of Pods sharing a profile.
+  struct Chunk {
+    const ExporterProfile* profile;
+    SeriesRoles roles;
+    std::vector<size_t> pods;
+    std::string body;
+  };
+  std::vector<Chunk> chunks;
+  std::map<const ExporterProfile*, std::vector<size_t>> by_profile;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    by_profile[SelectExporter(md, !pods[i].metadata.Label(kLabelRouter).empty())].push_back(i);
+  }
+  for (auto& [profile, indices] : by_profile) {
+    const SeriesRoles roles = RolesOf(profile);
+    std::vector<std::string> names{"up"};
+    for (const auto& [name, role] : roles) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    for (size_t start = 0; start < indices.size(); start += options_.pods_per_query) {
+      Chunk chunk{profile, roles, {}, ""};
+      std::vector<std::string> pod_names;
+      for (size_t k = start; k < std::min(indices.size(), start + options_.pods_per_query); ++k) {
+        chunk.pods.push_back(indices[k]);
+        pod_names.push_back(pods[indices[k]].metadata.name);
+      }
+      std::string selector = fmt::format(
+          "{{__name__=~{},{}={},{}=~{}{}{}}}[{}]", PromqlString(RegexAlternation(names)),
+          options_.namespace_label, PromqlString(md.metadata.namespace_), options_.pod_label,
+          PromqlString(RegexAlternation(pod_names)), options_.selector.empty() ? "" : ",",
+          options_.selector, Seconds(range));
+      chunk.body =
+          fmt::format("query={}&time={}.{:03}", FormEncode(selector), now_ms / 1000, now_ms % 1000);
+      chunks.push_back(std::move(chunk));
+    }
+  }
+
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}};
+  if (!options_.bearer_token.empty()) {
+    headers.emplace_back("Authorization", "Bearer " + options_.bearer_token);
+  } else if (!options_.basic_user.empty()) {
+    headers.emplace_back("Authorization",
+                         "Basic " + Base64(options_.basic_user + ":" + options_.basic_password));
+  }
+  std::vector<net::FetchRequest> requests;
+  requests.reserve(chunks.size());
+  for (const Chunk& chunk : chunks) {
+    requests.push_back({.url = url, .headers = headers, .method = "POST", .body = chunk.body});
+  }
+
+  // Each answer is decoded and turned into its Pods' reads as soon as it arrives.
+  auto on_result = [&](size_t c, net::FetchResult& result) {
+    const Chunk& chunk = chunks[c];
+    auto fail_all = [&](const std::string& error) {
+      for (size_t i : chunk.pods) reads[i].error = error;
+    };
+    if (!result.ok() || result.status != 200) {
+      if (result.ok()) result.error = net::FetchError::kHttpStatus;
+      return fail_all(QueryErrorText(url, result));
+    }
+    std::vector<StoreSeries> series;
+    std::string error;
+    const bool decoded = DecodeMatrix(result.body, options_.limits, &series, &error);
+    std::string().swap(result.body);
+    if (!decoded) return fail_all(fmt::format("query {}: {}", url, error));
+
+    std::unordered_map<std::string_view, std::vector<const StoreSeries*>> by_pod;
+    for (const StoreSeries& s : series) {
+      by_pod[LabelOf(s, options_.pod_label)].push_back(&s);
+    }
+    for (size_t i : chunk.pods) {
+      const std::string& name = pods[i].metadata.name;
+      const auto found = by_pod.find(name);
+      if (found == by_pod.end()) {
+        reads[i].error =
+            fmt::format("the store has no sample of the Pod in the last {}", Seconds(range));
+        continue;
+      }
+      const std::vector<const StoreSeries*>& own = found->second;
+      // Scrape instants: every sample of a family series, and every successful `up`.
+      std::optional<StoreSample> last_up;
+      std::set<int64_t> instants;
+      std::set<std::string_view> instances;
+      for (const StoreSeries* s : own) {
+        const bool up = s->name == "up";
+        if (!up && !chunk.roles.contains(s->name)) continue;
+        for (const StoreSample& sample : s->samples) {
+          if (sample.ms > now_ms) continue;
+          if (up && (!last_up || sample.ms >= last_up->ms)) last_up = sample;
+          if (!up || sample.value == 1) instants.insert(sample.ms);
+        }
+        if (const std::string_view instance = LabelOf(*s, "instance"); !instance.empty()) {
+          instances.insert(instance);
+        }
+      }
+      if (instants.empty()) {
+        reads[i].error =
+            last_up
+                ? fmt::format("the store's newest scrape of the Pod failed (up == 0 at {})",
+                              FormatTime(FromMs(last_up->ms)))
+                : fmt::format("the store has no sample of the Pod in the last {}", Seconds(range));
+        continue;
+      }
+      const int64_t t1 = *instants.rbegin();
+      if (last_up && last_up->value == 0 && last_up->ms > t1) {
+        reads[i].error = fmt::format("the store's newest scrape of the Pod failed (up == 0 at {})",
+                                     FormatTime(FromMs(last_up->ms)));
+        continue;
+      }
+      if (now_ms - t1 > options_.stale_after.count()) {
+        reads[i].error =
+            fmt::format("the store's newest sample of the Pod is older than {} (at {})",
+                        Seconds(options_.stale_after), FormatTime(FromMs(t1)));
+        continue;
+      }
+      if (instances.size() > 1) {
+        reads[i].error = fmt::format(
+            "the store holds the Pod's series from {} targets (instance \"{}\" and \"{}\"); "
+            "select one with the source's extra selector",
+            instances.size(), *instances.begin(), *std::next(instances.begin()));
+        continue;
+      }
+      const int64_t t0 = *instants.lower_bound(t1 - options_.window.count());
+      std::set<std::string, std::less<>> resets;
+      for (const StoreSeries* s : own) {
+        const auto role = chunk.roles.find(s->name);
+        if (role == chunk.roles.end() || role->second.reset_id.empty()) continue;
+        std::optional<double> previous;
+        for (const StoreSample& sample : s->samples) {
+          if (sample.ms < t0 || sample.ms > t1 || std::isnan(sample.value)) continue;
+          if (previous && sample.value < *previous) resets.insert(role->second.reset_id);
+          previous = sample.value;
+        }
+      }
+      if (chunk.profile == nullptr) {
+        reads[i].metrics = PodMetrics{};
+        reads[i].at = ReadTime::Replay(FromMs(t1));
+        continue;
+      }
+      PodMetrics last;
+      ReadPodMetrics(ScrapeAt(own, chunk.roles, t1), *chunk.profile, &last);
+      std::optional<PodMetrics> first;
+      if (t0 < t1) {
+        first.emplace();
+        ReadPodMetrics(ScrapeAt(own, chunk.roles, t0), *chunk.profile, &*first);
+      }
+      reads[i].metrics = std::move(last);
+      reads[i].at = ReadTime::Replay(FromMs(t1));
+      reads[i].baselines = std::make_unique<RangeBaselines>(
+          *chunk.profile, std::move(first), ReadTime::Replay(FromMs(t0)), std::move(resets));
+    }
+  };
+  client_->FetchAll(requests, deadline, on_result);
+  return reads;
+}
+
+}  // namespace modelmetrics::deployment
