@@ -106,7 +106,8 @@ class MatrixHandler : public nlohmann::json_sax<nlohmann::json> {
 
   bool Number(double v) {
     if (stack_.back() != Ctx::kPair) return Scalar();
-    if (pair_index_++ != 0 || !std::isfinite(v)) return Fail("a sample time is not a number");
+    if (pair_index_++ != 0) return Fail("a sample is not [time, \"value\"]");
+    if (!std::isfinite(v)) return Fail("a sample time is not a number");
     ts_ms_ = std::llround(v * 1000);
     have_ts_ = true;
     return true;

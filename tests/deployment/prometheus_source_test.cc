@@ -1,0 +1,497 @@
+// The Prometheus-compatible source against a loopback fake of /api/v1/query that holds the samples
+// of real exposition bodies at known instants. The central check: for the same two bodies, the
+// snapshot from the store equals the direct-scrape merge of those bodies byte for byte (the
+// snapshot's own timestamp aside), for every exporter; then the store's own cases (one scrape, a
+// reset inside the range, a down, stale or absent target, two targets for one Pod, query errors,
+// credentials, the answer's cap) and the decoder's bounds.
+#include "deployment/prometheus_source.h"
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "deployment/aggregator.h"
+#include "deployment/exporter_registry.h"
+#include "deployment/merge.h"
+#include "deployment/metrics_parse.h"
+#include "deployment/object_file.h"
+#include "deployment/prometheus_query.h"
+#include "deployment/test_builders.h"
+#include "modelmetrics/parser.h"
+#include "net/http_server.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::DropLines;
+using testing::Fixture;
+using testing::MetricsEnginePod;
+using testing::MetricsModelDeployment;
+using testing::MetricsPDModelDeployment;
+using testing::MetricsRouterPod;
+using testing::SetSample;
+using testing::SGLangPDResponse;
+using testing::T0;
+
+int64_t Ms(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// /api/v1/query over a fixed set of series, answering every query with all of them (the source
+// must pick its own Pods' series out).
+class FakeStore {
+ public:
+  FakeStore() : server_(net::ServerOptions{}) {
+    server_.Route("POST", "/api/v1/query", [this](const net::HttpRequest& request) {
+      std::lock_guard lock(mu_);
+      bodies_.push_back(request.body);
+      authorization_ = std::string(request.headers.Get("Authorization"));
+      if (status_ != 200) return net::HttpResponse{status_, "application/json", {}, answer_};
+      return net::HttpResponse{200, "application/json", {}, Answer()};
+    });
+    std::string error;
+    EXPECT_TRUE(server_.Start(&error)) << error;
+  }
+  ~FakeStore() { server_.Stop(); }
+
+  std::string url() const { return fmt::format("http://127.0.0.1:{}", server_.port()); }
+
+  // Every sample of `body`, and up == 1, stamped `at` for Pod `pod` of namespace `ns`.
+  void AddScrape(const std::string& pod, WallTime at, const std::string& body,
+                 const std::string& instance = "127.0.0.1:1", const std::string& ns = "team") {
+    std::lock_guard lock(mu_);
+    const std::vector<MetricFamily> families = ParseFamilies(body, ParseOptions{});
+    for (const MetricFamily& family : families) {
+      for (const MetricSample& sample : family.samples) {
+        Add(sample.name, sample.labels, pod, ns, instance, Ms(at), sample.value);
+      }
+    }
+    Add("up", {}, pod, ns, instance, Ms(at), 1);
+  }
+  void AddUp(const std::string& pod, WallTime at, double value) {
+    std::lock_guard lock(mu_);
+    Add("up", {}, pod, "team", "127.0.0.1:1", Ms(at), value);
+  }
+  void Fail(int status, std::string answer) {
+    std::lock_guard lock(mu_);
+    status_ = status;
+    answer_ = std::move(answer);
+  }
+  std::vector<std::string> bodies() {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
+  std::string authorization() {
+    std::lock_guard lock(mu_);
+    return authorization_;
+  }
+
+ private:
+  struct Series {
+    std::string name;
+    std::map<std::string, std::string> labels;
+    std::map<int64_t, double> samples;
+  };
+
+  void Add(const std::string& name, const std::vector<LabelPair>& labels, const std::string& pod,
+           const std::string& ns, const std::string& instance, int64_t ms, double value) {
+    std::map<std::string, std::string> all(labels.begin(), labels.end());
+    all["namespace"] = ns;
+    all["pod"] = pod;
+    all["instance"] = instance;
+    all["job"] = "pods";
+    for (Series& s : series_) {
+      if (s.name == name && s.labels == all) {
+        s.samples[ms] = value;
+        return;
+      }
+    }
+    series_.push_back({name, all, {{ms, value}}});
+  }
+
+  std::string Answer() const {
+    nlohmann::json result = nlohmann::json::array();
+    for (const Series& s : series_) {
+      nlohmann::json metric = s.labels;
+      metric["__name__"] = s.name;
+      nlohmann::json values = nlohmann::json::array();
+      for (const auto& [ms, value] : s.samples) {
+        values.push_back({static_cast<double>(ms) / 1000.0, fmt::format("{}", value)});
+      }
+      result.push_back({{"metric", metric}, {"values", values}});
+    }
+    return nlohmann::json{{"status", "success"},
+                          {"data", {{"resultType", "matrix"}, {"result", result}}}}
+        .dump();
+  }
+
+  net::HttpServer server_;
+  std::mutex mu_;
+  std::vector<Series> series_;
+  std::vector<std::string> bodies_;
+  std::string authorization_;
+  int status_ = 200;
+  std::string answer_;
+};
+
+PrometheusSourceOptions StoreOptions(const FakeStore& store, WallTime now) {
+  PrometheusSourceOptions options;
+  options.url = store.url();
+  options.now = [now] { return now; };
+  return options;
+}
+
+// The store's snapshot of `pods`, merged as the aggregator does.
+Snapshot FromStore(const ModelDeployment& md, const std::vector<Pod>& pods,
+                   PrometheusSourceOptions options, WallTime timestamp) {
+  PrometheusSource source(std::move(options));
+  std::vector<PodRead> reads = source.Read(md, pods, SteadyClock::now() + 5s);
+  BaselineStore unused;
+  SnapshotBuilder builder(md, &unused);
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (!reads[i].metrics) {
+      builder.AddMissing(pods[i].metadata.name, "scrape", reads[i].error);
+      continue;
+    }
+    builder.MergePod(pods[i], *reads[i].metrics, reads[i].at, reads[i].baselines.get());
+  }
+  EXPECT_EQ(unused.size(), 0u);  // the store's windows never touch the process's baselines
+  return builder.Finish(timestamp);
+}
+
+// Direct reads of the same bodies at the same instants.
+Snapshot Direct(const ModelDeployment& md, const std::vector<Pod>& pods,
+                const std::vector<std::string>& first, const std::vector<std::string>& second,
+                WallTime t0, WallTime t1) {
+  BaselineStore store;
+  for (int round = 0; round < 2; ++round) {
+    SnapshotBuilder builder(md, &store);
+    for (size_t i = 0; i < pods.size(); ++i) {
+      PodMetrics read;
+      std::string error;
+      const bool router = !pods[i].metadata.Label(kLabelRouter).empty();
+      EXPECT_TRUE(ParsePodMetrics(round == 0 ? first[i] : second[i], SelectExporter(md, router),
+                                  &read, &error))
+          << error;
+      builder.MergePod(pods[i], read, ReadTime::Replay(round == 0 ? t0 : t1));
+    }
+    Snapshot snapshot = builder.Finish(t1);
+    if (round == 1) return snapshot;
+  }
+  return {};
+}
+
+// Both ways for one deployment: scrapes at T0() and T0() + 15 s, read 5 s later.
+void ExpectAgreement(const ModelDeployment& md, const std::vector<Pod>& pods,
+                     const std::vector<std::string>& first,
+                     const std::vector<std::string>& second) {
+  FakeStore store;
+  const WallTime t0 = T0();
+  const WallTime t1 = T0() + 15s;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    store.AddScrape(pods[i].metadata.name, t0, first[i]);
+    store.AddScrape(pods[i].metadata.name, t1, second[i]);
+  }
+  const Snapshot direct = Direct(md, pods, first, second, t0, t1);
+  const Snapshot stored = FromStore(md, pods, StoreOptions(store, t1 + 5s), t1);
+  EXPECT_EQ(SnapshotToJson(stored), SnapshotToJson(direct));
+  EXPECT_FALSE(direct.latency.empty() && direct.traffic.empty() && direct.processing.empty());
+}
+
+TEST(PrometheusSourceAgreement, VllmServer) {
+  ExpectAgreement(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")},
+                  {Fixture("vllm_server_busy_first.prom")},
+                  {Fixture("vllm_server_busy_second.prom")});
+}
+
+TEST(PrometheusSourceAgreement, VllmIdleAndAbsentSeries) {
+  const std::string busy = Fixture("vllm_server_busy_first.prom");
+  ExpectAgreement(MetricsModelDeployment(),
+                  {MetricsEnginePod("chat-0", "u0"), MetricsEnginePod("chat-1", "u1")},
+                  {Fixture("vllm_server_idle_first.prom"), busy},
+                  {Fixture("vllm_server_idle_first.prom"),
+                   DropLines(Fixture("vllm_server_busy_second.prom"), "vllm:inter_token")});
+}
+
+TEST(PrometheusSourceAgreement, SglangServer) {
+  ModelDeployment md = MetricsModelDeployment();
+  md.engine = "sglang";
+  ExpectAgreement(md, {MetricsEnginePod("chat-0", "u0")},
+                  {Fixture("sglang_server_busy_first.prom")},
+                  {Fixture("sglang_server_busy_second.prom")});
+}
+
+TEST(PrometheusSourceAgreement, SglangPrefillDecodeTransfer) {
+  const ModelDeployment md = MetricsPDModelDeployment("sglang");
+  ExpectAgreement(md,
+                  {MetricsEnginePod("chat-decode-0", "d0", "generation"),
+                   MetricsEnginePod("chat-prefill-0", "p0", "prompt")},
+                  {SGLangPDResponse(1), SGLangPDResponse(1)},
+                  {SGLangPDResponse(2), SGLangPDResponse(2)});
+}
+
+TEST(PrometheusSourceAgreement, Routers) {
+  for (const auto& [router, first, second] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"vllm-router", Fixture("vllm_router_server_first.prom"),
+            Fixture("vllm_router_server_second.prom")},
+           {"sglang-gateway", Fixture("sglang_gateway_no_workers.prom"),
+            SetSample(Fixture("sglang_gateway_no_workers.prom"), "smg_router_requests_total",
+                      "9")}}) {
+    SCOPED_TRACE(router);
+    ModelDeployment md = MetricsModelDeployment();
+    md.router = Router{.name = router, .replicas = 1};
+    ExpectAgreement(md, {MetricsRouterPod("chat-router-a", "r0", router)}, {first}, {second});
+  }
+}
+
+TEST(PrometheusSourceAgreement, CounterResetBetweenTheTwoScrapes) {
+  const std::string first = Fixture("vllm_server_busy_second.prom");
+  const std::string second = Fixture("vllm_server_busy_first.prom");  // every counter lower
+  ExpectAgreement(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")}, {first}, {second});
+}
+
+// The cases only a store has.
+
+TEST(PrometheusSource, OneScrapeAwaitsASecondSample) {
+  FakeStore store;
+  store.AddScrape("chat-0", T0(), Fixture("vllm_server_busy_first.prom"));
+  const Snapshot snapshot = FromStore(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")},
+                                      StoreOptions(store, T0() + 1s), T0() + 1s);
+  EXPECT_FALSE(snapshot.processing.empty());
+  EXPECT_TRUE(snapshot.latency.empty());
+  size_t awaiting = 0;
+  for (const Missing& m : snapshot.missing) awaiting += m.reason == reason::kAwaiting;
+  EXPECT_EQ(awaiting, 4u);  // ttft, tpot, itl, local-prefix
+}
+
+TEST(PrometheusSource, ADecreaseInsideTheRangeIsAResetEvenWhenTheLastValueIsHigher) {
+  FakeStore store;
+  const std::string low = Fixture("vllm_server_busy_first.prom");
+  const std::string high = Fixture("vllm_server_busy_second.prom");
+  store.AddScrape("chat-0", T0(), high);
+  store.AddScrape("chat-0", T0() + 10s, low);  // the process restarted
+  store.AddScrape("chat-0", T0() + 20s, high);
+  const Snapshot snapshot = FromStore(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")},
+                                      StoreOptions(store, T0() + 21s), T0() + 21s);
+  EXPECT_TRUE(snapshot.latency.empty());
+  EXPECT_TRUE(snapshot.cache_hits.empty());
+  std::map<std::string, std::string> reasons;
+  for (const Missing& m : snapshot.missing) reasons[m.source] = m.reason;
+  EXPECT_EQ(reasons["vllm:time_to_first_token_seconds"], reason::kCounterReset);
+  EXPECT_EQ(reasons["local-prefix"], reason::kCacheReset);
+}
+
+TEST(PrometheusSource, TheWindowIsAnchoredAtTheNewestScrape) {
+  FakeStore store;
+  const std::string body = Fixture("vllm_server_busy_first.prom");
+  for (int s = 0; s <= 300; s += 30)
+    store.AddScrape("chat-0", T0() + std::chrono::seconds(s), body);
+  PrometheusSourceOptions options = StoreOptions(store, T0() + 310s);
+  options.window = 60s;
+  const Snapshot snapshot =
+      FromStore(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")}, options, T0());
+  ASSERT_FALSE(snapshot.cache_hits.empty() && snapshot.missing.empty());
+  for (const Missing& m : snapshot.missing) {
+    if (m.source == "local-prefix") EXPECT_EQ(m.reason, reason::kIdleWindow);
+  }
+  ASSERT_FALSE(snapshot.processing.empty());
+  EXPECT_EQ(snapshot.processing[0].observed_at, T0() + 300s);
+  // Same query a moment later: the same instants, so the same snapshot.
+  options.now = [] { return T0() + 319s; };
+  EXPECT_EQ(SnapshotToJson(FromStore(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")},
+                                     options, T0())),
+            SnapshotToJson(snapshot));
+  const std::vector<std::string> bodies = store.bodies();
+  ASSERT_FALSE(bodies.empty());
+  EXPECT_NE(bodies[0].find(FormEncode("[150s]")), std::string::npos) << bodies[0];
+  EXPECT_NE(bodies[0].find(FormEncode("namespace=\"team\"")), std::string::npos);
+  EXPECT_NE(bodies[0].find(FormEncode("pod=~\"chat-0\"")), std::string::npos);
+}
+
+TEST(PrometheusSource, DownStaleAbsentAndDoubledTargetsAreMissing) {
+  FakeStore store;
+  const std::string body = Fixture("vllm_server_busy_first.prom");
+  store.AddScrape("chat-down", T0(), body);
+  store.AddUp("chat-down", T0() + 10s, 0);
+  store.AddScrape("chat-stale", T0() - 100s, body);
+  store.AddScrape("chat-twice", T0(), body, "10.0.0.1:8000");
+  store.AddScrape("chat-twice", T0(), body, "10.0.0.2:8000");
+  store.AddScrape("chat-ok", T0(), body);
+  const std::vector<Pod> pods = {
+      MetricsEnginePod("chat-absent", "a"), MetricsEnginePod("chat-down", "d"),
+      MetricsEnginePod("chat-ok", "o"), MetricsEnginePod("chat-stale", "s"),
+      MetricsEnginePod("chat-twice", "t")};
+  const Snapshot snapshot =
+      FromStore(MetricsModelDeployment(), pods, StoreOptions(store, T0() + 11s), T0());
+  std::map<std::string, std::string> scrape;
+  for (const Missing& m : snapshot.missing) {
+    if (m.source == "scrape") scrape[m.pod] = m.reason;
+  }
+  EXPECT_EQ(scrape["chat-absent"], "the store has no sample of the Pod in the last 210s");
+  EXPECT_EQ(scrape["chat-down"],
+            "the store's newest scrape of the Pod failed (up == 0 at 2026-11-29T16:13:25Z)");
+  EXPECT_EQ(scrape["chat-stale"],
+            "the store's newest sample of the Pod is older than 90s (at 2026-11-29T16:11:35Z)");
+  EXPECT_TRUE(scrape["chat-twice"].starts_with(
+      "the store holds the Pod's series from 2 targets (instance \"10.0.0.1:8000\""))
+      << scrape["chat-twice"];
+  EXPECT_FALSE(scrape.contains("chat-ok"));
+  EXPECT_TRUE(snapshot.partial);
+}
+
+TEST(PrometheusSource, QueryErrorsReachEveryPodAndTheAggregatorAnswers503) {
+  FakeStore store;
+  store.Fail(422, R"({"status":"error","errorType":"execution","error":"query timed out"})");
+  ObjectSet objects;
+  objects.model_deployments.push_back(MetricsModelDeployment());
+  objects.pods = {MetricsEnginePod("chat-0", "chat-0-uid")};
+  FileObjectSource source;
+  source.Set(objects);
+  AggregatorOptions options;
+  options.pod_source = std::make_shared<PrometheusSource>(StoreOptions(store, T0()));
+  Aggregator aggregator(&source, options);
+  Snapshot snapshot;
+  const ApiStatus status = aggregator.Get("team", "chat", &snapshot);
+  EXPECT_EQ(status.code, 503);
+  EXPECT_EQ(status.message,
+            fmt::format("all ModelDeployment metrics Pods are unreadable: query {}/api/v1/query: "
+                        "HTTP 422: the store answered execution: query timed out",
+                        store.url()));
+}
+
+TEST(PrometheusSource, ThroughTheAggregatorWithCredentialsAndALimitOfItsOwn) {
+  FakeStore store;
+  ObjectSet objects;
+  objects.model_deployments.push_back(MetricsModelDeployment());
+  objects.model_deployments[0].roles[0].replicas = 3;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = fmt::format("chat-{}", i);
+    objects.pods.push_back(MetricsEnginePod(name, name + "-uid"));
+    store.AddScrape(name, T0(), Fixture("vllm_server_busy_first.prom"));
+    store.AddScrape(name, T0() + 15s, Fixture("vllm_server_busy_second.prom"));
+  }
+  FileObjectSource source;
+  source.Set(objects);
+  PrometheusSourceOptions store_options = StoreOptions(store, T0() + 16s);
+  store_options.bearer_token = "s3cret";
+  store_options.pod_limit = 2;
+  store_options.pods_per_query = 1;  // two queries
+  AggregatorOptions options;
+  options.pod_source = std::make_shared<PrometheusSource>(store_options);
+  Aggregator aggregator(&source, options);
+  Snapshot snapshot;
+  ASSERT_TRUE(aggregator.Get("team", "chat", &snapshot).ok());
+  EXPECT_EQ(store.authorization(), "Bearer s3cret");
+  EXPECT_EQ(store.bodies().size(), 2u);
+  EXPECT_TRUE(snapshot.partial);
+  EXPECT_TRUE(std::any_of(snapshot.missing.begin(), snapshot.missing.end(),
+                          [](const Missing& m) { return m.reason == reason::kPodLimit; }));
+  EXPECT_EQ(testing::FindGauge(snapshot.processing, "running", "engine/server")->pod_count, 2);
+
+  store_options.bearer_token.clear();
+  store_options.basic_user = "reader";
+  store_options.basic_password = "pw";
+  PrometheusSource basic(store_options);
+  basic.Read(objects.model_deployments[0], objects.pods, SteadyClock::now() + 5s);
+  EXPECT_EQ(store.authorization(), "Basic cmVhZGVyOnB3");
+}
+
+TEST(PrometheusSource, TheAnswerIsCapped) {
+  FakeStore store;
+  store.AddScrape("chat-0", T0(), Fixture("vllm_server_busy_first.prom"));
+  PrometheusSourceOptions options = StoreOptions(store, T0() + 1s);
+  options.max_response_bytes = 1024;
+  const Snapshot snapshot =
+      FromStore(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")}, options, T0());
+  ASSERT_EQ(snapshot.missing.size(), 1u);
+  EXPECT_EQ(
+      snapshot.missing[0].reason,
+      fmt::format("query {}/api/v1/query: the answer exceeds the response size cap", store.url()));
+}
+
+TEST(PrometheusSource, OptionsAreChecked) {
+  PrometheusSourceOptions options;
+  EXPECT_NE(ValidatePrometheusSourceOptions(options), "");
+  options.url = "http://127.0.0.1:9090";
+  EXPECT_EQ(ValidatePrometheusSourceOptions(options), "");
+  options.pod_label = "pod-name";
+  EXPECT_NE(ValidatePrometheusSourceOptions(options), "");
+  options.pod_label = "pod";
+  options.window = 0ms;
+  EXPECT_NE(ValidatePrometheusSourceOptions(options), "");
+}
+
+// The decoder.
+
+TEST(DecodeMatrix, ReadsSeriesAndRejectsWhatIsNotAMatrix) {
+  std::vector<StoreSeries> series;
+  std::string error;
+  ASSERT_TRUE(DecodeMatrix(
+      R"({"status":"success","warnings":["w"],"data":{"resultType":"matrix","result":[
+          {"metric":{"__name__":"x","pod":"p"},"values":[[1700000000.5,"1"],[1700000001,"+Inf"]]}]}})",
+      MatrixLimits{}, &series, &error))
+      << error;
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].name, "x");
+  EXPECT_EQ(series[0].labels, (std::vector<LabelPair>{{"pod", "p"}}));
+  ASSERT_EQ(series[0].samples.size(), 2u);
+  EXPECT_EQ(series[0].samples[0].ms, 1700000000500);
+  EXPECT_TRUE(std::isinf(series[0].samples[1].value));
+
+  for (
+      const auto& [body, message] : std::vector<std::pair<std::string, std::string>>{
+          {"", "the answer is not JSON"},
+          {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[]}}",
+           "the answer's resultType is \"vector\", not \"matrix\""},
+          {R"({"status":"error","errorType":"bad_data","error":"parse error"})",
+           "the store answered bad_data: parse error"},
+          {R"({"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,2]]}]}})",
+           "a sample is not [time, \"value\"]"},
+          {R"({"status":"success","data":{"resultType":"matrix","result":[{"values":[["1","2"]]}]}})",
+           "a sample is not [time, \"value\"]"},
+          {R"({"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"x"]]}]}})",
+           "a sample value is not a number"},
+          {R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":{}}}]}})",
+           "a sample or label set has an unexpected shape"},
+      }) {
+    EXPECT_FALSE(DecodeMatrix(body, MatrixLimits{}, &series, &error)) << body;
+    EXPECT_TRUE(error.starts_with(message)) << body << " -> " << error;
+    EXPECT_TRUE(series.empty());
+  }
+}
+
+TEST(DecodeMatrix, Limits) {
+  std::string body = R"({"status":"success","data":{"resultType":"matrix","result":[)";
+  for (int i = 0; i < 10; ++i) {
+    body += fmt::format(R"({}{{"metric":{{"__name__":"x","i":"{}"}},"values":[[1,"1"],[2,"2"]]}})",
+                        i == 0 ? "" : ",", i);
+  }
+  body += "]}}";
+  std::vector<StoreSeries> series;
+  std::string error;
+  EXPECT_TRUE(DecodeMatrix(body, MatrixLimits{}, &series, &error)) << error;
+  EXPECT_FALSE(DecodeMatrix(body, MatrixLimits{.max_series = 9}, &series, &error));
+  EXPECT_EQ(error, "the answer has more than 9 series");
+  EXPECT_FALSE(DecodeMatrix(body, MatrixLimits{.max_samples = 19}, &series, &error));
+  EXPECT_EQ(error, "the answer has more than 19 samples");
+  EXPECT_FALSE(DecodeMatrix(body, MatrixLimits{.max_labels = 0}, &series, &error));
+  EXPECT_EQ(error, "a series has more than 0 labels");
+}
+
+TEST(PromqlText, QuotingAndRegexes) {
+  EXPECT_EQ(PromqlString("a\"b\\c"), R"("a\"b\\c")");
+  const std::vector<std::string> names = {"chat-0", "x.y", "vllm:a"};
+  EXPECT_EQ(RegexAlternation(names), R"(chat-0|x\.y|vllm:a)");
+  EXPECT_EQ(PromqlString(RegexAlternation(names)), R"("chat-0|x\\.y|vllm:a")");
+  EXPECT_EQ(FormEncode("a b=&\"{}"), "a%20b%3D%26%22%7B%7D");
+}
+
+}  // namespace
+}  // namespace modelmetrics::deployment
