@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus                                     # promtool and a real Prometheus for tests
+  victoria-metrics                               # the other real store the Prometheus source reads
   python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel  # the Python package
   python3-prometheus-client python3-pytest python3-prettytable      # its bridge and tests
   python3-fastapi python3-uvicorn                # the FastAPI example (a real consumer)
@@ -28,6 +29,16 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The stores' packages start system services where systemd runs; the tests start their own on
+# loopback, so nothing is left listening on the machine's other addresses.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  for service in prometheus victoria-metrics; do
+    $SUDO systemctl disable --now "$service" >/dev/null 2>&1 || true
+  done
 fi
 
 # kubectl, the API client the aggregated API is tested with. Debian ships it as

@@ -1,8 +1,8 @@
-// Runs the real `modelmetrics` binary (MM_BINARY) from tests: argv without a shell, stdin from
-// /dev/null, stdout and stderr captured in files, and a deadline after which the child is killed
-// (SIGKILL) so a hung binary fails the test instead of hanging CI. posix_spawn rather than
-// fork: the test process runs simulator threads, and a forked child of a threaded process may
-// only call async-signal-safe functions before exec.
+// Runs the real `modelmetrics` binary (MM_BINARY), or another program, from tests: argv without a
+// shell, stdin from /dev/null, stdout and stderr captured in files, and a deadline after which the
+// child is killed (SIGKILL) so a hung binary fails the test instead of hanging CI. posix_spawn
+// rather than fork: the test process runs simulator threads, and a forked child of a threaded
+// process may only call async-signal-safe functions before exec.
 #ifndef MODELMETRICS_TESTS_CLI_CLI_RUNNER_H_
 #define MODELMETRICS_TESTS_CLI_CLI_RUNNER_H_
 
@@ -76,8 +76,12 @@ class CliProcess {
  public:
   // Starts `modelmetrics <args>`, stdout to `out_file`, stderr to `err_file`.
   CliProcess(const std::vector<std::string>& args, std::string out_file, std::string err_file)
+      : CliProcess(MM_BINARY, args, std::move(out_file), std::move(err_file)) {}
+  // Starts any `program` (an absolute path) the same way: the real stores tests run beside us.
+  CliProcess(const std::string& program, const std::vector<std::string>& args, std::string out_file,
+             std::string err_file)
       : out_file_(std::move(out_file)), err_file_(std::move(err_file)) {
-    std::vector<std::string> argv_strings{MM_BINARY};
+    std::vector<std::string> argv_strings{program};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& arg : argv_strings) argv.push_back(arg.data());

@@ -21,6 +21,7 @@
 #include "deployment/metrics_parse.h"
 #include "deployment/object_file.h"
 #include "deployment/prometheus_query.h"
+#include "deployment/source_compare.h"
 #include "deployment/test_builders.h"
 #include "modelmetrics/parser.h"
 #include "net/http_server.h"
@@ -147,44 +148,10 @@ PrometheusSourceOptions StoreOptions(const FakeStore& store, WallTime now) {
   return options;
 }
 
-// The store's snapshot of `pods`, merged as the aggregator does.
 Snapshot FromStore(const ModelDeployment& md, const std::vector<Pod>& pods,
                    PrometheusSourceOptions options, WallTime timestamp) {
   PrometheusSource source(std::move(options));
-  std::vector<PodRead> reads = source.Read(md, pods, SteadyClock::now() + 5s);
-  BaselineStore unused;
-  SnapshotBuilder builder(md, &unused);
-  for (size_t i = 0; i < pods.size(); ++i) {
-    if (!reads[i].metrics) {
-      builder.AddMissing(pods[i].metadata.name, "scrape", reads[i].error);
-      continue;
-    }
-    builder.MergePod(pods[i], *reads[i].metrics, reads[i].at, reads[i].baselines.get());
-  }
-  EXPECT_EQ(unused.size(), 0u);  // the store's windows never touch the process's baselines
-  return builder.Finish(timestamp);
-}
-
-// Direct reads of the same bodies at the same instants.
-Snapshot Direct(const ModelDeployment& md, const std::vector<Pod>& pods,
-                const std::vector<std::string>& first, const std::vector<std::string>& second,
-                WallTime t0, WallTime t1) {
-  BaselineStore store;
-  for (int round = 0; round < 2; ++round) {
-    SnapshotBuilder builder(md, &store);
-    for (size_t i = 0; i < pods.size(); ++i) {
-      PodMetrics read;
-      std::string error;
-      const bool router = !pods[i].metadata.Label(kLabelRouter).empty();
-      EXPECT_TRUE(ParsePodMetrics(round == 0 ? first[i] : second[i], SelectExporter(md, router),
-                                  &read, &error))
-          << error;
-      builder.MergePod(pods[i], read, ReadTime::Replay(round == 0 ? t0 : t1));
-    }
-    Snapshot snapshot = builder.Finish(t1);
-    if (round == 1) return snapshot;
-  }
-  return {};
+  return testing::FromSource(source, md, pods, timestamp);
 }
 
 // Both ways for one deployment: scrapes at T0() and T0() + 15 s, read 5 s later.
@@ -198,7 +165,9 @@ void ExpectAgreement(const ModelDeployment& md, const std::vector<Pod>& pods,
     store.AddScrape(pods[i].metadata.name, t0, first[i]);
     store.AddScrape(pods[i].metadata.name, t1, second[i]);
   }
-  const Snapshot direct = Direct(md, pods, first, second, t0, t1);
+  const Snapshot direct =
+      testing::DirectReads(md, pods, first, second, std::vector<WallTime>(pods.size(), t0),
+                           std::vector<WallTime>(pods.size(), t1), t1);
   const Snapshot stored = FromStore(md, pods, StoreOptions(store, t1 + 5s), t1);
   EXPECT_EQ(SnapshotToJson(stored), SnapshotToJson(direct));
   EXPECT_FALSE(direct.latency.empty() && direct.traffic.empty() && direct.processing.empty());

@@ -1,0 +1,312 @@
+// Agreement with real stores: Debian's `prometheus` and `victoria-metrics` scrape loopback Pods
+// that answer one body, then switch to a second at a known instant; the snapshot read from each
+// store must equal the direct-scrape snapshot of the same two bodies taken at the same two
+// instants, byte for byte in the JSON (gauges, cache hits, latency, traffic, transfer, missing[]),
+// for vLLM, SGLang P/D, the vLLM router and the SGLang gateway, with an idle Pod and a counter
+// reset among them. The instants come from the store's own `up` samples, so rates compare too.
+//
+// Each store runs as a child process on 127.0.0.1, scraping every second; every wait is bounded.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+#include "deployment/prometheus_query.h"
+#include "deployment/prometheus_source.h"
+#include "deployment/source_compare.h"
+#include "deployment/test_builders.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Fixture;
+using testing::MetricsEnginePod;
+using testing::MetricsModelDeployment;
+using testing::MetricsPDModelDeployment;
+using testing::MetricsRouterPod;
+using testing::SetSample;
+using testing::SGLangPDResponse;
+
+int64_t Ms(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+uint16_t FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// One Pod's /metrics, answering whichever body it was last given.
+class BodyServer {
+ public:
+  BodyServer() : server_(net::ServerOptions{}) {
+    server_.Route("GET", "/metrics", [this](const net::HttpRequest&) {
+      std::lock_guard lock(mu_);
+      return net::HttpResponse{200, "text/plain; version=0.0.4", {}, body_};
+    });
+    std::string error;
+    EXPECT_TRUE(server_.Start(&error)) << error;
+  }
+  ~BodyServer() { server_.Stop(); }
+  void Set(std::string body) {
+    std::lock_guard lock(mu_);
+    body_ = std::move(body);
+  }
+  uint16_t port() const { return server_.port(); }
+
+ private:
+  net::HttpServer server_;
+  std::mutex mu_;
+  std::string body_;
+};
+
+struct StorePod {
+  size_t deployment;
+  Pod pod;
+  std::string first;
+  std::string second;
+  std::unique_ptr<BodyServer> server;
+};
+
+// Equal JSON documents, numbers within `relative` of each other (0: exactly equal).
+void ExpectSameJson(const nlohmann::json& a, const nlohmann::json& b, double relative,
+                    const std::string& path = "") {
+  if (a.is_number() && b.is_number() && relative > 0) {
+    const double x = a.get<double>();
+    const double y = b.get<double>();
+    EXPECT_LE(std::abs(x - y), relative * std::max(std::abs(x), std::abs(y))) << path;
+    return;
+  }
+  ASSERT_EQ(a.type(), b.type()) << path;
+  if (a.is_object()) {
+    ASSERT_EQ(a.size(), b.size()) << path << "\n" << a.dump() << "\n" << b.dump();
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      ASSERT_TRUE(b.contains(it.key())) << path << "." << it.key();
+      ExpectSameJson(*it, b.at(it.key()), relative, path + "." + it.key());
+    }
+  } else if (a.is_array()) {
+    ASSERT_EQ(a.size(), b.size()) << path << "\n" << a.dump() << "\n" << b.dump();
+    for (size_t i = 0; i < a.size(); ++i) {
+      ExpectSameJson(a[i], b[i], relative, fmt::format("{}[{}]", path, i));
+    }
+  } else {
+    EXPECT_EQ(a, b) << path;
+  }
+}
+
+class RealStoreAgreement : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ModelDeployment chat = MetricsModelDeployment();
+    ModelDeployment pd = MetricsPDModelDeployment("sglang");
+    pd.metadata.name = "pd";
+    ModelDeployment gateway = MetricsModelDeployment();
+    gateway.metadata.name = "gw";
+    gateway.router = Router{.name = "sglang-gateway", .replicas = 1};
+    ModelDeployment vllm_router = MetricsModelDeployment();
+    vllm_router.metadata.name = "vr";
+    vllm_router.router = Router{.name = "vllm-router", .replicas = 1};
+    deployments_ = {chat, pd, gateway, vllm_router};
+    const std::string busy_first = Fixture("vllm_server_busy_first.prom");
+    const std::string busy_second = Fixture("vllm_server_busy_second.prom");
+    const std::string idle = Fixture("vllm_server_idle_first.prom");
+    const std::string gw = Fixture("sglang_gateway_no_workers.prom");
+    Add(0, MetricsEnginePod("chat-0", "c0"), busy_first, busy_second);
+    Add(0, MetricsEnginePod("chat-1", "c1"), idle, idle);
+    Add(0, MetricsEnginePod("chat-2", "c2"), busy_second, busy_first);  // a counter reset
+    Add(1, MetricsEnginePod("pd-prefill-0", "p0", "prompt"), SGLangPDResponse(1),
+        SGLangPDResponse(2));
+    Add(1, MetricsEnginePod("pd-decode-0", "d0", "generation"), SGLangPDResponse(1),
+        SGLangPDResponse(2));
+    Add(2, MetricsRouterPod("gw-router-a", "g0", "sglang-gateway"), gw,
+        SetSample(gw, "smg_router_requests_total", "9"));
+    Add(3, MetricsRouterPod("vr-router-a", "v0", "vllm-router"),
+        Fixture("vllm_router_server_first.prom"), Fixture("vllm_router_server_second.prom"));
+  }
+
+  void Add(size_t deployment, Pod pod, std::string first, std::string second) {
+    auto server = std::make_unique<BodyServer>();
+    server->Set(first);
+    pods_.push_back(
+        {deployment, std::move(pod), std::move(first), std::move(second), std::move(server)});
+  }
+
+  // Starts the store named by the parameter, scraping every Pod every second; its API URL.
+  std::string StartStore() {
+    std::string targets;
+    for (const StorePod& p : pods_) {
+      targets += fmt::format(
+          "      - targets: ['127.0.0.1:{}']\n        labels: {{namespace: team, pod: {}}}\n",
+          p.server->port(), p.pod.metadata.name);
+    }
+    const std::string config =
+        dir_.Write("scrape.yml",
+                   "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n"
+                   "  - job_name: pods\n    static_configs:\n" +
+                       targets);
+    const uint16_t port = FreePort();
+    const std::string listen = fmt::format("127.0.0.1:{}", port);
+    std::vector<std::string> args;
+    std::string program;
+    std::string ready_path;
+    if (GetParam() == "prometheus") {
+      program = "/usr/bin/prometheus";
+      args = {"--config.file=" + config, "--storage.tsdb.path=" + dir_.File("data"),
+              "--web.listen-address=" + listen};
+      ready_path = "/-/ready";
+    } else {
+      program = "/usr/bin/victoria-metrics";
+      // Samples become visible to queries 1 s after their scrape (30 s by default).
+      args = {"-promscrape.config=" + config, "-storageDataPath=" + dir_.File("data"),
+              "-httpListenAddr=" + listen,    "-search.latencyOffset=1s",
+              "-search.disableCache",         "-loggerLevel=WARN"};
+      ready_path = "/health";
+    }
+    process_ = std::make_unique<modelmetrics::testing::CliProcess>(
+        program, args, dir_.File("store.out"), dir_.File("store.err"));
+    EXPECT_TRUE(process_->started()) << program;
+    const std::string url = "http://" + listen;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::vector<net::FetchResult> results = client_.FetchAll(
+          std::vector<net::FetchRequest>{{.url = url + ready_path}}, SteadyClock::now() + 1s);
+      if (results[0].ok() && results[0].status == 200) return url;
+      std::this_thread::sleep_for(200ms);
+    }
+    ADD_FAILURE() << GetParam() << " did not become ready:\n" << process_->Wait(0ms).err;
+    return url;
+  }
+
+  // Every successful scrape time the store holds per Pod, evaluated at `at`.
+  std::map<std::string, std::vector<int64_t>> UpInstants(const std::string& url, WallTime at) {
+    const int64_t ms = Ms(at);
+    const std::string body = fmt::format(
+        "query={}&time={}.{:03}", FormEncode("up{namespace=\"team\"}[10m]"), ms / 1000, ms % 1000);
+    const std::vector<net::FetchResult> results = client_.FetchAll(
+        std::vector<net::FetchRequest>{
+            {.url = url + "/api/v1/query",
+             .headers = {{"Content-Type", "application/x-www-form-urlencoded"}},
+             .method = "POST",
+             .body = body}},
+        SteadyClock::now() + 5s);
+    std::map<std::string, std::vector<int64_t>> out;
+    std::vector<StoreSeries> series;
+    std::string error;
+    if (!results[0].ok() || !DecodeMatrix(results[0].body, MatrixLimits{}, &series, &error)) {
+      return out;
+    }
+    for (const StoreSeries& s : series) {
+      std::string pod;
+      for (const auto& [k, v] : s.labels) {
+        if (k == "pod") pod = v;
+      }
+      for (const StoreSample& sample : s.samples) {
+        if (sample.value == 1) out[pod].push_back(sample.ms);
+      }
+    }
+    for (auto& [pod, instants] : out) std::sort(instants.begin(), instants.end());
+    return out;
+  }
+
+  // Waits until every Pod has a scrape matching `done`, evaluated 2 s in the past (so no scrape
+  // still being written can land before the evaluation time); returns that time and the instants.
+  template <typename Done>
+  std::pair<WallTime, std::map<std::string, std::vector<int64_t>>> WaitFor(const std::string& url,
+                                                                           Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const WallTime at = WallClock::now() - 2s;
+      auto instants = UpInstants(url, at);
+      const bool all = std::all_of(pods_.begin(), pods_.end(), [&](const StorePod& p) {
+        const auto it = instants.find(p.pod.metadata.name);
+        return it != instants.end() && done(it->second);
+      });
+      if (all) return {at, std::move(instants)};
+      std::this_thread::sleep_for(250ms);
+    }
+    ADD_FAILURE() << GetParam() << " did not scrape every Pod in time";
+    return {};
+  }
+
+  modelmetrics::testing::ScratchDir dir_;
+  net::HttpClient client_;
+  std::vector<ModelDeployment> deployments_;
+  std::vector<StorePod> pods_;
+  std::unique_ptr<modelmetrics::testing::CliProcess> process_;
+};
+
+TEST_P(RealStoreAgreement, SnapshotsEqualDirectReadsOfTheSameBodies) {
+  const std::string url = StartStore();
+  WaitFor(url, [](const std::vector<int64_t>& instants) { return !instants.empty(); });
+  const int64_t switched = Ms(WallClock::now());
+  for (StorePod& p : pods_) p.server->Set(p.second);
+  const auto [at, instants] =
+      WaitFor(url, [switched](const std::vector<int64_t>& i) { return i.back() > switched + 100; });
+  ASSERT_FALSE(instants.empty());
+
+  PrometheusSourceOptions options;
+  options.url = url;
+  options.window = 10min;
+  options.now = [at] { return at; };
+  PrometheusSource source(options);
+  for (size_t d = 0; d < deployments_.size(); ++d) {
+    const ModelDeployment& md = deployments_[d];
+    SCOPED_TRACE(md.metadata.name);
+    std::vector<Pod> pods;
+    std::vector<std::string> first, second;
+    std::vector<WallTime> t0, t1;
+    for (const StorePod& p : pods_) {
+      if (p.deployment != d) continue;
+      const std::vector<int64_t>& pod_instants = instants.at(p.pod.metadata.name);
+      ASSERT_LT(pod_instants.front(), switched) << p.pod.metadata.name;
+      pods.push_back(p.pod);
+      first.push_back(p.first);
+      second.push_back(p.second);
+      t0.push_back(WallTime(std::chrono::milliseconds(pod_instants.front())));
+      t1.push_back(WallTime(std::chrono::milliseconds(pod_instants.back())));
+    }
+    const Snapshot stored = testing::FromSource(source, md, pods, at);
+    const Snapshot direct = testing::DirectReads(md, pods, first, second, t0, t1, at);
+    if (GetParam() == "prometheus") {
+      EXPECT_EQ(SnapshotToJson(stored), SnapshotToJson(direct));
+    } else {
+      // VictoriaMetrics keeps 12 significant decimal digits of a float sample (its documented
+      // precision); everything else is equal.
+      ExpectSameJson(nlohmann::json::parse(SnapshotToJson(stored)),
+                     nlohmann::json::parse(SnapshotToJson(direct)), 1e-11);
+    }
+    EXPECT_FALSE(stored.latency.empty() && stored.traffic.empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, RealStoreAgreement,
+                         ::testing::Values("prometheus", "victoria-metrics"), [](const auto& info) {
+                           std::string name = info.param;
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace modelmetrics::deployment
