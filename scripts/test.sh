@@ -24,6 +24,9 @@ step "unit and integration tests"
 step "real Prometheus scrapes the pipeline simulator"
 bash scripts/prometheus_pipeline_check.sh
 
+step "fleet on Prometheus agents: 512 Pods, 32 deployments, two sharding agents, VictoriaMetrics, serve"
+timeout 300 bash scripts/fleet.sh
+
 step "Python package (installed in build/venv by setup; tests run from outside the repository)"
 (cd / && "$root/build/venv/bin/python" -c "import modelmetrics.vllm_omni.metrics.prometheus")
 (cd "$(mktemp -d)" && MODELMETRICS_SHARED_DIR="$shared" "$root/build/venv/bin/python" -m pytest \

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 namespace modelmetrics::base {
 namespace {
@@ -53,6 +55,25 @@ bool ReadFile(const std::string& path, std::string* out, std::string* error, siz
   }
   text.resize(used);
   *out = std::move(text);
+  return true;
+}
+
+bool WriteFileAtomically(const std::string& path, const std::string& content, std::string* error) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out) {
+      if (error) *error = "cannot write " + tmp;
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    if (error) *error = "cannot write " + path + ": " + ec.message();
+    return false;
+  }
   return true;
 }
 

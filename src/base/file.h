@@ -1,4 +1,5 @@
-// Reading a whole file, bounded, with an error that says which file and why.
+// Reading a whole file, bounded, with an error that says which file and why; writing one so that
+// a reader never sees half of it.
 //
 // Only regular files are read, and only up to a size cap checked with fstat before any byte is
 // read: a FIFO, a device (/dev/zero) or a huge file named by mistake fails at once with one line
@@ -23,6 +24,11 @@ inline constexpr size_t kDefaultMaxFileBytes = size_t{4} << 20;  // 4 MiB
 // too (the same message, with the size read so far).
 bool ReadFile(const std::string& path, std::string* out, std::string* error = nullptr,
               size_t max_bytes = kDefaultMaxFileBytes);
+
+// Writes `content` to `<path>.tmp` and renames it over `path`: a reader polling the file sees the
+// old content or the new, never a part. False with `*error` ("cannot write <file>[: why]").
+bool WriteFileAtomically(const std::string& path, const std::string& content,
+                         std::string* error = nullptr);
 
 }  // namespace modelmetrics::base
 

@@ -8,6 +8,7 @@
 
 #include "base/duration.h"
 #include "sim/deployment_sim.h"
+#include "sim/fleet_sim.h"
 #include "sim/pipeline_sim.h"
 
 namespace modelmetrics::cli {
@@ -100,6 +101,47 @@ void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
   });
 }
 
+void AddFleetCommand(CLI::App* simulate, int* exit_code) {
+  struct Args {
+    sim::FleetSimOptions options;
+    std::string duration = "60s";
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* fleet = simulate->add_subcommand(
+      "fleet",
+      "Serve many simulated deployments at once on loopback (vLLM and SGLang, some behind an "
+      "llm-d router), with one objects file and one Prometheus file_sd file for all of them");
+  fleet->add_option("--deployments", args->options.deployments, "How many deployments")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  fleet->add_option("--pods", args->options.pods, "Pods per deployment (a router included)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  fleet
+      ->add_option("--extra-deployment-pods", args->options.extra_sizes,
+                   "Also a vLLM deployment of this many Pods (repeatable), named model-<n>pods")
+      ->check(CLI::Range(1, 5000));
+  fleet->add_option("-n,--namespace", args->options.ns, "Namespace")->capture_default_str();
+  fleet->add_option("--seed", args->options.seed, "Traffic seed")->capture_default_str();
+  fleet
+      ->add_option("--rate", args->options.requests_per_second,
+                   "Requests per second offered to each deployment")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  fleet->add_option("--objects-out", args->options.objects_file,
+                    "Write every deployment's objects (a kubectl get -o json List) here");
+  fleet->add_option("--file-sd-out", args->options.file_sd_file,
+                    "Write every Pod's Prometheus file_sd target (namespace and pod labels) here");
+  fleet->add_option("--duration", args->duration, "How long to serve (e.g. 30s, 2m)")
+      ->capture_default_str()
+      ->check(base::CheckDuration);
+  fleet->callback([args, exit_code] {
+    std::chrono::milliseconds duration{0};
+    base::ParseDuration(args->duration, &duration);
+    *exit_code = sim::RunFleetSimulator(args->options, duration, std::cout, std::cerr);
+  });
+}
+
 }  // namespace
 
 void AddSimulateCommand(CLI::App& app, int* exit_code) {
@@ -136,6 +178,7 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
     *exit_code = sim::RunPipelineSimulator(args->options);
   });
   AddDeploymentCommand(simulate, exit_code);
+  AddFleetCommand(simulate, exit_code);
 }
 
 }  // namespace modelmetrics::cli

@@ -39,6 +39,7 @@ struct SnapshotArgs {
   deployment::PrometheusSourceOptions store;
   std::string store_window;
   std::string store_stale_after;
+  std::string store_settle;
   std::string store_token_file;
   std::string store_password_file;
 };
@@ -146,6 +147,11 @@ void AddSnapshotCommand(CLI::App& app, int* exit_code) {
       ->add_option("--stale-after", args->store_stale_after,
                    "With --source prometheus: a Pod whose newest sample is older is missing "
                    "(default 90s)")
+      ->check(base::CheckDuration);
+  command
+      ->add_option("--settle", args->store_settle,
+                   "With --source prometheus: read the store as of this long ago, so a store fed "
+                   "by remote write shows only complete scrapes (default 0s)")
       ->check(base::CheckDuration);
   command
       ->add_option("--prometheus-namespace-label", args->store.namespace_label,

@@ -647,6 +647,11 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
           sub_ok = duration(&p.window);
         } else if (sub == "stale_after") {
           sub_ok = duration(&p.stale_after);
+        } else if (sub == "settle") {
+          if (!scalar(field, value, &text)) return false;
+          if (!base::ParseDuration(text, &p.settle)) {
+            return fail(fmt::format("{}: `{}` is not a duration (e.g. 5s)", field, text));
+          }
         } else if (sub == "query_timeout") {
           sub_ok = duration(&p.query_timeout);
         } else if (sub == "namespace_label") {

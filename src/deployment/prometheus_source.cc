@@ -148,6 +148,24 @@ Scrape ScrapeAt(std::span<const StoreSeries* const> series, const SeriesRoles& r
   return scrape;
 }
 
+// The newest scrape the store holds in full: the newest instant at which every series read at
+// the instant before it has a sample too. A store fed by remote write can show part of a scrape
+// (its batches arrive apart); such an instant is passed over, back to one that is whole. A series
+// the exporter really dropped costs one scrape of delay, once.
+int64_t NewestCompleteScrape(std::span<const StoreSeries* const> series, const SeriesRoles& roles,
+                             const std::set<int64_t>& instants) {
+  for (auto it = instants.rbegin(); it != instants.rend(); ++it) {
+    const auto before = std::next(it);
+    if (before == instants.rend()) return *it;
+    const bool whole = std::all_of(series.begin(), series.end(), [&](const StoreSeries* s) {
+      if (s->name != "up" && !roles.contains(s->name)) return true;
+      return SampleAt(*s, *before) == nullptr || SampleAt(*s, *it) != nullptr;
+    });
+    if (whole) return *it;
+  }
+  return *instants.rbegin();
+}
+
 std::string_view LabelOf(const StoreSeries& series, std::string_view name) {
   for (const auto& [key, value] : series.labels) {
     if (key == name) return value;
@@ -209,6 +227,7 @@ std::string ValidatePrometheusSourceOptions(const PrometheusSourceOptions& o) {
   }
   if (o.window.count() <= 0) return "the window must be positive";
   if (o.stale_after.count() <= 0) return "the staleness bound must be positive";
+  if (o.settle.count() < 0) return "the settle time must not be negative";
   if (o.pod_limit == 0 || o.pods_per_query == 0 || o.max_in_flight == 0) {
     return "the Pod limit, Pods per query and queries in flight must be positive";
   }
@@ -242,7 +261,7 @@ PrometheusSource::~PrometheusSource() = default;
 std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span<const Pod> pods,
                                             SteadyTime deadline) {
   std::vector<PodRead> reads(pods.size());
-  const WallTime now = options_.now();
+  const WallTime now = options_.now() - options_.settle;
   const int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   const std::chrono::milliseconds range = options_.window + options_.stale_after;
@@ -350,7 +369,7 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
                 : fmt::format("the store has no sample of the Pod in the last {}", Seconds(range));
         continue;
       }
-      const int64_t t1 = *instants.rbegin();
+      const int64_t t1 = NewestCompleteScrape(own, chunk.roles, instants);
       if (last_up && last_up->value == 0 && last_up->ms > t1) {
         reads[i].error = fmt::format("the store's newest scrape of the Pod failed (up == 0 at {})",
                                      FormatTime(FromMs(last_up->ms)));

@@ -7,13 +7,15 @@
 // one POST /api/v1/query of a range selector,
 //   {__name__=~"<the profile's series>|up", <namespace label>="ns", <pod label>=~"p1|p2", <extra>}
 //     [window + stale_after]
-// evaluated at the read's wall time, at most max_in_flight at once, each within query_timeout,
-// all by the request's deadline, each answer capped at max_response_bytes of decoded bytes.
+// evaluated at the read's wall time minus `settle`, at most max_in_flight at once, each within
+// query_timeout, all by the request's deadline, each answer capped at max_response_bytes of decoded
+// bytes.
 //
 // Per Pod, from its raw samples (a store stamps every sample of one scrape with that scrape's
 // time, so one timestamp is one scrape):
-//   * T1, the newest scrape: the latest timestamp of its series (and of `up == 1`). Gauges are the
-//     values at T1 and observedAt is T1.
+//   * T1, the newest whole scrape: the latest timestamp of its series (and of `up == 1`) at which
+//     every series of the scrape before has a sample too (a store fed by remote write can show
+//     part of a scrape). Gauges are the values at T1 and observedAt is T1.
 //   * T0, the oldest scrape within `window` of T1. Windows and cache hits are T1's values minus
 //     T0's, over T1 - T0: the two scrapes a direct read would have taken. A Pod with one scrape
 //     in the window awaits a second sample. A decrease between any two consecutive samples of a
@@ -51,6 +53,11 @@ struct PrometheusSourceOptions {
   std::string url;
   std::chrono::milliseconds window{std::chrono::minutes(2)};
   std::chrono::milliseconds stale_after{std::chrono::seconds(90)};
+  // Read the store as of this long ago. A store fed by remote write can show a scrape's samples
+  // before all of them have arrived; reading a few seconds back (more than the senders' batch
+  // deadline) sees only complete scrapes. VictoriaMetrics' -search.latencyOffset (30 s by
+  // default) does the same on its side.
+  std::chrono::milliseconds settle{0};
   std::string namespace_label = "namespace";
   std::string pod_label = "pod";
   std::string selector;  // extra matchers, e.g. `job="vllm"`, added to every selector

@@ -327,38 +327,18 @@ struct DeploymentSim::Impl {
   bool WriteObjectsFile(std::string* error) {
     if (options->objects_file.empty()) return true;
     std::lock_guard lock(file_mu);
-    return WriteAtomically(options->objects_file, BuildJson() + "\n", error);
+    return base::WriteFileAtomically(options->objects_file, BuildJson() + "\n", error);
   }
 
   // Prometheus file_sd: one target group per Pod, labelled with its namespace and name (the
   // labels the Prometheus source selects by) and its role.
   bool WriteFileSd(std::string* error) const {
     if (options->file_sd_file.empty()) return true;
-    return WriteAtomically(options->file_sd_file, FileSdJson(*options, PodInfos()) + "\n", error);
+    return base::WriteFileAtomically(options->file_sd_file, FileSdJson(*options, PodInfos()) + "\n",
+                                     error);
   }
 
   std::vector<SimPodInfo> PodInfos() const;
-
-  // Writes through a temporary file and a rename, so a reader never sees half a file.
-  static bool WriteAtomically(const std::string& path, const std::string& content,
-                              std::string* error) {
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << content;
-      if (!out) {
-        if (error) *error = "cannot write " + tmp;
-        return false;
-      }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-      if (error) *error = "cannot write " + path + ": " + ec.message();
-      return false;
-    }
-    return true;
-  }
 };
 
 deployment::ObjectSet DeploymentSim::Impl::BuildObjects() const {

@@ -1,0 +1,87 @@
+// See fleet_sim.h.
+#include "sim/fleet_sim.h"
+
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/file.h"
+
+namespace modelmetrics::sim {
+
+FleetSim::FleetSim(FleetSimOptions options) : options_(std::move(options)) {}
+
+FleetSim::~FleetSim() { Stop(); }
+
+bool FleetSim::Start(std::string* error) {
+  if (options_.deployments < 1 || options_.pods < 1) {
+    *error = "a fleet needs at least one deployment of at least one Pod";
+    return false;
+  }
+  nlohmann::json items = nlohmann::json::array();
+  nlohmann::json targets = nlohmann::json::array();
+  const int total = options_.deployments + static_cast<int>(options_.extra_sizes.size());
+  for (int d = 0; d < total; ++d) {
+    const bool extra = d >= options_.deployments;
+    const int pods = extra ? options_.extra_sizes[d - options_.deployments] : options_.pods;
+    DeploymentSimOptions o;
+    o.name = extra ? fmt::format("{}-{}pods", options_.name_prefix, pods)
+                   : fmt::format("{}-{:02}", options_.name_prefix, d);
+    o.ns = options_.ns;
+    o.engine = extra || d % 2 == 0 ? "vllm" : "sglang";
+    o.router = !extra && d % 4 == 3 && pods > 1 ? "llm-d-router" : "";
+    const int engines = pods - (o.router.empty() ? 0 : 1);
+    o.roles = {{.name = "server", .kind = "server", .replicas = engines}};
+    o.seed = options_.seed + static_cast<uint64_t>(d);
+    o.requests_per_second = options_.requests_per_second;
+    sims_.push_back(std::make_unique<DeploymentSim>(o));
+    if (!sims_.back()->Start(error)) {
+      *error = o.name + ": " + *error;
+      return false;
+    }
+    nlohmann::json objects = nlohmann::json::parse(sims_.back()->ObjectsJson());
+    for (auto& item : objects["items"]) items.push_back(std::move(item));
+    nlohmann::json groups = nlohmann::json::parse(FileSdJson(o, sims_.back()->Pods()));
+    for (auto& group : groups) targets.push_back(std::move(group));
+  }
+  if (!options_.objects_file.empty() &&
+      !base::WriteFileAtomically(
+          options_.objects_file,
+          nlohmann::json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}.dump() + "\n",
+          error)) {
+    return false;
+  }
+  return options_.file_sd_file.empty() ||
+         base::WriteFileAtomically(options_.file_sd_file, targets.dump(1) + "\n", error);
+}
+
+void FleetSim::Stop() {
+  for (auto& sim : sims_) sim->Stop();
+}
+
+size_t FleetSim::PodCount() const {
+  size_t pods = 0;
+  for (const auto& sim : sims_) pods += sim->PodNames().size();
+  return pods;
+}
+
+int RunFleetSimulator(const FleetSimOptions& options, std::chrono::milliseconds duration,
+                      std::ostream& out, std::ostream& err) {
+  FleetSim fleet(options);
+  std::string error;
+  if (!fleet.Start(&error)) {
+    err << "simulate fleet: " << error << "\n";
+    return 1;
+  }
+  out << "fleet " << options.ns << ": " << fleet.deployments().size() << " deployments, "
+      << fleet.PodCount() << " Pods on 127.0.0.1\n";
+  if (!options.objects_file.empty()) out << "objects: " << options.objects_file << "\n";
+  if (!options.file_sd_file.empty()) out << "file_sd targets: " << options.file_sd_file << "\n";
+  out.flush();
+  std::this_thread::sleep_for(duration);
+  fleet.Stop();
+  return 0;
+}
+
+}  // namespace modelmetrics::sim
