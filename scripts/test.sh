@@ -39,7 +39,7 @@ ninja -C build-asan -j "$jobs"
 # The real stores' tests are left out: their waits are the stores', and the source code they
 # drive runs here in deployment_tests' in-process agreement cases.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j "$jobs" -E 'RealStore|Fleet')
+  ctest --output-on-failure -j "$jobs" -E 'RealStore|StatelessReplicas')
 
 step "the Python extension under ASan + UBSan (its C API code: references, buffers)"
 cmake -S . -B build-asan-python -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMODELMETRICS_PYTHON_ONLY=ON \

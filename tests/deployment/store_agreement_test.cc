@@ -6,9 +6,6 @@
 // reset among them. The instants come from the store's own `up` samples, so rates compare too.
 //
 // Each store runs as a child process on 127.0.0.1, scraping every second; every wait is bounded.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +22,7 @@
 #include "cli/cli_runner.h"
 #include "deployment/prometheus_query.h"
 #include "deployment/prometheus_source.h"
+#include "deployment/real_store.h"
 #include "deployment/source_compare.h"
 #include "deployment/test_builders.h"
 #include "net/http_client.h"
@@ -42,21 +40,7 @@ using testing::MetricsRouterPod;
 using testing::SetSample;
 using testing::SGLangPDResponse;
 
-int64_t Ms(WallTime t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using testing::Ms;
 
 // One Pod's /metrics, answering whichever body it was last given.
 class BodyServer {
@@ -153,117 +137,25 @@ class RealStoreAgreement : public ::testing::TestWithParam<std::string> {
         {deployment, std::move(pod), std::move(first), std::move(second), std::move(server)});
   }
 
-  // Starts the store named by the parameter, scraping every Pod every second; its API URL.
-  std::string StartStore() {
-    std::string targets;
-    for (const StorePod& p : pods_) {
-      targets += fmt::format(
-          "      - targets: ['127.0.0.1:{}']\n        labels: {{namespace: team, pod: {}}}\n",
-          p.server->port(), p.pod.metadata.name);
-    }
-    const std::string config =
-        dir_.Write("scrape.yml",
-                   "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n"
-                   "  - job_name: pods\n    static_configs:\n" +
-                       targets);
-    const uint16_t port = FreePort();
-    const std::string listen = fmt::format("127.0.0.1:{}", port);
-    std::vector<std::string> args;
-    std::string program;
-    std::string ready_path;
-    if (GetParam() == "prometheus") {
-      program = "/usr/bin/prometheus";
-      args = {"--config.file=" + config, "--storage.tsdb.path=" + dir_.File("data"),
-              "--web.listen-address=" + listen};
-      ready_path = "/-/ready";
-    } else {
-      program = "/usr/bin/victoria-metrics";
-      // Samples become visible to queries 1 s after their scrape (30 s by default).
-      args = {"-promscrape.config=" + config, "-storageDataPath=" + dir_.File("data"),
-              "-httpListenAddr=" + listen,    "-search.latencyOffset=1s",
-              "-search.disableCache",         "-loggerLevel=WARN"};
-      ready_path = "/health";
-    }
-    process_ = std::make_unique<modelmetrics::testing::CliProcess>(
-        program, args, dir_.File("store.out"), dir_.File("store.err"));
-    EXPECT_TRUE(process_->started()) << program;
-    const std::string url = "http://" + listen;
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const std::vector<net::FetchResult> results = client_.FetchAll(
-          std::vector<net::FetchRequest>{{.url = url + ready_path}}, SteadyClock::now() + 1s);
-      if (results[0].ok() && results[0].status == 200) return url;
-      std::this_thread::sleep_for(200ms);
-    }
-    ADD_FAILURE() << GetParam() << " did not become ready:\n" << process_->Wait(0ms).err;
-    return url;
-  }
-
-  // Every successful scrape time the store holds per Pod, evaluated at `at`.
-  std::map<std::string, std::vector<int64_t>> UpInstants(const std::string& url, WallTime at) {
-    const int64_t ms = Ms(at);
-    const std::string body = fmt::format(
-        "query={}&time={}.{:03}", FormEncode("up{namespace=\"team\"}[10m]"), ms / 1000, ms % 1000);
-    const std::vector<net::FetchResult> results = client_.FetchAll(
-        std::vector<net::FetchRequest>{
-            {.url = url + "/api/v1/query",
-             .headers = {{"Content-Type", "application/x-www-form-urlencoded"}},
-             .method = "POST",
-             .body = body}},
-        SteadyClock::now() + 5s);
-    std::map<std::string, std::vector<int64_t>> out;
-    std::vector<StoreSeries> series;
-    std::string error;
-    if (!results[0].ok() || !DecodeMatrix(results[0].body, MatrixLimits{}, &series, &error)) {
-      return out;
-    }
-    for (const StoreSeries& s : series) {
-      std::string pod;
-      for (const auto& [k, v] : s.labels) {
-        if (k == "pod") pod = v;
-      }
-      for (const StoreSample& sample : s.samples) {
-        if (sample.value == 1) out[pod].push_back(sample.ms);
-      }
-    }
-    for (auto& [pod, instants] : out) std::sort(instants.begin(), instants.end());
-    return out;
-  }
-
-  // Waits until every Pod has a scrape matching `done`, evaluated 2 s in the past (so no scrape
-  // still being written can land before the evaluation time); returns that time and the instants.
-  template <typename Done>
-  std::pair<WallTime, std::map<std::string, std::vector<int64_t>>> WaitFor(const std::string& url,
-                                                                           Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const WallTime at = WallClock::now() - 2s;
-      auto instants = UpInstants(url, at);
-      const bool all = std::all_of(pods_.begin(), pods_.end(), [&](const StorePod& p) {
-        const auto it = instants.find(p.pod.metadata.name);
-        return it != instants.end() && done(it->second);
-      });
-      if (all) return {at, std::move(instants)};
-      std::this_thread::sleep_for(250ms);
-    }
-    ADD_FAILURE() << GetParam() << " did not scrape every Pod in time";
-    return {};
+  std::vector<testing::StoreTarget> Targets() const {
+    std::vector<testing::StoreTarget> targets;
+    for (const StorePod& p : pods_) targets.push_back({p.server->port(), p.pod.metadata.name});
+    return targets;
   }
 
   modelmetrics::testing::ScratchDir dir_;
-  net::HttpClient client_;
   std::vector<ModelDeployment> deployments_;
   std::vector<StorePod> pods_;
-  std::unique_ptr<modelmetrics::testing::CliProcess> process_;
 };
 
 TEST_P(RealStoreAgreement, SnapshotsEqualDirectReadsOfTheSameBodies) {
-  const std::string url = StartStore();
-  WaitFor(url, [](const std::vector<int64_t>& instants) { return !instants.empty(); });
+  testing::RealStore store(GetParam(), dir_, Targets());
+  const std::string url = store.url();
+  store.WaitFor([](const std::vector<int64_t>& instants) { return !instants.empty(); });
   const int64_t switched = Ms(WallClock::now());
   for (StorePod& p : pods_) p.server->Set(p.second);
-  const auto [at, instants] =
-      WaitFor(url, [switched](const std::vector<int64_t>& i) { return i.back() > switched + 100; });
+  const auto [at, instants] = store.WaitFor(
+      [switched](const std::vector<int64_t>& i) { return i.back() > switched + 100; });
   ASSERT_FALSE(instants.empty());
 
   PrometheusSourceOptions options;
