@@ -222,8 +222,12 @@ done
 echo "every deployment's snapshot from the central store ($central) is complete"
 
 if ((bench)); then
-  ./build/bench/store_snapshot_bench --prometheus-url "$central_url" --objects "$work/objects.json" \
-    --namespace fleet
+  echo "benchmark (each scenario in its own process; numbers are modelmetrics' alone):"
+  for scenario in store-64 direct-64 store-fleet store-1000; do
+    ./build/bench/store_snapshot_bench --prometheus-url "$central_url" \
+      --objects "$work/objects.json" --namespace fleet --scenario "$scenario" --rounds 20 ||
+      fail "the benchmark's $scenario scenario failed"
+  done
 fi
 if [ "$hold" != 0 ]; then
   echo "holding for $hold: central store $central_url, API $api"
