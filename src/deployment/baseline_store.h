@@ -1,6 +1,9 @@
 // The process-wide memory of each Pod's previous counter read (reference §2.5), so one GET can
 // report what happened since the last one.
 //
+// BaselineStore is the direct-scrape Baselines (the interface the merge windows against; the
+// Prometheus source has its own, from the store's samples).
+//
 // Two maps, windows keyed `mdUID/podUID/<series>` and cache counters keyed `mdUID/podUID/<scope>`,
 // each entry holding two values (sum and count, or hits and queries) and the read time.
 // Replace() always stores the new sample ("replace, then validate") and returns the previous one

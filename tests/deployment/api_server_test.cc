@@ -937,6 +937,63 @@ std::string ConfigError(const TempDir& dir, const std::string& yaml) {
   return error;
 }
 
+TEST(ServeConfigTest, ThePrometheusSource) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  dir.Write("store-token", "s3cret\n");
+  const std::string yaml = kBaseConfig +
+                           "source: prometheus\n"
+                           "prometheus:\n"
+                           "  url: https://store.monitoring:9090/prefix\n"
+                           "  window: 5m\n"
+                           "  stale_after: 2m\n"
+                           "  settle: 10s\n"
+                           "  query_timeout: 3s\n"
+                           "  namespace_label: kubernetes_namespace\n"
+                           "  pod_label: kubernetes_pod_name\n"
+                           "  selector: 'job=\"vllm\"'\n"
+                           "  pod_limit: 2000\n"
+                           "  max_in_flight: 2\n"
+                           "  max_response_bytes: 1048576\n"
+                           "  ca_file: ca.pem\n"
+                           "  bearer_token_file: store-token\n";
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(ParseServeConfig(yaml, dir.path(), &config, &error)) << error;
+  EXPECT_EQ(config.source, SampleSource::kPrometheus);
+  const PrometheusSourceOptions& p = config.prometheus;
+  EXPECT_EQ(p.url, "https://store.monitoring:9090/prefix");
+  EXPECT_EQ(p.window, std::chrono::minutes(5));
+  EXPECT_EQ(p.stale_after, std::chrono::minutes(2));
+  EXPECT_EQ(p.settle, std::chrono::seconds(10));
+  EXPECT_EQ(p.query_timeout, std::chrono::seconds(3));
+  EXPECT_EQ(p.namespace_label, "kubernetes_namespace");
+  EXPECT_EQ(p.pod_label, "kubernetes_pod_name");
+  EXPECT_EQ(p.selector, "job=\"vllm\"");
+  EXPECT_EQ(p.pod_limit, 2000u);
+  EXPECT_EQ(p.max_in_flight, 2u);
+  EXPECT_EQ(p.max_response_bytes, 1048576u);
+  EXPECT_EQ(p.ca_file, dir.path() + "/ca.pem");
+  EXPECT_EQ(config.prometheus_bearer_token_file, dir.path() + "/store-token");
+  PrometheusSourceOptions loaded = p;
+  ASSERT_TRUE(LoadPrometheusCredentials(config.prometheus_bearer_token_file, "", &loaded, &error));
+  EXPECT_EQ(loaded.bearer_token, "s3cret");
+
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "source: thanos\n"),
+            "source: `thanos` is neither `scrape` nor `prometheus`");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "source: prometheus\n"),
+            "prometheus: prometheus URL \"\" is not an http:// or https:// URL");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "source: prometheus\nprometheus: {url: "
+                                           "'http://a', window: soon}\n"),
+            "prometheus.window: `soon` is not a positive duration (e.g. 90s, 2m)");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "prometheus: {colour: blue}\n"),
+            "unknown setting `prometheus.colour`");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "source: prometheus\nprometheus: {url: 'http://a', "
+                                           "bearer_token_file: store-token, "
+                                           "basic_auth_username: u}\n"),
+            "prometheus: bearer_token_file and basic_auth_username exclude each other");
+}
+
 TEST(ServeConfigTest, ParsesEverySettingAndResolvesRelativePaths) {
   TempDir dir;
   ConfigFiles files(dir);
