@@ -40,36 +40,11 @@ done
 [ -x "$bin" ] || { echo "fleet.sh: build first (bash scripts/setup.sh)" >&2; exit 2; }
 python=/usr/bin/python3
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/lib.sh
 fail() {
   echo "fleet.sh: FAILED: $*" >&2
   for log in "$work"/*.log; do echo "--- $log" >&2; tail -n 5 "$log" >&2; done
   exit 1
-}
-
-# Below the kernel's ephemeral range, so no outgoing connection can be holding the port.
-free_port() {
-  for _ in $(seq 1 100); do
-    local p=$((20000 + RANDOM % 12000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
-  done
-  return 1
-}
-# wait_for SECONDS COMMAND...: polls COMMAND every half second until it succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.5
-  done
 }
 
 # 1. The fleet.

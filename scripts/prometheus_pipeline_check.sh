@@ -7,24 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./build/src/cli/modelmetrics
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Below the kernel's ephemeral range (32768+ by default), so no outgoing connection of this
-# machine can be holding the port by the time something binds it.
-free_port() {
-  for _ in $(seq 1 100); do
-    local p=$((20000 + RANDOM % 12000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
-  done
-  return 1
-}
+source scripts/lib.sh
 sim_port=$(free_port)
 prom_port=$(free_port)
 

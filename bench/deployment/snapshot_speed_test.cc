@@ -27,29 +27,16 @@
 #include "deployment/baseline_store.h"
 #include "deployment/object_file.h"
 #include "net/http_client.h"
+#include "process_stats.h"
 #include "sim/deployment_sim.h"
 
 namespace {
 
 using namespace modelmetrics;
 
-double CpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-double PeakRssMiB() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-double Percentile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1)));
-  return values[index];
-}
+using bench::CpuSeconds;
+using bench::PeakRssMiB;
+using bench::Percentile;
 
 // The child: serves the Pods until its parent closes the pipe.
 [[noreturn]] void RunPods(int pods, size_t scrape_bytes, const std::string& objects_file,

@@ -28,27 +28,15 @@
 #include "deployment/aggregator.h"
 #include "deployment/object_file.h"
 #include "deployment/prometheus_source.h"
+#include "process_stats.h"
 
 namespace {
 
 using namespace modelmetrics;
 
-double CpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-double PeakRssMiB() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
-
-double Percentile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1)))];
-}
+using bench::CpuSeconds;
+using bench::PeakRssMiB;
+using bench::Percentile;
 
 struct Args {
   std::string url;
