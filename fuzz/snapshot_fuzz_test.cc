@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "deployment/baseline_store.h"
+#include "deployment/exporter_registry.h"
 #include "deployment/merge.h"
 #include "deployment/metrics_parse.h"
 #include "deployment/snapshot.h"
@@ -55,7 +56,7 @@ Pod MakePod(std::string_view component, bool router) {
 }
 
 // Merges `body` as a baseline and, 30 s later, the same read with every value doubled.
-void MergeTwice(std::string_view body, Exporter exporter, const ModelDeployment& md,
+void MergeTwice(std::string_view body, const ExporterProfile* exporter, const ModelDeployment& md,
                 const Pod& pod) {
   PodMetrics read;
   std::string error;
@@ -104,10 +105,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view router = kRouters[(shape >> 3) & 3];
   const ModelDeployment md = MakeDeployment(vllm, pd, kv_cache, router);
   if (!router.empty() && (shape & 32)) {
-    MergeTwice(body, RouterExporter(router), md, MakePod("", /*router=*/true));
+    MergeTwice(body, SelectExporter(md, /*router=*/true), md, MakePod("", /*router=*/true));
   } else {
     const std::string_view component = pd ? ((shape & 64) ? "prompt" : "generation") : "server";
-    MergeTwice(body, EngineExporter(md.engine), md, MakePod(component, /*router=*/false));
+    MergeTwice(body, SelectExporter(md, /*router=*/false), md,
+               MakePod(component, /*router=*/false));
   }
   return 0;
 }

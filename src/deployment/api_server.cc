@@ -624,7 +624,10 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     } else if (key == "prometheus") {
       if (!node.is_object()) return fail("prometheus: expected a mapping");
       PrometheusSourceOptions& p = config.prometheus;
-      for (const auto& [sub, value] : node.items()) {
+      for (const auto& item : node.items()) {
+        // Named, not structured bindings: lambdas below capture them (clang 14 refuses those).
+        const std::string& sub = item.key();
+        const Json& value = item.value();
         const std::string field = "prometheus." + sub;
         std::string text;
         const auto duration = [&](std::chrono::milliseconds* out) {
