@@ -630,11 +630,13 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
         const Json& value = item.value();
         const std::string field = "prometheus." + sub;
         std::string text;
-        const auto duration = [&](std::chrono::milliseconds* out) {
+        const auto duration = [&](std::chrono::milliseconds* out, bool zero_allowed = false) {
           if (!scalar(field, value, &text)) return false;
-          if (!base::ParseDuration(text, out) || out->count() <= 0) {
-            return fail(
-                fmt::format("{}: `{}` is not a positive duration (e.g. 90s, 2m)", field, text));
+          if (!base::ParseDuration(text, out) || (out->count() == 0 && !zero_allowed)) {
+            return fail(zero_allowed
+                            ? fmt::format("{}: `{}` is not a duration (e.g. 5s)", field, text)
+                            : fmt::format("{}: `{}` is not a positive duration (e.g. 90s, 2m)",
+                                          field, text));
           }
           return true;
         };
@@ -651,10 +653,7 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
         } else if (sub == "stale_after") {
           sub_ok = duration(&p.stale_after);
         } else if (sub == "settle") {
-          if (!scalar(field, value, &text)) return false;
-          if (!base::ParseDuration(text, &p.settle)) {
-            return fail(fmt::format("{}: `{}` is not a duration (e.g. 5s)", field, text));
-          }
+          sub_ok = duration(&p.settle, /*zero_allowed=*/true);
         } else if (sub == "query_timeout") {
           sub_ok = duration(&p.query_timeout);
         } else if (sub == "namespace_label") {

@@ -173,6 +173,80 @@ std::string_view LabelOf(const StoreSeries& series, std::string_view name) {
   return {};
 }
 
+std::string NoSampleText(std::chrono::milliseconds range) {
+  return fmt::format("the store has no sample of the Pod in the last {}", Seconds(range));
+}
+
+std::string DownText(int64_t up_ms) {
+  return fmt::format("the store's newest scrape of the Pod failed (up == 0 at {})",
+                     FormatTime(FromMs(up_ms)));
+}
+
+// One Pod's read from its series in the answer (see the header for T0, T1 and the reasons).
+PodRead ReadPod(std::span<const StoreSeries* const> own, const ExporterProfile* profile,
+                const SeriesRoles& roles, int64_t now_ms, const PrometheusSourceOptions& options) {
+  // Scrape instants: every sample of a family series, and every successful `up`.
+  std::optional<StoreSample> last_up;
+  std::set<int64_t> instants;
+  std::set<std::string_view> instances;
+  for (const StoreSeries* s : own) {
+    const bool up = s->name == "up";
+    if (!up && !roles.contains(s->name)) continue;
+    for (const StoreSample& sample : s->samples) {
+      if (sample.ms > now_ms) continue;
+      if (up && (!last_up || sample.ms >= last_up->ms)) last_up = sample;
+      if (!up || sample.value == 1) instants.insert(sample.ms);
+    }
+    if (const std::string_view instance = LabelOf(*s, "instance"); !instance.empty()) {
+      instances.insert(instance);
+    }
+  }
+  if (instants.empty()) {
+    return {.error = last_up ? DownText(last_up->ms)
+                             : NoSampleText(options.window + options.stale_after)};
+  }
+  const int64_t t1 = NewestCompleteScrape(own, roles, instants);
+  if (last_up && last_up->value == 0 && last_up->ms > t1) return {.error = DownText(last_up->ms)};
+  if (now_ms - t1 > options.stale_after.count()) {
+    return {.error = fmt::format("the store's newest sample of the Pod is older than {} (at {})",
+                                 Seconds(options.stale_after), FormatTime(FromMs(t1)))};
+  }
+  if (instances.size() > 1) {
+    return {.error = fmt::format(
+                "the store holds the Pod's series from {} targets (instance \"{}\" and \"{}\"); "
+                "select one with the source's extra selector",
+                instances.size(), *instances.begin(), *std::next(instances.begin()))};
+  }
+  const int64_t t0 = *instants.lower_bound(t1 - options.window.count());
+  PodRead read;
+  read.at = ReadTime::Replay(FromMs(t1));
+  if (profile == nullptr) {
+    read.metrics = PodMetrics{};  // merged as an unsupported engine or router
+    return read;
+  }
+  std::set<std::string, std::less<>> resets;
+  for (const StoreSeries* s : own) {
+    const auto role = roles.find(s->name);
+    if (role == roles.end() || role->second.reset_id.empty()) continue;
+    std::optional<double> previous;
+    for (const StoreSample& sample : s->samples) {
+      if (sample.ms < t0 || sample.ms > t1 || std::isnan(sample.value)) continue;
+      if (previous && sample.value < *previous) resets.insert(role->second.reset_id);
+      previous = sample.value;
+    }
+  }
+  read.metrics.emplace();
+  ReadPodMetrics(ScrapeAt(own, roles, t1), *profile, &*read.metrics);
+  std::optional<PodMetrics> first;
+  if (t0 < t1) {
+    first.emplace();
+    ReadPodMetrics(ScrapeAt(own, roles, t0), *profile, &*first);
+  }
+  read.baselines = std::make_unique<RangeBaselines>(
+      *profile, std::move(first), ReadTime::Replay(FromMs(t0)), std::move(resets));
+  return read;
+}
+
 // Base64 for HTTP basic authentication.
 std::string Base64(std::string_view text) {
   std::string out(4 * ((text.size() + 2) / 3), '\0');
@@ -337,85 +411,10 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
       by_pod[LabelOf(s, options_.pod_label)].push_back(&s);
     }
     for (size_t i : chunk.pods) {
-      const std::string& name = pods[i].metadata.name;
-      const auto found = by_pod.find(name);
-      if (found == by_pod.end()) {
-        reads[i].error =
-            fmt::format("the store has no sample of the Pod in the last {}", Seconds(range));
-        continue;
-      }
-      const std::vector<const StoreSeries*>& own = found->second;
-      // Scrape instants: every sample of a family series, and every successful `up`.
-      std::optional<StoreSample> last_up;
-      std::set<int64_t> instants;
-      std::set<std::string_view> instances;
-      for (const StoreSeries* s : own) {
-        const bool up = s->name == "up";
-        if (!up && !chunk.roles.contains(s->name)) continue;
-        for (const StoreSample& sample : s->samples) {
-          if (sample.ms > now_ms) continue;
-          if (up && (!last_up || sample.ms >= last_up->ms)) last_up = sample;
-          if (!up || sample.value == 1) instants.insert(sample.ms);
-        }
-        if (const std::string_view instance = LabelOf(*s, "instance"); !instance.empty()) {
-          instances.insert(instance);
-        }
-      }
-      if (instants.empty()) {
-        reads[i].error =
-            last_up
-                ? fmt::format("the store's newest scrape of the Pod failed (up == 0 at {})",
-                              FormatTime(FromMs(last_up->ms)))
-                : fmt::format("the store has no sample of the Pod in the last {}", Seconds(range));
-        continue;
-      }
-      const int64_t t1 = NewestCompleteScrape(own, chunk.roles, instants);
-      if (last_up && last_up->value == 0 && last_up->ms > t1) {
-        reads[i].error = fmt::format("the store's newest scrape of the Pod failed (up == 0 at {})",
-                                     FormatTime(FromMs(last_up->ms)));
-        continue;
-      }
-      if (now_ms - t1 > options_.stale_after.count()) {
-        reads[i].error =
-            fmt::format("the store's newest sample of the Pod is older than {} (at {})",
-                        Seconds(options_.stale_after), FormatTime(FromMs(t1)));
-        continue;
-      }
-      if (instances.size() > 1) {
-        reads[i].error = fmt::format(
-            "the store holds the Pod's series from {} targets (instance \"{}\" and \"{}\"); "
-            "select one with the source's extra selector",
-            instances.size(), *instances.begin(), *std::next(instances.begin()));
-        continue;
-      }
-      const int64_t t0 = *instants.lower_bound(t1 - options_.window.count());
-      std::set<std::string, std::less<>> resets;
-      for (const StoreSeries* s : own) {
-        const auto role = chunk.roles.find(s->name);
-        if (role == chunk.roles.end() || role->second.reset_id.empty()) continue;
-        std::optional<double> previous;
-        for (const StoreSample& sample : s->samples) {
-          if (sample.ms < t0 || sample.ms > t1 || std::isnan(sample.value)) continue;
-          if (previous && sample.value < *previous) resets.insert(role->second.reset_id);
-          previous = sample.value;
-        }
-      }
-      if (chunk.profile == nullptr) {
-        reads[i].metrics = PodMetrics{};
-        reads[i].at = ReadTime::Replay(FromMs(t1));
-        continue;
-      }
-      PodMetrics last;
-      ReadPodMetrics(ScrapeAt(own, chunk.roles, t1), *chunk.profile, &last);
-      std::optional<PodMetrics> first;
-      if (t0 < t1) {
-        first.emplace();
-        ReadPodMetrics(ScrapeAt(own, chunk.roles, t0), *chunk.profile, &*first);
-      }
-      reads[i].metrics = std::move(last);
-      reads[i].at = ReadTime::Replay(FromMs(t1));
-      reads[i].baselines = std::make_unique<RangeBaselines>(
-          *chunk.profile, std::move(first), ReadTime::Replay(FromMs(t0)), std::move(resets));
+      const auto found = by_pod.find(pods[i].metadata.name);
+      reads[i] = found == by_pod.end()
+                     ? PodRead{.error = NoSampleText(range)}
+                     : ReadPod(found->second, chunk.profile, chunk.roles, now_ms, options_);
     }
   };
   client_->FetchAll(requests, deadline, on_result);

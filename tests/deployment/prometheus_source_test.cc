@@ -40,9 +40,7 @@ using testing::SetSample;
 using testing::SGLangPDResponse;
 using testing::T0;
 
-int64_t Ms(WallTime t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
+using testing::Ms;
 
 // /api/v1/query over a fixed set of series, answering every query with all of them (the source
 // must pick its own Pods' series out).
@@ -268,7 +266,9 @@ TEST(PrometheusSource, TheWindowIsAnchoredAtTheNewestScrape) {
       FromStore(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")}, options, T0());
   ASSERT_FALSE(snapshot.cache_hits.empty() && snapshot.missing.empty());
   for (const Missing& m : snapshot.missing) {
-    if (m.source == "local-prefix") EXPECT_EQ(m.reason, reason::kIdleWindow);
+    if (m.source == "local-prefix") {
+      EXPECT_EQ(m.reason, reason::kIdleWindow);
+    }
   }
   ASSERT_FALSE(snapshot.processing.empty());
   EXPECT_EQ(snapshot.processing[0].observed_at, T0() + 300s);

@@ -24,13 +24,10 @@
 #include "cli/cli_runner.h"
 #include "deployment/prometheus_query.h"
 #include "deployment/snapshot.h"
+#include "deployment/source_compare.h"
 #include "net/http_client.h"
 
 namespace modelmetrics::deployment::testing {
-
-inline int64_t Ms(WallTime t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
 
 inline uint16_t FreePort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

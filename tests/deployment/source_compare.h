@@ -5,6 +5,7 @@
 #define MODELMETRICS_TESTS_DEPLOYMENT_SOURCE_COMPARE_H_
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@
 #include "deployment/snapshot.h"
 
 namespace modelmetrics::deployment::testing {
+
+inline int64_t Ms(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
 
 // `source`'s snapshot of `pods`, merged as Aggregator::Get merges (ownership aside).
 inline Snapshot FromSource(PodMetricsSource& source, const ModelDeployment& md,
