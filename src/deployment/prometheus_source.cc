@@ -188,7 +188,7 @@ PodRead ReadPod(std::span<const StoreSeries* const> own, const ExporterProfile* 
   // Scrape instants: every sample of a family series, and every successful `up`.
   std::optional<StoreSample> last_up;
   std::set<int64_t> instants;
-  std::set<std::string_view> instances;
+  std::set<std::pair<std::string_view, std::string_view>> targets;
   for (const StoreSeries* s : own) {
     const bool up = s->name == "up";
     if (!up && !roles.contains(s->name)) continue;
@@ -197,9 +197,9 @@ PodRead ReadPod(std::span<const StoreSeries* const> own, const ExporterProfile* 
       if (up && (!last_up || sample.ms >= last_up->ms)) last_up = sample;
       if (!up || sample.value == 1) instants.insert(sample.ms);
     }
-    if (const std::string_view instance = LabelOf(*s, "instance"); !instance.empty()) {
-      instances.insert(instance);
-    }
+    // A target is its job and instance: one port scraped by two jobs doubles the sums too.
+    const std::string_view job = LabelOf(*s, "job"), instance = LabelOf(*s, "instance");
+    if (!job.empty() || !instance.empty()) targets.emplace(job, instance);
   }
   if (instants.empty()) {
     return {.error = last_up ? DownText(last_up->ms)
@@ -211,11 +211,13 @@ PodRead ReadPod(std::span<const StoreSeries* const> own, const ExporterProfile* 
     return {.error = fmt::format("the store's newest sample of the Pod is older than {} (at {})",
                                  Seconds(options.stale_after), FormatTime(FromMs(t1)))};
   }
-  if (instances.size() > 1) {
+  if (targets.size() > 1) {
+    const auto& [job_a, instance_a] = *targets.begin();
+    const auto& [job_b, instance_b] = *std::next(targets.begin());
     return {.error = fmt::format(
-                "the store holds the Pod's series from {} targets (instance \"{}\" and \"{}\"); "
-                "select one with the source's extra selector",
-                instances.size(), *instances.begin(), *std::next(instances.begin()))};
+                "the store holds the Pod's series from {} targets (job \"{}\" instance \"{}\" "
+                "and job \"{}\" instance \"{}\"); select one with the source's extra selector",
+                targets.size(), job_a, instance_a, job_b, instance_b)};
   }
   const int64_t t0 = *instants.lower_bound(t1 - options.window.count());
   PodRead read;

@@ -63,15 +63,16 @@ class FakeStore {
 
   // Every sample of `body`, and up == 1, stamped `at` for Pod `pod` of namespace `ns`.
   void AddScrape(const std::string& pod, WallTime at, const std::string& body,
-                 const std::string& instance = "127.0.0.1:1", const std::string& ns = "team") {
+                 const std::string& instance = "127.0.0.1:1", const std::string& ns = "team",
+                 const std::string& job = "pods") {
     std::lock_guard lock(mu_);
     const std::vector<MetricFamily> families = ParseFamilies(body, ParseOptions{});
     for (const MetricFamily& family : families) {
       for (const MetricSample& sample : family.samples) {
-        Add(sample.name, sample.labels, pod, ns, instance, Ms(at), sample.value);
+        Add(sample.name, sample.labels, pod, ns, instance, Ms(at), sample.value, job);
       }
     }
-    Add("up", {}, pod, ns, instance, Ms(at), 1);
+    Add("up", {}, pod, ns, instance, Ms(at), 1, job);
   }
   void AddUp(const std::string& pod, WallTime at, double value) {
     std::lock_guard lock(mu_);
@@ -99,12 +100,13 @@ class FakeStore {
   };
 
   void Add(const std::string& name, const std::vector<LabelPair>& labels, const std::string& pod,
-           const std::string& ns, const std::string& instance, int64_t ms, double value) {
+           const std::string& ns, const std::string& instance, int64_t ms, double value,
+           const std::string& job = "pods") {
     std::map<std::string, std::string> all(labels.begin(), labels.end());
     all["namespace"] = ns;
     all["pod"] = pod;
     all["instance"] = instance;
-    all["job"] = "pods";
+    all["job"] = job;
     for (Series& s : series_) {
       if (s.name == name && s.labels == all) {
         s.samples[ms] = value;
@@ -314,11 +316,13 @@ TEST(PrometheusSource, DownStaleAbsentAndDoubledTargetsAreMissing) {
   store.AddScrape("chat-stale", T0() - 100s, body);
   store.AddScrape("chat-twice", T0(), body, "10.0.0.1:8000");
   store.AddScrape("chat-twice", T0(), body, "10.0.0.2:8000");
+  store.AddScrape("chat-two-jobs", T0(), body, "10.0.0.3:8000", "team", "pods");
+  store.AddScrape("chat-two-jobs", T0(), body, "10.0.0.3:8000", "team", "vllm");
   store.AddScrape("chat-ok", T0(), body);
   const std::vector<Pod> pods = {
       MetricsEnginePod("chat-absent", "a"), MetricsEnginePod("chat-down", "d"),
-      MetricsEnginePod("chat-ok", "o"), MetricsEnginePod("chat-stale", "s"),
-      MetricsEnginePod("chat-twice", "t")};
+      MetricsEnginePod("chat-ok", "o"),     MetricsEnginePod("chat-stale", "s"),
+      MetricsEnginePod("chat-twice", "t"),  MetricsEnginePod("chat-two-jobs", "j")};
   const Snapshot snapshot =
       FromStore(MetricsModelDeployment(), pods, StoreOptions(store, T0() + 11s), T0());
   std::map<std::string, std::string> scrape;
@@ -331,8 +335,13 @@ TEST(PrometheusSource, DownStaleAbsentAndDoubledTargetsAreMissing) {
   EXPECT_EQ(scrape["chat-stale"],
             "the store's newest sample of the Pod is older than 90s (at 2026-11-29T16:11:35Z)");
   EXPECT_TRUE(scrape["chat-twice"].starts_with(
-      "the store holds the Pod's series from 2 targets (instance \"10.0.0.1:8000\""))
+      "the store holds the Pod's series from 2 targets (job \"pods\" instance \"10.0.0.1:8000\" "
+      "and job \"pods\" instance \"10.0.0.2:8000\")"))
       << scrape["chat-twice"];
+  EXPECT_TRUE(scrape["chat-two-jobs"].starts_with(
+      "the store holds the Pod's series from 2 targets (job \"pods\" instance \"10.0.0.3:8000\" "
+      "and job \"vllm\" instance \"10.0.0.3:8000\")"))
+      << scrape["chat-two-jobs"];
   EXPECT_FALSE(scrape.contains("chat-ok"));
   EXPECT_TRUE(snapshot.partial);
 }
