@@ -16,6 +16,7 @@
 #ifndef MODELMETRICS_SCRAPE_H_
 #define MODELMETRICS_SCRAPE_H_
 
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -69,6 +70,15 @@ class Scrape {
   // family is absent, not a histogram, has no `_sum`/`_count`, or either total is not finite and
   // non-negative.
   std::optional<HistogramTotals> Histogram(std::string_view name) const;
+
+  // Sum() and Histogram() per distinct tuple of the `by` labels' values (in `by` order); a series
+  // lacking one of them is skipped. Histogram groups carry no buckets; a group whose `_sum` or
+  // `_count` is missing or invalid is left out. Empty when the family is absent or mistyped.
+  using LabelValues = std::vector<std::string>;
+  std::map<LabelValues, double> SumBy(std::string_view name,
+                                      std::span<const std::string_view> by) const;
+  std::map<LabelValues, HistogramTotals> HistogramBy(std::string_view name,
+                                                     std::span<const std::string_view> by) const;
 
   const std::vector<MetricFamily>& families() const { return families_; }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,7 +46,15 @@ void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
   deployment->add_option("-n,--namespace", args->options.ns, "Namespace")->capture_default_str();
   deployment->add_option("--engine", args->options.engine, "Engine")
       ->capture_default_str()
-      ->check(CLI::IsMember({"vllm", "sglang"}, CLI::ignore_case));
+      ->check(CLI::IsMember({"vllm", "sglang", "vllm-omni"}, CLI::ignore_case));
+  deployment
+      ->add_option("--pipeline", args->options.omni_pipeline,
+                   "vllm-omni: the pipeline each Pod runs (speech or image)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, sim::SimPipelines>{{"speech", sim::SimPipelines::kSpeech},
+                                                   {"image", sim::SimPipelines::kImage}},
+          CLI::ignore_case))
+      ->default_str("speech");
   deployment
       ->add_option("--roles", args->roles,
                    "server: one server role; pd: a prefill role and a decode role")
@@ -168,6 +177,15 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(base::CheckDuration);
   pipeline->add_option("--seed", args->options.seed, "Workload seed")->capture_default_str();
+  pipeline
+      ->add_option("--pipeline", args->options.pipelines,
+                   "Which pipelines run: both, speech or image")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, sim::SimPipelines>{{"both", sim::SimPipelines::kBoth},
+                                                   {"speech", sim::SimPipelines::kSpeech},
+                                                   {"image", sim::SimPipelines::kImage}},
+          CLI::ignore_case))
+      ->default_str("both");
   pipeline
       ->add_option("--rate", args->options.requests_per_second, "Requests per second per pipeline")
       ->capture_default_str()

@@ -25,6 +25,40 @@ std::vector<std::string> ExporterProfile::Families() const {
   return names;
 }
 
+std::vector<std::string_view> ExporterProfile::SplitLabels(Split split,
+                                                           std::string_view split_label) {
+  switch (split) {
+    case Split::kNone:
+      return {};
+    case Split::kStage:
+      return {"stage"};
+    case Split::kStageReplica:
+      return {"stage", "replica"};
+    case Split::kEdge:
+      return {"from_stage", "from_replica", "to_stage", "to_replica"};
+    case Split::kLabel:
+      return {split_label};
+  }
+  return {};
+}
+
+std::string ExporterProfile::SplitScope(Split split, std::string_view split_label,
+                                        const std::vector<std::string>& v) {
+  switch (split) {
+    case Split::kNone:
+      return "";
+    case Split::kStage:
+      return "stage/" + v.at(0);
+    case Split::kStageReplica:
+      return "stage/" + v.at(0) + "." + v.at(1);
+    case Split::kEdge:
+      return "edge/" + v.at(0) + "." + v.at(1) + "->" + v.at(2) + "." + v.at(3);
+    case Split::kLabel:
+      return std::string(split_label) + "/" + v.at(0);
+  }
+  return "";
+}
+
 std::string_view FlagName(std::string_view entry) {
   const size_t eq = entry.find('=');
   return eq == std::string_view::npos ? entry : entry.substr(0, eq);

@@ -60,12 +60,23 @@ enum class Applies {
   kPdDecodeOnly,     // only on the decode half of a P/D pair
 };
 
+// Rows that report one entry per label group rather than one sum per Pod; the group becomes the
+// entry's scope (vLLM-Omni's pipelines):
+//   kStage         stage/<stage>
+//   kStageReplica  stage/<stage>.<replica>
+//   kEdge          edge/<from_stage>.<from_replica>-><to_stage>.<to_replica>
+//   kLabel         <split_label>/<value>, e.g. reason/stage_error
+enum class Split { kNone, kStage, kStageReplica, kEdge, kLabel };
+
 struct GaugeRow {
   std::string_view key;     // PodMetrics::gauges key and the snapshot's gauge name
   std::string_view family;  // read by sum over all series; reported as the source
   std::string_view unit;
   bool queueing = false;  // reported under queueing, else processing
   Applies applies = Applies::kAlways;
+  Split split = Split::kNone;
+  // The exporter creates the family at its first observation: absence is not a fault.
+  bool lazy = false;
 };
 
 struct WindowRow {
@@ -79,6 +90,24 @@ struct WindowRow {
   std::string_view pair;
   Applies applies = Applies::kAlways;
   bool from_reader = false;  // the profile's reader sets the value, not the generic sum
+  Split split = Split::kNone;
+  std::string_view split_label;  // kLabel: the label that names the group
+  // The exporter creates the family (or a group's series) at its first observation: absence is
+  // not a fault, and a group that appears between two reads of the Pod is windowed from zero.
+  bool lazy = false;
+};
+
+// A ratio of two windows' deltas over the same sampling window, reported under traffic:
+// numerator / denominator, or numerator / (numerator + denominator) with add_numerator.
+// With per_scope, one ratio per scope the numerator has (the denominator's same scope); else the
+// scopes of each are summed into one ratio at the Pod's scope.
+struct RatioRow {
+  std::string_view key;  // the snapshot's window name
+  std::string_view numerator;
+  std::string_view denominator;
+  bool add_numerator = false;
+  bool per_scope = false;
+  std::string_view no_denominator;  // the missing[] reason when the denominator did not move
 };
 
 struct CacheRow {
@@ -135,7 +164,9 @@ struct ExporterProfile {
   // A zero delta of this window marks the Pod's sampling window idle (latency and cache entries
   // then carry the idle-window reason); "" for none.
   std::string_view idle_key;
+  std::string_view idle_reason;  // the idle entries' reason; "": reason::kIdleWindow
   std::optional<ErrorRatio> error_ratio;
+  std::vector<RatioRow> ratios;
   // Empty: the profile reports no cache hits at all (routers).
   std::vector<CacheRow> cache;
   bool cache_on_pd_decode = true;  // false: the decode half of a pair reports no cache entries
@@ -146,6 +177,10 @@ struct ExporterProfile {
 
   // Every family name the rows and the reader read, each once, in row order.
   std::vector<std::string> Families() const;
+  // The labels a split row groups by, in scope order, and the scope of one group's values.
+  static std::vector<std::string_view> SplitLabels(Split split, std::string_view split_label);
+  static std::string SplitScope(Split split, std::string_view split_label,
+                                const std::vector<std::string>& values);
   // Whether a row applies to a Pod of this shape and role kind.
   static bool AppliesTo(Applies applies, bool pd, bool prefill, bool decode);
 };

@@ -13,8 +13,9 @@ namespace {
 
 // The built-in profiles, in the order their names are listed in reasons.
 const ExporterProfile* const kBuiltin[] = {
-    &exporters::kVllm,       &exporters::kSglang,       &exporters::kLlmdRouter,
-    &exporters::kVllmRouter, &exporters::kVllmRouterPd, &exporters::kSglangGateway,
+    &exporters::kVllm,          &exporters::kSglang,     &exporters::kVllmOmni,
+    &exporters::kLlmdRouter,    &exporters::kVllmRouter, &exporters::kVllmRouterPd,
+    &exporters::kSglangGateway,
 };
 
 struct Registry {

@@ -29,7 +29,7 @@ const ExporterProfile* SelectExporter(PodRole role, std::string_view name, bool 
 // The profile for a Pod of `md` (a router Pod when `router`).
 const ExporterProfile* SelectExporter(const ModelDeployment& md, bool router);
 
-// The names profiles carry for `role`, each once, in registry order: "vllm, sglang".
+// The names profiles carry for `role`, each once, in registry order: "vllm, sglang, vllm-omni".
 std::string ExporterNames(PodRole role);
 
 // Adds `profile` (which must outlive its registration) ahead of the built-ins; Unregister()

@@ -102,44 +102,86 @@ void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read)
   }
   for (const GaugeRow& gauge : pod.profile.gauges) {
     if (!pod.Uses(gauge.applies)) continue;
-    const auto value = read.gauges.find(gauge.key);
-    if (value == read.gauges.end()) {
-      AddMissing(pod.name, std::string(gauge.family), std::string(reason::kAbsent));
+    if (gauge.split != Split::kNone) {
+      const auto scoped = read.scoped_gauges.find(gauge.key);
+      if (scoped == read.scoped_gauges.end()) {
+        AddMissing(pod.name, std::string(gauge.family),
+                   std::string(gauge.lazy ? reason::kNotYetObserved : reason::kAbsent));
+        continue;
+      }
+      for (const auto& [scope, value] : scoped->second) AddGauge(pod, gauge, scope, value);
       continue;
     }
-    // Merge key (name, source, scope): prefill and decode, routers and engines stay apart.
-    auto key = std::make_tuple(std::string(gauge.key), std::string(gauge.family), pod.scope);
-    std::vector<Gauge>& list = gauge.queueing ? snapshot_.queueing : snapshot_.processing;
-    auto [it, inserted] = gauges_.try_emplace(std::move(key), gauge.queueing, list.size());
-    if (inserted) {
-      list.push_back({std::string(gauge.key), std::string(gauge.family), pod.scope,
-                      std::string(gauge.unit), value->second, 1, pod.at.wall});
-    } else {
-      Gauge& merged = list[it->second.second];
-      merged.value += value->second;
-      merged.pod_count += 1;
-      merged.observed_at = std::max(merged.observed_at, pod.at.wall);
+    const auto value = read.gauges.find(gauge.key);
+    if (value == read.gauges.end()) {
+      AddMissing(pod.name, std::string(gauge.family),
+                 std::string(gauge.lazy ? reason::kNotYetObserved : reason::kAbsent));
+      continue;
     }
+    AddGauge(pod, gauge, pod.scope, value->second);
   }
 }
 
+void SnapshotBuilder::AddGauge(const PodContext& pod, const GaugeRow& gauge,
+                               const std::string& scope, double value) {
+  // Merge key (name, source, scope): prefill and decode, routers and engines, stages stay apart.
+  auto key = std::make_tuple(std::string(gauge.key), std::string(gauge.family), scope);
+  std::vector<Gauge>& list = gauge.queueing ? snapshot_.queueing : snapshot_.processing;
+  auto [it, inserted] = gauges_.try_emplace(std::move(key), gauge.queueing, list.size());
+  if (inserted) {
+    list.push_back({std::string(gauge.key), std::string(gauge.family), scope,
+                    std::string(gauge.unit), value, 1, pod.at.wall});
+  } else {
+    Gauge& merged = list[it->second.second];
+    merged.value += value;
+    merged.pod_count += 1;
+    merged.observed_at = std::max(merged.observed_at, pod.at.wall);
+  }
+}
+
+struct SnapshotBuilder::Delta {
+  double count;
+  double window_seconds;
+  SteadyTime start;
+};
+
+namespace {
+
+// A split row's missing[] source and baseline id: the family and its group.
+std::string ScopedSource(std::string_view family, std::string_view scope) {
+  return scope.empty() ? std::string(family) : fmt::format("{} ({})", family, scope);
+}
+std::string ScopedId(std::string_view family, std::string_view scope) {
+  return scope.empty() ? std::string(family) : fmt::format("{}{{{}}}", family, scope);
+}
+
+}  // namespace
+
 bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read) {
-  struct Delta {
-    double count;
-    double window_seconds;
-    SteadyTime start;
-  };
-  std::map<std::string_view, Delta> deltas;
-  const std::string_view idle_key = pod.profile.idle_key;
+  Deltas deltas;
+  std::set<std::string> failed;  // window keys with a scope that has no delta
   for (const WindowRow& def : pod.profile.windows) {
     if (!pod.Uses(def.applies)) continue;  // a skip that leaves no missing[] entry
 
+    if (def.split != Split::kNone) {
+      const auto scoped = read.scoped_windows.find(def.key);
+      if (scoped == read.scoped_windows.end()) {
+        if (!def.lazy) failed.emplace(def.key);
+        AddMissing(pod.name, std::string(def.family),
+                   std::string(def.lazy ? reason::kNotYetObserved : reason::kAbsent));
+        continue;
+      }
+      for (const auto& [scope, value] : scoped->second) {
+        if (!MergeWindow(pod, def, scope, value, deltas)) failed.emplace(def.key);
+      }
+      continue;
+    }
     const auto value = read.windows.find(def.key);
     if (value == read.windows.end()) {
-      std::string_view why = reason::kAbsent;
+      std::string_view why = def.lazy ? reason::kNotYetObserved : reason::kAbsent;
       if (!def.pair.empty()) {
         if (def.kind == WindowKind::kHistogram) {
-          const auto pair = deltas.find(def.pair);
+          const auto pair = deltas.find({std::string(def.pair), ""});
           if (pair != deltas.end() && pair->second.count == 0) {
             why = reason::kLabeledHistogramUnexported;
           }
@@ -147,60 +189,17 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
           why = reason::kLabeledCounterUnexported;
         }
       }
+      if (!def.lazy) failed.emplace(def.key);
       AddMissing(pod.name, std::string(def.family), std::string(why));
       continue;  // an absent series leaves its baseline untouched
     }
-    const Baselines::Previous previous = pod.baselines->Window(
-        pod.key_prefix, def.family, {value->second.sum, value->second.count, pod.at});
-    if (previous.reset) {
-      AddMissing(pod.name, std::string(def.family), std::string(reason::kCounterReset));
-      continue;
-    }
-    if (!previous.sample) {
-      AddMissing(pod.name, std::string(def.family), std::string(reason::kAwaiting));
-      continue;
-    }
-    const double window_seconds = Seconds(pod.at.steady - previous.sample->at.steady);
-    const double count = value->second.count - previous.sample->second;
-    const double sum = value->second.sum - previous.sample->first;
-    if (count < 0 || sum < 0) {
-      AddMissing(pod.name, std::string(def.family), std::string(reason::kCounterReset));
-      continue;
-    }
-    deltas[def.key] = {count, window_seconds, previous.sample->at.steady};
-    if (def.kind == WindowKind::kHistogram && count == 0) {
-      const auto idle = deltas.find(idle_key);
-      const bool is_idle =
-          def.area == Area::kLatency && idle != deltas.end() && idle->second.count == 0;
-      AddMissing(pod.name, std::string(def.family),
-                 std::string(is_idle ? reason::kIdleWindow : reason::kNoObservations));
-      continue;
-    }
-    const double value_of_window =
-        def.kind == WindowKind::kHistogram ? sum / count : count / window_seconds;
-    if (!std::isfinite(value_of_window)) {
-      AddMissing(pod.name, std::string(def.family), std::string(reason::kNotFinite));
-      continue;
-    }
-    Window window{.name = std::string(def.key),
-                  .pod = pod.name,
-                  .source = std::string(def.family),
-                  .scope = pod.scope,
-                  .unit = std::string(def.unit),
-                  .value = value_of_window,
-                  .samples = count,
-                  .window_seconds = window_seconds,
-                  .observed_at = pod.at.wall};
-    std::vector<Window>& area = def.area == Area::kLatency   ? snapshot_.latency
-                                : def.area == Area::kTraffic ? snapshot_.traffic
-                                                             : snapshot_.transfer;
-    area.push_back(std::move(window));
+    if (!MergeWindow(pod, def, "", value->second, deltas)) failed.emplace(def.key);
   }
 
   // The error ratio needs an all-request denominator: only profiles that name one report it.
   if (const std::optional<ErrorRatio>& ratio = pod.profile.error_ratio) {
-    const auto requests = deltas.find(ratio->requests);
-    const auto errors = deltas.find(ratio->errors);
+    const auto requests = deltas.find({std::string(ratio->requests), ""});
+    const auto errors = deltas.find({std::string(ratio->errors), ""});
     if (requests != deltas.end() && errors != deltas.end()) {
       std::string_view request_source;
       std::string_view error_source;
@@ -229,8 +228,156 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
       }
     }
   }
-  const auto idle = deltas.find(idle_key);
+  MergeRatios(pod, deltas, failed);
+  const auto idle = deltas.find({std::string(pod.profile.idle_key), ""});
   return idle != deltas.end() && idle->second.count == 0;
+}
+
+bool SnapshotBuilder::MergeWindow(const PodContext& pod, const WindowRow& def,
+                                  const std::string& scope, const WindowValue& value,
+                                  Deltas& deltas) {
+  const std::string source = ScopedSource(def.family, scope);
+  Baselines::Previous previous = pod.baselines->Window(pod.key_prefix, ScopedId(def.family, scope),
+                                                       {value.sum, value.count, pod.at});
+  if (previous.reset) {
+    AddMissing(pod.name, source, std::string(reason::kCounterReset));
+    return false;
+  }
+  if (const auto idle = deltas.find({std::string(pod.profile.idle_key), ""});
+      !previous.sample && def.lazy && !scope.empty() && idle != deltas.end()) {
+    // A group that appeared since the Pod's previous read was created at its first observation:
+    // it was zero then (the idle key's delta proves that read exists and is this process's).
+    previous.sample = BaselineSample{0, 0, {pod.at.wall, idle->second.start}};
+  }
+  if (!previous.sample) {
+    AddMissing(pod.name, source, std::string(reason::kAwaiting));
+    return false;
+  }
+  const double window_seconds = Seconds(pod.at.steady - previous.sample->at.steady);
+  const double count = value.count - previous.sample->second;
+  const double sum = value.sum - previous.sample->first;
+  if (count < 0 || sum < 0) {
+    AddMissing(pod.name, source, std::string(reason::kCounterReset));
+    return false;
+  }
+  deltas[{std::string(def.key), scope}] = {count, window_seconds, previous.sample->at.steady};
+  if (def.kind == WindowKind::kHistogram && count == 0) {
+    const auto idle = deltas.find({std::string(pod.profile.idle_key), ""});
+    const bool is_idle =
+        def.area == Area::kLatency && idle != deltas.end() && idle->second.count == 0;
+    const std::string_view idle_reason =
+        pod.profile.idle_reason.empty() ? reason::kIdleWindow : pod.profile.idle_reason;
+    AddMissing(pod.name, source, std::string(is_idle ? idle_reason : reason::kNoObservations));
+    return true;  // a delta of zero, which a ratio may still use
+  }
+  const double value_of_window =
+      def.kind == WindowKind::kHistogram ? sum / count : count / window_seconds;
+  if (!std::isfinite(value_of_window)) {
+    AddMissing(pod.name, source, std::string(reason::kNotFinite));
+    return true;
+  }
+  Window window{.name = std::string(def.key),
+                .pod = pod.name,
+                .source = std::string(def.family),
+                .scope = scope.empty() ? pod.scope : scope,
+                .unit = std::string(def.unit),
+                .value = value_of_window,
+                .samples = count,
+                .window_seconds = window_seconds,
+                .observed_at = pod.at.wall};
+  std::vector<Window>& area = def.area == Area::kLatency   ? snapshot_.latency
+                              : def.area == Area::kTraffic ? snapshot_.traffic
+                                                           : snapshot_.transfer;
+  area.push_back(std::move(window));
+  return true;
+}
+
+void SnapshotBuilder::MergeRatios(const PodContext& pod, const Deltas& deltas,
+                                  const std::set<std::string>& failed) {
+  auto family_of = [&pod](std::string_view key) {
+    for (const WindowRow& def : pod.profile.windows) {
+      if (def.key == key) return def.family;
+    }
+    return std::string_view();
+  };
+  // The scopes of one window key's deltas.
+  auto scopes_of = [&deltas](std::string_view key) {
+    std::vector<std::pair<std::string, const Delta*>> out;
+    for (const auto& [k, delta] : deltas) {
+      if (k.first == key) out.emplace_back(k.second, &delta);
+    }
+    return out;
+  };
+  const double idle_count = [&] {
+    const auto idle = deltas.find({std::string(pod.profile.idle_key), ""});
+    return idle == deltas.end() ? -1.0 : idle->second.count;
+  }();
+  const std::string_view idle_reason =
+      pod.profile.idle_reason.empty() ? reason::kIdleWindow : pod.profile.idle_reason;
+
+  for (const RatioRow& ratio : pod.profile.ratios) {
+    const std::string source =
+        fmt::format("{}+{}", family_of(ratio.numerator), family_of(ratio.denominator));
+    auto report = [&](const std::string& scope, double numerator, double denominator,
+                      const Delta& window) {
+      const double whole = ratio.add_numerator ? numerator + denominator : denominator;
+      if (whole == 0) {
+        AddMissing(pod.name, ScopedSource(source, scope),
+                   std::string(idle_count == 0 ? idle_reason : ratio.no_denominator));
+        return;
+      }
+      snapshot_.traffic.push_back({.name = std::string(ratio.key),
+                                   .pod = pod.name,
+                                   .source = source,
+                                   .scope = scope.empty() ? pod.scope : scope,
+                                   .unit = "fraction",
+                                   .value = numerator / whole,
+                                   .samples = whole,
+                                   .window_seconds = window.window_seconds,
+                                   .observed_at = pod.at.wall});
+    };
+    const auto numerators = scopes_of(ratio.numerator);
+    const auto denominators = scopes_of(ratio.denominator);
+    if (ratio.per_scope) {
+      // One ratio per denominator scope; a numerator scope that never appeared is zero.
+      for (const auto& [scope, denominator] : denominators) {
+        const auto numerator = deltas.find({std::string(ratio.numerator), scope});
+        if (numerator == deltas.end() && failed.contains(std::string(ratio.numerator))) {
+          AddMissing(pod.name, ScopedSource(source, scope), std::string(reason::kRatioIncomplete));
+          continue;
+        }
+        if (numerator != deltas.end() && numerator->second.start != denominator->start) {
+          AddMissing(pod.name, ScopedSource(source, scope), std::string(reason::kDifferentWindows));
+          continue;
+        }
+        report(scope, numerator == deltas.end() ? 0 : numerator->second.count, denominator->count,
+               *denominator);
+      }
+      continue;
+    }
+    if (denominators.empty() && numerators.empty()) continue;  // neither exported yet
+    if (failed.contains(std::string(ratio.numerator)) ||
+        failed.contains(std::string(ratio.denominator))) {
+      AddMissing(pod.name, source, std::string(reason::kRatioIncomplete));
+      continue;
+    }
+    double numerator = 0;
+    double denominator = 0;
+    const Delta* window = nullptr;
+    bool same_window = true;
+    for (const auto* list : {&numerators, &denominators}) {
+      for (const auto& [scope, delta] : *list) {
+        (list == &numerators ? numerator : denominator) += delta->count;
+        if (window != nullptr && window->start != delta->start) same_window = false;
+        window = delta;
+      }
+    }
+    if (!same_window) {
+      AddMissing(pod.name, source, std::string(reason::kDifferentWindows));
+      continue;
+    }
+    report("", numerator, denominator, *window);
+  }
 }
 
 void SnapshotBuilder::MergeCacheHits(const PodContext& pod, const PodMetrics& read, bool idle) {
@@ -294,6 +441,7 @@ Snapshot SnapshotBuilder::Finish(WallTime timestamp) {
   sort_by(snapshot_.processing, gauge_key);
   sort_by(snapshot_.queueing, gauge_key);
   sort_by(snapshot_.cache_hits, [](const CacheHit& h) { return h.pod + h.scope; });
+  // A split row's entries share pod and name; they stay in scope order (stable sort).
   auto window_key = [](const Window& w) { return w.pod + w.name; };
   sort_by(snapshot_.latency, window_key);
   sort_by(snapshot_.traffic, window_key);

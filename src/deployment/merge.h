@@ -12,9 +12,11 @@
 #define MODELMETRICS_DEPLOYMENT_MERGE_H_
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "deployment/baseline_store.h"
@@ -77,18 +79,36 @@ inline constexpr std::string_view kIdleWindow =
     "idle sampling window: the Pod's TTFT histogram recorded no new request, so this source has "
     "no new sample";
 
+// Not upstream's: the vLLM-Omni profile (exporters/vllm_omni.cc).
+inline constexpr std::string_view kNotYetObserved =
+    "not exported before its first observation: vLLM-Omni creates the family when a stage first "
+    "records it";
+inline constexpr std::string_view kOmniIdleWindow =
+    "idle sampling window: the pipeline's end-to-end latency histogram recorded no finished "
+    "request, so this source has no new sample";
+inline constexpr std::string_view kRatioIncomplete =
+    "a part of the ratio has no value in this sampling window (see its own entry)";
+inline constexpr std::string_view kNoSpeechStreams =
+    "no Speech API stream ended in the sampling window";
+inline constexpr std::string_view kNoAudioFinished =
+    "no streamed audio request finished in the sampling window";
+
 inline constexpr std::string_view kNotPartialReasons[] = {
     kLabeledCounterUnexported, kLabeledHistogramUnexported,
     kVllmRouterPdNoProcessing, kVllmNoKvConnector,
     kVllmExternalNotStore,     kSglangNoHostTier,
-    kSglangNoStorageTier,      kIdleWindow};
+    kSglangNoStorageTier,      kIdleWindow,
+    kNotYetObserved,           kOmniIdleWindow,
+    kRatioIncomplete,          kNoSpeechStreams,
+    kNoAudioFinished};
 }  // namespace reason
 
 bool IsNotPartialReason(std::string_view reason);
 
 // An engine or router name the deployment metrics have no rules for (partial: nothing is read).
-//   unsupported source: engine "<name>" is not one the deployment metrics read (vllm, sglang)
-//   unsupported source: router "<name>" is not one ... (llm-d-router, vllm-router, sglang-gateway)
+//   unsupported source: engine "<name>" is not one the deployment metrics read (vllm, sglang,
+//   vllm-omni) unsupported source: router "<name>" is not one ... (llm-d-router, vllm-router,
+//   sglang-gateway)
 std::string UnsupportedEngineReason(std::string_view engine);
 std::string UnsupportedRouterReason(std::string_view router);
 
@@ -113,8 +133,17 @@ class SnapshotBuilder {
 
  private:
   struct PodContext;
+  struct Delta;
+  // (window key, scope; "" for a row that is not split) -> the window's delta.
+  using Deltas = std::map<std::pair<std::string, std::string>, Delta>;
   void MergeGauges(const PodContext& pod, const PodMetrics& read);
+  void AddGauge(const PodContext& pod, const GaugeRow& row, const std::string& scope, double value);
   bool MergeWindows(const PodContext& pod, const PodMetrics& read);  // returns idle
+  // One window of one scope; true (and its delta in `deltas`) when it has one.
+  bool MergeWindow(const PodContext& pod, const WindowRow& def, const std::string& scope,
+                   const WindowValue& value, Deltas& deltas);
+  void MergeRatios(const PodContext& pod, const Deltas& deltas,
+                   const std::set<std::string>& failed);
   void MergeCacheHits(const PodContext& pod, const PodMetrics& read, bool idle);
 
   const ModelDeployment& md_;

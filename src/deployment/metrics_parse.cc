@@ -2,6 +2,7 @@
 #include "deployment/metrics_parse.h"
 
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "modelmetrics/scrape.h"
@@ -11,7 +12,14 @@ namespace modelmetrics::deployment {
 void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out) {
   *out = PodMetrics{};
   for (const GaugeRow& gauge : profile.gauges) {
-    if (const std::optional<double> value = scrape.Sum(gauge.family)) {
+    if (gauge.split != Split::kNone) {
+      const std::vector<std::string_view> by = ExporterProfile::SplitLabels(gauge.split, "");
+      std::map<std::string, double> scoped;
+      for (const auto& [values, sum] : scrape.SumBy(gauge.family, by)) {
+        scoped[ExporterProfile::SplitScope(gauge.split, "", values)] += sum;
+      }
+      if (!scoped.empty()) out->scoped_gauges.emplace(gauge.key, std::move(scoped));
+    } else if (const std::optional<double> value = scrape.Sum(gauge.family)) {
       out->gauges.emplace(gauge.key, *value);
     }
   }
@@ -23,6 +31,27 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
   }
   for (const WindowRow& window : profile.windows) {
     if (window.from_reader) continue;
+    if (window.split != Split::kNone) {
+      const std::vector<std::string_view> by =
+          ExporterProfile::SplitLabels(window.split, window.split_label);
+      auto scope = [&window](const std::vector<std::string>& values) {
+        return ExporterProfile::SplitScope(window.split, window.split_label, values);
+      };
+      std::map<std::string, WindowValue> scoped;
+      if (window.kind == WindowKind::kHistogram) {
+        for (const auto& [values, totals] : scrape.HistogramBy(window.family, by)) {
+          WindowValue& value = scoped[scope(values)];
+          value.sum += totals.sum;
+          value.count += totals.count;
+        }
+      } else {
+        for (const auto& [values, sum] : scrape.SumBy(window.family, by)) {
+          scoped[scope(values)].count += sum;
+        }
+      }
+      if (!scoped.empty()) out->scoped_windows.emplace(window.key, std::move(scoped));
+      continue;
+    }
     if (window.kind == WindowKind::kHistogram) {
       if (const std::optional<HistogramTotals> totals = scrape.Histogram(window.family)) {
         out->windows.emplace(window.key, WindowValue{totals->sum, totals->count});
@@ -40,6 +69,16 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
   std::erase_if(out->windows, [](const auto& w) {
     return !std::isfinite(w.second.sum) || !std::isfinite(w.second.count);
   });
+  for (auto& [key, scoped] : out->scoped_gauges) {
+    std::erase_if(scoped, [](const auto& g) { return !std::isfinite(g.second); });
+  }
+  std::erase_if(out->scoped_gauges, [](const auto& g) { return g.second.empty(); });
+  for (auto& [key, scoped] : out->scoped_windows) {
+    std::erase_if(scoped, [](const auto& w) {
+      return !std::isfinite(w.second.sum) || !std::isfinite(w.second.count);
+    });
+  }
+  std::erase_if(out->scoped_windows, [](const auto& w) { return w.second.empty(); });
 }
 
 bool ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodMetrics* out,

@@ -51,6 +51,7 @@ std::string_view ReasonForCode(int code);
 // Named constants (see file comment for the comparison rules).
 inline constexpr std::string_view kEngineVllm = "vllm";
 inline constexpr std::string_view kEngineSglang = "sglang";
+inline constexpr std::string_view kEngineVllmOmni = "vllm-omni";
 inline constexpr std::string_view kRoleKindServer = "server";
 inline constexpr std::string_view kRoleKindPrefill = "prefill";
 inline constexpr std::string_view kRoleKindDecode = "decode";

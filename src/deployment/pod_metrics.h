@@ -31,6 +31,9 @@ struct PodMetrics {
   std::map<std::string, double, std::less<>> gauges;
   std::map<std::string, CounterPair, std::less<>> cache;
   std::map<std::string, WindowValue, std::less<>> windows;
+  // Split rows (exporter_profile.h): by row key, then by scope (`stage/0`, `edge/0.1->1.0`, ...).
+  std::map<std::string, std::map<std::string, double>, std::less<>> scoped_gauges;
+  std::map<std::string, std::map<std::string, WindowValue>, std::less<>> scoped_windows;
 };
 
 }  // namespace modelmetrics::deployment

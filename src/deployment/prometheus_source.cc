@@ -84,13 +84,27 @@ class RangeBaselines : public Baselines {
       : profile_(profile), first_(std::move(first)), at_(first_at), resets_(std::move(resets)) {}
 
   Previous Window(std::string_view, std::string_view id, const BaselineSample&) override {
-    if (resets_.contains(id)) return {std::nullopt, true};
+    // A split row's id is `family{scope}` (merge.cc).
+    std::string_view family = id, scope;
+    if (const size_t brace = id.find('{'); brace != std::string_view::npos && id.ends_with('}')) {
+      family = id.substr(0, brace);
+      scope = id.substr(brace + 1, id.size() - brace - 2);
+    }
+    if (resets_.contains(family)) return {std::nullopt, true};
     if (!first_) return {};
     for (const WindowRow& row : profile_.windows) {
-      if (row.family != id) continue;
-      const auto value = first_->windows.find(row.key);
-      if (value == first_->windows.end()) return {};
-      return {BaselineSample{value->second.sum, value->second.count, at_}};
+      if (row.family != family) continue;
+      const WindowValue* value = nullptr;
+      if (scope.empty()) {
+        const auto found = first_->windows.find(row.key);
+        if (found != first_->windows.end()) value = &found->second;
+      } else if (const auto rows = first_->scoped_windows.find(row.key);
+                 rows != first_->scoped_windows.end()) {
+        const auto found = rows->second.find(std::string(scope));
+        if (found != rows->second.end()) value = &found->second;
+      }
+      if (value == nullptr) return {};
+      return {BaselineSample{value->sum, value->count, at_}};
     }
     return {};
   }

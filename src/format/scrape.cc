@@ -212,4 +212,72 @@ std::optional<HistogramTotals> Scrape::Histogram(std::string_view name) const {
   return totals;
 }
 
+namespace {
+
+// The values of `by` in `s`'s labels, in `by` order; false when one is missing.
+bool GroupOf(const MetricSample& s, std::span<const std::string_view> by,
+             Scrape::LabelValues* out) {
+  out->assign(by.size(), std::string());
+  for (size_t i = 0; i < by.size(); ++i) {
+    bool found = false;
+    for (const auto& [k, v] : s.labels) {
+      if (k == by[i]) {
+        (*out)[i] = v;
+        found = true;
+        break;
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::map<Scrape::LabelValues, double> Scrape::SumBy(std::string_view name,
+                                                    std::span<const std::string_view> by) const {
+  std::map<LabelValues, double> sums;
+  for (const MetricFamily* f :
+       {FindExact(name), FindExact(std::string(name) + std::string(kTotal)),
+        name.ends_with(kTotal) ? FindExact(name.substr(0, name.size() - kTotal.size()))
+                               : nullptr}) {
+    if (f == nullptr || (f->type != MetricType::kGauge && f->type != MetricType::kCounter)) {
+      continue;
+    }
+    LabelValues group;
+    for (const MetricSample& s : f->samples) {
+      const bool value_series =
+          s.name == f->name || (f->type == MetricType::kCounter &&
+                                s.name.size() == f->name.size() + 6 && s.name.ends_with(kTotal));
+      if (!value_series || !Valid(s.value) || !GroupOf(s, by, &group)) continue;
+      sums[group] += s.value;
+    }
+    if (!sums.empty()) break;  // the first spelling with a valid sample, as Sum() takes
+  }
+  return sums;
+}
+
+std::map<Scrape::LabelValues, HistogramTotals> Scrape::HistogramBy(
+    std::string_view name, std::span<const std::string_view> by) const {
+  std::map<LabelValues, HistogramTotals> groups;
+  const MetricFamily* f = FindExact(name);
+  if (f == nullptr || f->type != MetricType::kHistogram) return groups;
+  const std::string sum_name = f->name + "_sum";
+  const std::string count_name = f->name + "_count";
+  std::map<LabelValues, std::pair<bool, bool>> seen;  // has _sum, has _count
+  LabelValues group;
+  for (const MetricSample& s : f->samples) {
+    const bool is_sum = s.name == sum_name;
+    if ((!is_sum && s.name != count_name) || !GroupOf(s, by, &group)) continue;
+    HistogramTotals& totals = groups[group];
+    (is_sum ? totals.sum : totals.count) += s.value;
+    (is_sum ? seen[group].first : seen[group].second) = true;
+  }
+  std::erase_if(groups, [&seen](const auto& g) {
+    const auto [has_sum, has_count] = seen[g.first];
+    return !has_sum || !has_count || !Valid(g.second.sum) || !Valid(g.second.count);
+  });
+  return groups;
+}
+
 }  // namespace modelmetrics

@@ -189,6 +189,9 @@ struct DeploymentSim::Impl {
     mutable std::mutex mu;
     std::optional<PodModel> model;
     std::optional<PodModel> reset_snapshot;  // counter-reset: the last served counters
+    // vLLM-Omni Pods: the pipeline simulation whose registry is the body (model then only keeps
+    // the clock).
+    std::unique_ptr<PipelineSimulation> pipeline;
     PodFault fault = PodFault::kNone;
     int generation = 0;  // restarts as a new Pod
     std::string uid;
@@ -230,6 +233,23 @@ struct DeploymentSim::Impl {
     pod.uid = PodUid(pod, pod.generation);
     pod.model->Restart();
     pod.reset_snapshot.reset();
+    if (pod.pipeline) StartPipelineLocked(pod);
+  }
+
+  // Under pod.mu: a vLLM-Omni Pod's (new) process, one speech or image pipeline.
+  void StartPipelineLocked(Pod& pod) {
+    const ExporterConfig& c = pod.config;
+    pod.pipeline.reset();
+    pod.pipeline = std::make_unique<PipelineSimulation>(
+        PipelineSimOptions{.seed = c.seed ^ c.pod_key ^ static_cast<uint64_t>(pod.generation),
+                           .requests_per_second = c.requests_per_second,
+                           .pipelines = options->omni_pipeline});
+    if (!c.idle) pod.pipeline->Start();
+  }
+
+  // Under pod.mu: what the Pod serves.
+  std::string BodyLocked(const Pod& pod) const {
+    return pod.pipeline ? pod.pipeline->Render() : pod.model->Render();
   }
 
   FaultReply Plan(Pod& pod, const FaultRequest& request) {
@@ -280,7 +300,7 @@ struct DeploymentSim::Impl {
           reply.body_tail = std::shared_ptr<const std::string>(&GzipBomb(), [](auto*) {});
           return reply;
         case PodFault::kOversize: {
-          reply.body = pod.model->Render();
+          reply.body = BodyLocked(pod);
           std::lock_guard padding_lock(oversize_mu);
           auto& tail = oversize_padding[pod.config.kind];
           if (!tail) tail = RenderPadding(pod.config.kind, kOversizeBytes);
@@ -289,7 +309,7 @@ struct DeploymentSim::Impl {
         }
         case PodFault::kSlowBody:
           reply.action = FaultReply::Action::kTrickle;
-          reply.body = pod.model->Render();
+          reply.body = BodyLocked(pod);
           reply.body_tail = padding;
           reply.trickle_chunks = 30;
           reply.trickle_interval = std::chrono::milliseconds(100);
@@ -302,17 +322,17 @@ struct DeploymentSim::Impl {
           reply.body = pod.reset_snapshot->Render();
           break;
         case PodFault::kRestart:
-          reply.body = pod.model->Render();
+          reply.body = BodyLocked(pod);
           RestartLocked(pod);
           objects_changed = true;
           break;
         case PodFault::kSlow:
           reply.delay = std::chrono::milliseconds(300);
-          reply.body = pod.model->Render();
+          reply.body = BodyLocked(pod);
           break;
         case PodFault::kNone:
         case PodFault::kUntrustedTls:
-          reply.body = pod.model->Render();
+          reply.body = BodyLocked(pod);
           break;
       }
     }
@@ -442,7 +462,7 @@ std::string DeploymentSim::Impl::BuildJson() const {
   const DeploymentSimOptions& o = *options;
   deployment::ObjectSet set = BuildObjects();
   Json items = Json::array();
-  const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
+  const bool vllm = EqualsIgnoreCase(o.engine, "vllm") || EqualsIgnoreCase(o.engine, "vllm-omni");
   for (const auto& md : set.model_deployments) {
     Json spec = {{"model", {{"name", o.model}}},
                  {"engine", {{"name", md.engine}, {"version", vllm ? "0.11.0" : "0.5.4"}}}};
@@ -526,8 +546,24 @@ bool DeploymentSim::Start(std::string* error) {
   impl_->started = true;
   const DeploymentSimOptions& o = options_;
   const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
-  if (!vllm && !EqualsIgnoreCase(o.engine, "sglang")) {
-    return fail("unknown engine \"" + o.engine + "\" (vllm or sglang)");
+  const bool omni = EqualsIgnoreCase(o.engine, "vllm-omni");
+  if (!vllm && !omni && !EqualsIgnoreCase(o.engine, "sglang")) {
+    return fail("unknown engine \"" + o.engine + "\" (vllm, sglang or vllm-omni)");
+  }
+  if (omni) {
+    // A vLLM-Omni Pod runs its whole pipeline: no P/D halves, no router, and its counters live
+    // in a real registry, which cannot be halved.
+    if (!o.router.empty()) return fail("a vllm-omni deployment has no router here");
+    for (const SimRole& role : o.roles) {
+      if (!EqualsIgnoreCase(role.kind, "server")) {
+        return fail("role " + role.name + ": a vllm-omni role is of kind server");
+      }
+    }
+    for (const auto& [name, fault] : o.faults) {
+      if (fault == PodFault::kCounterReset) {
+        return fail("fault counter-reset: not available on vllm-omni Pods (use restart)");
+      }
+    }
   }
   if (!o.router.empty() && o.router != "llm-d-router" && o.router != "vllm-router" &&
       o.router != "sglang-gateway") {
@@ -684,7 +720,12 @@ bool DeploymentSim::Start(std::string* error) {
       }
       c.requests_per_second = o.requests_per_second / std::max(1, role_pods[pod->component]);
       pod->container = "engine";
-      if (vllm) {
+      if (omni) {
+        c.kind = ExporterKind::kVllm;  // the model keeps the clock; the pipeline is the body
+        pod->image = "vllm/vllm-omni:v0.11.0";
+        pod->command = {"vllm", "serve"};
+        pod->args = {o.model, "--omni", "--host", "0.0.0.0", "--port", port};
+      } else if (vllm) {
         c.kind = ExporterKind::kVllm;
         c.kv_connector = o.kv_connector || o.kv_cache || pd;
         pod->image = "vllm/vllm-openai:v0.11.0";
@@ -710,7 +751,8 @@ bool DeploymentSim::Start(std::string* error) {
         }
       }
       if (role) pod->args.insert(pod->args.end(), role->extra_args.begin(), role->extra_args.end());
-      if (!vllm) {
+      if (omni) {
+      } else if (!vllm) {
         c.host_tier = HasArg(pod->args, "--enable-hierarchical-cache") ||
                       HasArg(pod->args, "--enable-lmcache") || HasArg(pod->args, "--enable-flexkv");
         c.storage_tier = HasArg(pod->args, "--hicache-storage-backend");
@@ -721,6 +763,7 @@ bool DeploymentSim::Start(std::string* error) {
     std::lock_guard lock(pod->mu);
     pod->model.emplace(c);
     pod->uid = impl_->PodUid(*pod, 0);
+    if (omni && !pod->router) impl_->StartPipelineLocked(*pod);
     if (pod->fault == PodFault::kRestart) impl_->RestartLocked(*pod);
   }
   impl_->padding =
@@ -787,6 +830,7 @@ std::string DeploymentSim::PodUrl(const std::string& pod) const {
 bool DeploymentSim::SetFault(const std::string& pod, PodFault fault) {
   Impl::Pod* found = impl_->Find(pod);
   if (!found || !found->model) return false;
+  if (found->pipeline && fault == PodFault::kCounterReset) return false;
   {
     std::lock_guard lock(found->mu);
     found->fault = fault;
@@ -805,10 +849,17 @@ std::string DeploymentSim::ObjectsJson() const { return impl_->BuildJson(); }
 std::string DeploymentSim::MetricsAt(const std::string& pod,
                                      std::chrono::milliseconds elapsed) const {
   const Impl::Pod* found = impl_->Find(pod);
-  if (!found || !found->model) return "";
+  if (!found || !found->model || found->pipeline) return "";
   PodModel model(found->config);
   model.AdvanceTo(model.start_tick() + static_cast<uint64_t>(elapsed / kTrafficTick));
   return model.Render();
+}
+
+PipelineSimulation* DeploymentSim::Pipeline(const std::string& pod) const {
+  Impl::Pod* found = impl_->Find(pod);
+  if (!found) return nullptr;
+  std::lock_guard lock(found->mu);
+  return found->pipeline.get();
 }
 
 size_t DeploymentSim::ScrapesServed() const { return impl_->stats->requests.load(); }

@@ -9,6 +9,11 @@
 // Pod's model up to the elapsed time, so what a Pod serves depends only on the options and the
 // time elapsed since Start.
 //
+// A vllm-omni deployment's Pods each run one pipeline simulation (sim/pipeline_sim.h: the speech
+// or the image pipeline, in real time, with its own registry) and serve its registry, as a
+// vLLM-Omni server serves its orchestrator's; they are not deterministic, have no router or P/D
+// halves, and take every fault but counter-reset (restart starts a new pipeline).
+//
 // Faults, per Pod, at start (options.faults) or at runtime (SetFault), take effect on the next
 // request or connection:
 //   hang            accepts and reads the request, never answers
@@ -46,6 +51,7 @@
 #include <vector>
 
 #include "deployment/object_file.h"
+#include "sim/pipeline_sim.h"
 
 namespace modelmetrics::sim {
 
@@ -81,7 +87,9 @@ struct DeploymentSimOptions {
   std::string name = "chat";
   std::string ns = "default";
   std::string uid;              // empty: derived from namespace, name and seed
-  std::string engine = "vllm";  // vllm | sglang
+  std::string engine = "vllm";  // vllm | sglang | vllm-omni
+  // vllm-omni: the pipeline every Pod runs (sim/pipeline_sim.h; one model per Pod).
+  SimPipelines omni_pipeline = SimPipelines::kSpeech;
   std::string model = "Qwen/Qwen2.5-0.5B-Instruct";
   std::vector<SimRole> roles;  // empty: one "server" role with one Pod
   std::string router;          // "" | llm-d-router | vllm-router | sglang-gateway
@@ -144,8 +152,12 @@ class DeploymentSim {
   std::string ObjectsJson() const;
 
   // What `pod` would serve at `elapsed` after Start with no fault, computed on a fresh model
-  // (it does not disturb the served state). "" for an unknown Pod. For determinism tests.
+  // (it does not disturb the served state). "" for an unknown Pod or a vLLM-Omni one (its
+  // pipeline runs in real time). For determinism tests.
   std::string MetricsAt(const std::string& pod, std::chrono::milliseconds elapsed) const;
+
+  // A vLLM-Omni Pod's running pipeline (null for other Pods); valid until its next restart.
+  PipelineSimulation* Pipeline(const std::string& pod) const;
 
   size_t ScrapesServed() const;          // requests answered or attempted, every Pod
   size_t PeakConcurrentScrapes() const;  // the most requests in flight at once, every Pod

@@ -3,11 +3,13 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <random>
 #include <thread>
@@ -61,10 +63,12 @@ class Bindings {
   std::map<std::pair<int, std::string>, int> map_;
 };
 
-// A real-time event loop on one thread: events run at their due time, in order.
+// A real-time event loop on one thread: events run at their due time, in order. Events schedule
+// more events from the loop thread; Stop(), Pause() and Resume() may come from any thread.
 class EventLoop {
  public:
   void At(Clock::time_point when, std::function<void()> fn) {
+    std::lock_guard lock(mu_);
     queue_.push(Event{when, next_++, std::move(fn)});
   }
   void After(double seconds, std::function<void()> fn) {
@@ -72,14 +76,46 @@ class EventLoop {
                           std::chrono::duration<double>(std::max(seconds, 0.0))),
        std::move(fn));
   }
+  // Runs events due before `end`, then waits for `end`; returns early on Stop().
   void RunUntil(Clock::time_point end) {
-    while (!queue_.empty() && queue_.top().when < end) {
+    std::unique_lock lock(mu_);
+    while (!stopped_) {
+      if (paused_) {
+        cv_.wait(lock, [this] { return stopped_ || !paused_; });
+        continue;
+      }
+      const Clock::time_point due = queue_.empty() ? end : std::min(end, queue_.top().when);
+      if (Clock::now() < due) {
+        cv_.wait_until(lock, due, [this] { return stopped_ || paused_; });
+        continue;
+      }
+      if (queue_.empty() || queue_.top().when >= end) break;
       Event e = queue_.top();
       queue_.pop();
-      std::this_thread::sleep_until(e.when);
+      running_ = true;
+      lock.unlock();
       e.fn();
+      lock.lock();
+      running_ = false;
+      cv_.notify_all();
     }
-    std::this_thread::sleep_until(end);
+  }
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  // Returns once no event runs; none runs until Resume().
+  void Pause() {
+    std::unique_lock lock(mu_);
+    paused_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !running_; });
+  }
+  void Resume() {
+    std::lock_guard lock(mu_);
+    paused_ = false;
+    cv_.notify_all();
   }
 
  private:
@@ -91,8 +127,13 @@ class EventLoop {
       return when != o.when ? when > o.when : seq > o.seq;  // min-heap by time, then order
     }
   };
-  std::priority_queue<Event> queue_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Event> queue_;  // guarded by mu_, as are the flags
   uint64_t next_ = 0;
+  bool stopped_ = false;
+  bool paused_ = false;
+  bool running_ = false;
 };
 
 constexpr int kSampleRate = 24000;
@@ -101,19 +142,22 @@ constexpr int kBytesPerSecond = kSampleRate * 2;  // mono s16le
 class Simulation {
  public:
   Simulation(const PipelineSimOptions& options, Registry& registry)
-      : options_(options),
-        rng_(options.seed),
-        speech_(registry, SpeechOptions()),
-        image_(registry, ImageOptions()),
-        audio_(registry, kSpeechModel,
-               pipeline::AudioMetricsOptions{.replicas_per_stage = {2, 1, 2},
-                                             .replica_resolver =
-                                                 [this](int stage, std::string_view request) {
-                                                   return speech_bindings_.Resolve(stage, request);
-                                                 }}),
-        vad_(registry, kSpeechModel),
-        engines_(pipeline::EngineStatsLogger::Create(
-            registry, {.model_name = kSpeechModel, .engines = pipeline::EngineMap{2, 1}})) {}
+      : options_(options), rng_(options.seed) {
+    // Only the pipelines it runs register families: a speech-only Pod exports no image model.
+    if (Speech()) {
+      speech_.emplace(registry, SpeechOptions());
+      audio_.emplace(registry, kSpeechModel,
+                     pipeline::AudioMetricsOptions{
+                         .replicas_per_stage = {2, 1, 2},
+                         .replica_resolver = [this](int stage, std::string_view request) {
+                           return speech_bindings_.Resolve(stage, request);
+                         }});
+      vad_.emplace(registry, kSpeechModel);
+      engines_ = pipeline::EngineStatsLogger::Create(
+          registry, {.model_name = kSpeechModel, .engines = pipeline::EngineMap{2, 1}});
+    }
+    if (Image()) image_.emplace(registry, ImageOptions());
+  }
 
   void Start() {
     if (engines_) {
@@ -128,20 +172,23 @@ class Simulation {
           {"prefix_caching_hash_algo", "sha256"}};
       (void)engines_->LogEngineInitialized(info);
     }
-    loop_.After(0, [this] { SpeechArrival(); });
-    loop_.After(0.1, [this] { ImageArrival(); });
-    loop_.After(0.05, [this] { EngineStep(); });
+    if (Speech()) {
+      loop_.After(0, [this] { SpeechArrival(); });
+      loop_.After(0.05, [this] { EngineStep(); });
+      loop_.After(0.2, [this] { RealtimeSession(); });
+    }
+    if (Image()) loop_.After(0.1, [this] { ImageArrival(); });
     loop_.After(0.5, [this] { WaitingSnapshots(); });
-    loop_.After(0.2, [this] { RealtimeSession(); });
     if (options_.log_interval.count() > 0) {
       loop_.After(options_.log_interval.count() / 1000.0, [this] { PrintTables(); });
     }
   }
   void Run(Clock::time_point end) { loop_.RunUntil(end); }
+  EventLoop& loop() { return loop_; }
   void PrintTables() {
     std::ostream& out = *options_.out;
-    const std::string speech = speech_.BuildAndLogSummary();
-    const std::string image = image_.BuildAndLogSummary();
+    const std::string speech = speech_ ? speech_->BuildAndLogSummary() : "";
+    const std::string image = image_ ? image_->BuildAndLogSummary() : "";
     if (!speech.empty()) out << "[speech " << kSpeechModel << "]\n" << speech << "\n";
     if (!image.empty()) out << "[image " << kImageModel << "]\n" << image << "\n";
     out.flush();
@@ -167,7 +214,7 @@ class Simulation {
       finalize.output_type = stats.final_output_type;
       finalize.stage_gen_time_ms = stats.stage_gen_time_ms;
       finalize.audio_generated_frames = stats.audio_generated_frames;
-      audio_.ObserveFinalize(stats.stage_id, stats.replica_id, finalize);
+      audio_->ObserveFinalize(stats.stage_id, stats.replica_id, finalize);
     };
     return o;
   }
@@ -204,7 +251,8 @@ class Simulation {
     metrics.OnRequestFailure(id, reason);
     metrics.OnKvWaitDiscard(std::vector<std::string>{id});
     metrics.OnRequestCleanup(id, reason);
-    if (audio_stream) audio_.AbortStream(id, reason == "client_disconnect" ? "disconnect" : reason);
+    if (audio_stream)
+      audio_->AbortStream(id, reason == "client_disconnect" ? "disconnect" : reason);
     bindings.Forget(id);
   }
 
@@ -213,13 +261,13 @@ class Simulation {
     const std::string id = "speech-" + std::to_string(++requests_);
     const uint64_t n = ++speech_requests_;
     const double arrival_wall = WallSeconds();
-    speech_.OnRequestAdded(id);
-    speech_.OnRequestDispatched(id);
-    speech_.OnStageSubmitted(0);
+    speech_->OnRequestAdded(id);
+    speech_->OnRequestDispatched(id);
+    speech_->OnStageSubmitted(0);
     // Half the streams come through the Speech API (completed/aborted counters), half through
     // Chat; alternating, so the first few requests already show both.
-    audio_.BeginStream(id,
-                       n % 2 == 1 ? pipeline::StreamKind::kSpeech : pipeline::StreamKind::kChat);
+    audio_->BeginStream(id,
+                        n % 2 == 1 ? pipeline::StreamKind::kSpeech : pipeline::StreamKind::kChat);
     // The sparse outcomes on a cadence (see the header): every 8th request from the 3rd (a Speech
     // stream) is cut by the client after its first chunk; every 8th from the 2nd gets an empty
     // codec output.
@@ -230,7 +278,7 @@ class Simulation {
     const double think_s = Uniform(0.15, 0.6);
     loop_.After(think_s, [this, id, thinker, think_s, arrival_wall, disconnect, empty_audio] {
       if (!disconnect && Chance(0.02)) {
-        return Fail(speech_, speech_bindings_, id, "stage_error", true);
+        return Fail(*speech_, speech_bindings_, id, "stage_error", true);
       }
       StageMessage m;
       m.message_id = ++messages_;
@@ -240,17 +288,17 @@ class Simulation {
       m.stats.num_tokens_out = 40 + Pick(200);
       m.stats.stage_gen_time_ms = think_s * 1000;
       m.stats.pipeline_timings["queue_wait_ms"] = Uniform(0, 30);
-      speech_.OnStageMessage(m);
-      if (Chance(0.05)) speech_.OnStageMessage(m);  // a replayed message: counted once
+      speech_->OnStageMessage(m);
+      if (Chance(0.05)) speech_->OnStageMessage(m);  // a replayed message: counted once
       speech_bindings_.Bind(1, id, 0);
-      speech_.OnForward(0, 1, id, 20000 + Pick(200000), Uniform(0.2, 3), Chance(0.5));
-      speech_.OnKvWaitStart(id, MonoSeconds());
+      speech_->OnForward(0, 1, id, 20000 + Pick(200000), Uniform(0.2, 3), Chance(0.5));
+      speech_->OnKvWaitStart(id, MonoSeconds());
       const double talk_s = Uniform(0.2, 0.5);
       const double kv_wait_s = Uniform(0.005, 0.05);
-      loop_.After(kv_wait_s, [this, id] { speech_.OnKvWaitExtracted(id, "nixl", MonoSeconds()); });
+      loop_.After(kv_wait_s, [this, id] { speech_->OnKvWaitExtracted(id, "nixl", MonoSeconds()); });
       loop_.After(talk_s, [this, id, talk_s, arrival_wall, disconnect, empty_audio] {
         if (!disconnect && Chance(0.02)) {
-          return Fail(speech_, speech_bindings_, id, "client_abort", true);
+          return Fail(*speech_, speech_bindings_, id, "client_abort", true);
         }
         StageMessage t;
         t.message_id = ++messages_;
@@ -262,10 +310,10 @@ class Simulation {
         t.stats.rx_transfer_bytes = 20000 + Pick(200000);
         t.stats.rx_decode_time_ms = Uniform(0.1, 2);
         t.stats.rx_in_flight_time_ms = Uniform(0.2, 4);
-        speech_.OnStageMessage(t);
+        speech_->OnStageMessage(t);
         const int code2wav = Pick(2);
         speech_bindings_.Bind(2, id, code2wav);
-        speech_.OnForward(1, 2, id, 4000 + Pick(40000), Uniform(0.1, 1.5), false);
+        speech_->OnForward(1, 2, id, 4000 + Pick(40000), Uniform(0.1, 1.5), false);
         StreamAudio(id, code2wav, arrival_wall, MonoSeconds(), disconnect, empty_audio);
       });
     });
@@ -287,7 +335,7 @@ class Simulation {
     *next = [this, id, replica, arrival_wall, start_mono, chunks, disconnect,
              weak_next](int index) {
       if (index == 1 && (disconnect || Chance(0.02))) {
-        return Fail(speech_, speech_bindings_, id, "client_disconnect", true);
+        return Fail(*speech_, speech_bindings_, id, "client_disconnect", true);
       }
       pipeline::PcmChunk chunk;
       chunk.stage = 2;
@@ -296,7 +344,7 @@ class Simulation {
       chunk.request_arrival_ts = arrival_wall;
       chunk.wall_ts = WallSeconds();
       chunk.mono_ts = MonoSeconds();
-      audio_.OnPcmChunk(id, chunk);
+      audio_->OnPcmChunk(id, chunk);
       if (index + 1 < chunks) {
         const double gap = Chance(0.1) ? Uniform(0.42, 0.6) : Uniform(0.25, 0.4);
         loop_.After(gap, [self = weak_next.lock(), index] { (*self)(index + 1); });
@@ -324,9 +372,9 @@ class Simulation {
     m.stats.rx_transfer_bytes = 4000 + Pick(40000);
     m.stats.rx_decode_time_ms = Uniform(0.1, 1);
     m.stats.rx_in_flight_time_ms = Uniform(0.1, 2);
-    speech_.OnStageMessage(m);
-    audio_.CompleteStream(id);
-    speech_.OnRequestCleanup(id);
+    speech_->OnStageMessage(m);
+    audio_->CompleteStream(id);
+    speech_->OnRequestCleanup(id);
     speech_bindings_.Forget(id);
   }
 
@@ -336,9 +384,9 @@ class Simulation {
     // Every other request hands the AR stage's KV cache to the diffusion stage (the first one
     // does), which then reports its receive/load time.
     const bool kv_to_diffusion = ++image_requests_ % 2 == 1;
-    image_.OnRequestAdded(id);
-    image_.OnRequestDispatched(id);
-    image_.OnStageSubmitted(0);
+    image_->OnRequestAdded(id);
+    image_->OnRequestDispatched(id);
+    image_->OnStageSubmitted(0);
     image_bindings_.Bind(0, id, 0);
     const double ar_s = Uniform(0.1, 0.3);
     loop_.After(ar_s, [this, id, ar_s, kv_to_diffusion] {
@@ -349,16 +397,16 @@ class Simulation {
       m.stats.num_tokens_in = 50 + Pick(200);
       m.stats.num_tokens_out = 30 + Pick(100);
       m.stats.stage_gen_time_ms = ar_s * 1000;
-      image_.OnStageMessage(m);
+      image_->OnStageMessage(m);
       const int diffusion = Pick(2);
       image_bindings_.Bind(1, id, diffusion);
-      image_.OnForward(0, 1, id, 50000 + Pick(100000), Uniform(0.2, 2), true);
-      image_.OnWaitingSnapshot(1, diffusion, Pick(3));
+      image_->OnForward(0, 1, id, 50000 + Pick(100000), Uniform(0.2, 2), true);
+      image_->OnWaitingSnapshot(1, diffusion, Pick(3));
       const int steps = Chance(0.5) ? 30 : 50;
       const double step_s = Uniform(0.03, 0.06);
       const double gen_s = steps * step_s + Uniform(0.1, 0.3);
       loop_.After(gen_s, [this, id, diffusion, steps, step_s, gen_s, kv_to_diffusion] {
-        if (Chance(0.03)) return Fail(image_, image_bindings_, id, "stage_error", false);
+        if (Chance(0.03)) return Fail(*image_, image_bindings_, id, "stage_error", false);
         StageMessage d;
         d.message_id = ++messages_;
         d.stage_type = pipeline::kStageTypeDiffusion;
@@ -383,8 +431,8 @@ class Simulation {
         d.stats.rx_decode_time_ms = Uniform(0.5, 3);
         d.stats.rx_in_flight_time_ms = Uniform(0.5, 5);
         d.stats.pipeline_timings["queue_wait_ms"] = Uniform(0, 50);
-        image_.OnStageMessage(d);
-        image_.OnRequestCleanup(id);
+        image_->OnStageMessage(d);
+        image_->OnRequestCleanup(id);
         image_bindings_.Forget(id);
       });
     });
@@ -396,17 +444,17 @@ class Simulation {
   // endpoint every ~1 s of speech; every 4th session overflows its input buffer once.
   void RealtimeSession() {
     const uint64_t session = ++vad_sessions_;
-    vad_.SessionStarted();
+    vad_->SessionStarted();
     const double length_s = Uniform(1, 6);
     const int batches = static_cast<int>(length_s * 10);
     for (int i = 1; i <= batches; ++i) {
       loop_.After(i * 0.1, [this, i] {
-        vad_.ObserveInference(Uniform(0.5, 12));
-        if (i % 10 == 0) vad_.ObserveEndpointDelay(Uniform(200, 800));
+        vad_->ObserveInference(Uniform(0.5, 12));
+        if (i % 10 == 0) vad_->ObserveEndpointDelay(Uniform(200, 800));
       });
     }
-    if (session % 4 == 1) loop_.After(length_s / 2, [this] { vad_.Error("input_overflow"); });
-    loop_.After(length_s + 0.05, [this] { vad_.SessionFinished(); });
+    if (session % 4 == 1) loop_.After(length_s / 2, [this] { vad_->Error("input_overflow"); });
+    loop_.After(length_s + 0.05, [this] { vad_->SessionFinished(); });
     loop_.After(Uniform(1, 3), [this] { RealtimeSession(); });
   }
 
@@ -486,31 +534,32 @@ class Simulation {
         iter.finished_requests.push_back(done);
       }
       if (engines_) (void)engines_->Record(engine, &sched, &iter, thinker ? &mm_cache : nullptr);
-      speech_.OnWaitingSnapshot(engine < 2 ? 0 : 1, engine < 2 ? static_cast<int>(engine) : 0,
-                                static_cast<int64_t>(sched.num_waiting_reqs));
+      speech_->OnWaitingSnapshot(engine < 2 ? 0 : 1, engine < 2 ? static_cast<int>(engine) : 0,
+                                 static_cast<int64_t>(sched.num_waiting_reqs));
     }
     loop_.After(0.1, [this] { EngineStep(); });
   }
 
   void WaitingSnapshots() {
     for (int replica = 0; replica < 2; ++replica) {
-      speech_.OnWaitingSnapshot(2, replica, Pick(2));
-      image_.OnWaitingSnapshot(1, replica, Pick(3));
+      if (speech_) speech_->OnWaitingSnapshot(2, replica, Pick(2));
+      if (image_) image_->OnWaitingSnapshot(1, replica, Pick(3));
     }
-    image_.OnWaitingSnapshot(0, 0, Pick(2));
+    if (image_) image_->OnWaitingSnapshot(0, 0, Pick(2));
     loop_.After(0.5, [this] { WaitingSnapshots(); });
-    loop_.After(0.2, [this] { RealtimeSession(); });
   }
+  bool Speech() const { return options_.pipelines != SimPipelines::kImage; }
+  bool Image() const { return options_.pipelines != SimPipelines::kSpeech; }
 
   const PipelineSimOptions& options_;
   std::mt19937_64 rng_;
   EventLoop loop_;
   Bindings speech_bindings_;
   Bindings image_bindings_;
-  pipeline::OmniMetrics speech_;
-  pipeline::OmniMetrics image_;
-  pipeline::AudioMetrics audio_;
-  pipeline::RealtimeVadMetrics vad_;
+  std::optional<pipeline::OmniMetrics> speech_;
+  std::optional<pipeline::OmniMetrics> image_;
+  std::optional<pipeline::AudioMetrics> audio_;
+  std::optional<pipeline::RealtimeVadMetrics> vad_;
   std::unique_ptr<pipeline::EngineStatsLogger> engines_;
   uint64_t requests_ = 0;
   uint64_t speech_requests_ = 0;
@@ -539,6 +588,43 @@ bool SplitHostPort(const std::string& listen, std::string* host, uint16_t* port)
 }
 
 }  // namespace
+
+struct PipelineSimulation::Impl {
+  explicit Impl(PipelineSimOptions o)
+      : options(std::move(o)),
+        registry(RegistryOptions{.enabled = options.log_stats}),
+        simulation(options, registry) {}
+  PipelineSimOptions options;
+  Registry registry;
+  Simulation simulation;
+  std::thread thread;
+};
+
+PipelineSimulation::PipelineSimulation(PipelineSimOptions options) {
+  options.log_interval = std::chrono::milliseconds(0);
+  if (options.out == nullptr) options.out = &std::cout;
+  impl_ = std::make_unique<Impl>(std::move(options));
+}
+
+PipelineSimulation::~PipelineSimulation() { Stop(); }
+
+void PipelineSimulation::Start() {
+  if (impl_->thread.joinable()) return;
+  impl_->simulation.Start();
+  impl_->thread = std::thread(
+      [impl = impl_.get()] { impl->simulation.Run(Clock::now() + std::chrono::hours(24 * 365)); });
+}
+
+void PipelineSimulation::Stop() {
+  impl_->simulation.loop().Stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void PipelineSimulation::Pause() { impl_->simulation.loop().Pause(); }
+void PipelineSimulation::Resume() { impl_->simulation.loop().Resume(); }
+
+std::string PipelineSimulation::Render() const { return impl_->registry.Render(Format::kText); }
+const Registry& PipelineSimulation::registry() const { return impl_->registry; }
 
 int RunPipelineSimulator(const PipelineSimOptions& in) {
   PipelineSimOptions options = in;

@@ -24,10 +24,18 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 
+namespace modelmetrics {
+class Registry;
+}
+
 namespace modelmetrics::sim {
+
+// Which of the two pipelines run (a vLLM-Omni Pod serves one model, so one pipeline).
+enum class SimPipelines { kBoth, kSpeech, kImage };
 
 struct PipelineSimOptions {
   std::string listen = "127.0.0.1:9400";  // HOST:PORT; port 0 picks a free one
@@ -36,7 +44,8 @@ struct PipelineSimOptions {
   std::chrono::milliseconds log_interval{10000};  // 0: no periodic tables
   uint64_t seed = 1;
   double requests_per_second = 3;  // per pipeline
-  std::ostream* out = nullptr;     // tables and the listening line; null: std::cout
+  SimPipelines pipelines = SimPipelines::kBoth;
+  std::ostream* out = nullptr;  // tables and the listening line; null: std::cout
   // Called on the simulation thread once the duration has passed, while /metrics is still
   // served on `port` (tests scrape the final state here).
   std::function<void(uint16_t port)> before_stop;
@@ -44,6 +53,33 @@ struct PipelineSimOptions {
 
 // Runs the simulation; returns a process exit code (0, or 1 when the server cannot start).
 int RunPipelineSimulator(const PipelineSimOptions& options);
+
+// One simulation on its own thread with its own registry and no server or tables (`listen`,
+// `duration` and `log_interval` are ignored): a vLLM-Omni Pod of the deployment simulator, which
+// serves Render() as the Pod's body. Runs from Start() until Stop() or destruction.
+//
+// Thread-safety: every method may be called from any thread.
+class PipelineSimulation {
+ public:
+  explicit PipelineSimulation(PipelineSimOptions options);
+  ~PipelineSimulation();  // Stop()s
+  PipelineSimulation(const PipelineSimulation&) = delete;
+  PipelineSimulation& operator=(const PipelineSimulation&) = delete;
+
+  void Start();
+  void Stop();
+  // Pause() returns once no simulation event runs, and none runs until Resume(): a read of
+  // Render() (or a scrape of it) then sees the same values as registry() (tests).
+  void Pause();
+  void Resume();
+
+  std::string Render() const;  // the registry's text exposition
+  const Registry& registry() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace modelmetrics::sim
 

@@ -274,7 +274,7 @@ TEST(MetricsParse, ExporterNames) {
   EXPECT_EQ(router("vllm-router", true), &exporters::kVllmRouterPd);
   EXPECT_EQ(router("sglang-gateway"), &exporters::kSglangGateway);
   EXPECT_EQ(router("VLLM-Router"), nullptr);  // lowercase everywhere
-  EXPECT_EQ(ExporterNames(PodRole::kEngine), "vllm, sglang");
+  EXPECT_EQ(ExporterNames(PodRole::kEngine), "vllm, sglang, vllm-omni");
   EXPECT_EQ(ExporterNames(PodRole::kRouter), "llm-d-router, vllm-router, sglang-gateway");
 }
 

@@ -62,7 +62,7 @@ TEST_F(ToyExporter, IsSelectedParsedAndMergedLikeABuiltIn) {
   ModelDeployment md = MetricsModelDeployment();
   md.engine = "ToyLLM";  // engine names compare in any case
   ASSERT_EQ(SelectExporter(md, false), &kToy);
-  EXPECT_EQ(ExporterNames(PodRole::kEngine), "toyllm, vllm, sglang");
+  EXPECT_EQ(ExporterNames(PodRole::kEngine), "toyllm, vllm, sglang, vllm-omni");
 
   const ExporterProfile* profile = SelectExporter(md, false);
   PodMetrics first;
@@ -103,7 +103,7 @@ TEST_F(ToyExporter, UnregisteredItIsAnUnsupportedEngineAgain) {
   EXPECT_EQ(SelectExporter(md, false), nullptr);
   EXPECT_EQ(UnsupportedEngineReason("toyllm"),
             "unsupported source: engine \"toyllm\" is not one the deployment metrics read "
-            "(vllm, sglang)");
+            "(vllm, sglang, vllm-omni)");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ namespace modelmetrics::deployment::exporters {
 
 extern const ExporterProfile kVllm;           // vllm.cc
 extern const ExporterProfile kSglang;         // sglang.cc
+extern const ExporterProfile kVllmOmni;       // vllm_omni.cc
 extern const ExporterProfile kLlmdRouter;     // llmd_router.cc
 extern const ExporterProfile kVllmRouter;     // vllm_router.cc
 extern const ExporterProfile kVllmRouterPd;   // vllm_router_pd.cc
