@@ -165,6 +165,9 @@ struct ExporterProfile {
   // then carry the idle-window reason); "" for none.
   std::string_view idle_key;
   std::string_view idle_reason;  // the idle entries' reason; "": reason::kIdleWindow
+  // The idle rule covers every histogram row, not only latency (an idle pipeline transfers
+  // nothing either).
+  bool idle_all_areas = false;
   std::optional<ErrorRatio> error_ratio;
   std::vector<RatioRow> ratios;
   // Empty: the profile reports no cache hits at all (routers).

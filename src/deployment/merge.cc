@@ -263,8 +263,8 @@ bool SnapshotBuilder::MergeWindow(const PodContext& pod, const WindowRow& def,
   deltas[{std::string(def.key), scope}] = {count, window_seconds, previous.sample->at.steady};
   if (def.kind == WindowKind::kHistogram && count == 0) {
     const auto idle = deltas.find({std::string(pod.profile.idle_key), ""});
-    const bool is_idle =
-        def.area == Area::kLatency && idle != deltas.end() && idle->second.count == 0;
+    const bool is_idle = (def.area == Area::kLatency || pod.profile.idle_all_areas) &&
+                         idle != deltas.end() && idle->second.count == 0;
     const std::string_view idle_reason =
         pod.profile.idle_reason.empty() ? reason::kIdleWindow : pod.profile.idle_reason;
     AddMissing(pod.name, source, std::string(is_idle ? idle_reason : reason::kNoObservations));

@@ -103,6 +103,7 @@ const ExporterProfile exporters::kVllmOmni{
         },
     .idle_key = "e2e",
     .idle_reason = reason::kOmniIdleWindow,
+    .idle_all_areas = true,
     .ratios =
         {
             {.key = "stream-interruption-ratio",
