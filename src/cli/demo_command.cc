@@ -3,6 +3,8 @@
 //     cache pool) behind an llm-d router,
 //   * a simulated SGLang deployment (`demo/assistant`: 2 server Pods with host and storage tiers)
 //     behind the SGLang gateway,
+//   * a simulated vLLM-Omni deployment (`demo/voice`: 2 Pods, each running the speech pipeline
+//     thinker -> talker -> code2wav),
 //   * the pipeline simulator's /metrics (its URL in the banner; its own tables are not printed),
 //   * the aggregated API server (plain HTTP on 127.0.0.1, a bearer token made up at start),
 // then prints each deployment's snapshot table every --interval until --duration has passed. The
@@ -66,6 +68,20 @@ sim::DeploymentSimOptions SglangBehindGateway(uint64_t seed) {
   options.kv_cache = true;
   options.seed = seed + 1;
   options.requests_per_second = 6;
+  return options;
+}
+
+sim::DeploymentSimOptions OmniSpeech(uint64_t seed) {
+  sim::DeploymentSimOptions options;
+  options.name = "voice";
+  options.ns = "demo";
+  options.engine = "vllm-omni";
+  options.model = "Qwen/Qwen2.5-Omni-7B";
+  options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+  options.omni_pipeline = sim::SimPipelines::kSpeech;
+  options.seed = seed + 2;
+  // 4 speech requests/s per Pod: every stage replica and transfer edge sees some in 4 s.
+  options.requests_per_second = 8;
   return options;
 }
 
@@ -138,7 +154,7 @@ int RunDemo(const DemoArgs& args) {
 
   std::vector<std::unique_ptr<sim::DeploymentSim>> sims;
   for (sim::DeploymentSimOptions options :
-       {VllmPrefillDecode(args.seed), SglangBehindGateway(args.seed)}) {
+       {VllmPrefillDecode(args.seed), SglangBehindGateway(args.seed), OmniSpeech(args.seed)}) {
     auto simulator = std::make_unique<sim::DeploymentSim>(std::move(options));
     std::string error;
     if (!simulator->Start(&error)) {
@@ -231,8 +247,8 @@ void AddDemoCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<DemoArgs>();
   CLI::App* command = app.add_subcommand(
       "demo",
-      "Run simulated vLLM and SGLang deployments, the pipeline simulator and the aggregated API "
-      "on loopback, printing live snapshots");
+      "Run simulated vLLM, SGLang and vLLM-Omni deployments, the pipeline simulator and the "
+      "aggregated API on loopback, printing live snapshots");
   command->add_option("--duration", args->duration, "How long to run (e.g. 20s, 2m)")
       ->capture_default_str()
       ->check(base::CheckDuration);

@@ -244,9 +244,10 @@ bool SnapshotBuilder::MergeWindow(const PodContext& pod, const WindowRow& def,
     return false;
   }
   if (const auto idle = deltas.find({std::string(pod.profile.idle_key), ""});
-      !previous.sample && def.lazy && !scope.empty() && idle != deltas.end()) {
-    // A group that appeared since the Pod's previous read was created at its first observation:
-    // it was zero then (the idle key's delta proves that read exists and is this process's).
+      !previous.sample && def.lazy && idle != deltas.end()) {
+    // A lazy family (or group) that appeared since the Pod's previous read was created at its
+    // first observation: it was zero then (the idle key's delta proves that read exists and is
+    // this process's).
     previous.sample = BaselineSample{0, 0, {pod.at.wall, idle->second.start}};
   }
   if (!previous.sample) {

@@ -23,7 +23,7 @@ using ::modelmetrics::testing::ScratchDir;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const char* const kDeployments[] = {"demo/chat", "demo/assistant"};
+const char* const kDeployments[] = {"demo/chat", "demo/assistant", "demo/voice"};
 
 // One deployment's block of one round: the lines after `--- round N ---`.
 struct Block {
@@ -89,6 +89,7 @@ TEST(DemoCommandTest, SecondAndLaterRoundsHaveWindowsAndAreNotPartial) {
   EXPECT_THAT(preamble, HasSubstr("pipeline simulator: serving /metrics on http://127.0.0.1:"));
   EXPECT_THAT(preamble, HasSubstr("demo/chat-prompt-"));
   EXPECT_THAT(preamble, HasSubstr("demo/assistant-server-"));
+  EXPECT_THAT(preamble, HasSubstr("demo/voice-server-"));
 
   // round -> deployment -> block
   std::map<int, std::map<std::string, const Block*>> rounds;
@@ -122,7 +123,10 @@ TEST(DemoCommandTest, SecondAndLaterRoundsHaveWindowsAndAreNotPartial) {
         continue;
       }
       const std::string text = Joined(block);
-      EXPECT_GE(SectionRows(block, "CACHE HITS"), 1) << name << " round " << round << "\n" << text;
+      if (std::string_view(name) != "demo/voice") {  // the omni view reads no cache hits
+        EXPECT_GE(SectionRows(block, "CACHE HITS"), 1) << name << " round " << round << "\n"
+                                                       << text;
+      }
       EXPECT_GE(SectionRows(block, "LATENCY"), 1) << name << " round " << round << "\n" << text;
       EXPECT_GE(SectionRows(block, "TRAFFIC"), 1) << name << " round " << round << "\n" << text;
       EXPECT_EQ(partial, "partial: false") << name << " round " << round << "\n" << text;
@@ -137,6 +141,12 @@ TEST(DemoCommandTest, SecondAndLaterRoundsHaveWindowsAndAreNotPartial) {
   const std::string assistant = Joined(*rounds.at(2).at("demo/assistant"));
   EXPECT_THAT(assistant, HasSubstr("host-prefix")) << assistant;
   EXPECT_THAT(assistant, HasSubstr("storage-prefix")) << assistant;
+  // The omni pipeline is read per stage, stage replica and transfer edge.
+  const std::string voice = Joined(*rounds.at(2).at("demo/voice"));
+  for (const char* entry : {"stage-gen-time   stage/2", "audio-ttfp       stage/2.",
+                            "transfer-in-flight   edge/1.0->2.", "stream-interruption-ratio"}) {
+    EXPECT_THAT(voice, HasSubstr(entry)) << voice;
+  }
 }
 
 TEST(DemoCommandTest, JsonRoundsAreApiDocuments) {
@@ -147,7 +157,7 @@ TEST(DemoCommandTest, JsonRoundsAreApiDocuments) {
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   std::string preamble;
   const std::vector<Block> blocks = SplitRounds(r.out, &preamble);
-  ASSERT_EQ(blocks.size(), 6u) << r.out;  // rounds at 0, 2 and 4 s, two deployments each
+  ASSERT_EQ(blocks.size(), 9u) << r.out;  // rounds at 0, 2 and 4 s, three deployments each
   for (const Block& block : blocks) {
     // One JSON line, then the blank separator.
     ASSERT_EQ(block.lines.size(), 2u) << Joined(block);
@@ -158,14 +168,16 @@ TEST(DemoCommandTest, JsonRoundsAreApiDocuments) {
     EXPECT_EQ(doc.at("apiVersion"), "worker.gpustack.ai/v1");
     EXPECT_EQ(doc.at("metadata").at("namespace"), "demo");
     const std::string name = doc.at("metadata").at("name");
-    EXPECT_TRUE(name == "chat" || name == "assistant") << name;
+    EXPECT_TRUE(name == "chat" || name == "assistant" || name == "voice") << name;
     EXPECT_TRUE(doc.at("partial").is_boolean());
     if (block.round == 1) {
       EXPECT_EQ(doc.at("partial"), true) << doc.dump(2);  // every Pod's baseline
     } else {
       // (A 2 s window may see no ITL observation on a Pod, so `partial` is not asserted here;
       // the table test holds the acceptance's 4 s rounds to partial: false.)
-      for (const char* list : {"cacheHits", "latency", "traffic"}) {
+      for (const char* list : {"cacheHits", "latency", "traffic", "transfer"}) {
+        if (name == "voice" && std::string_view(list) == "cacheHits") continue;
+        if (name != "voice" && std::string_view(list) == "transfer") continue;
         ASSERT_TRUE(doc.contains(list)) << name << " round " << block.round << ": " << list;
         EXPECT_FALSE(doc[list].empty());
       }

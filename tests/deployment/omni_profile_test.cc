@@ -31,7 +31,7 @@ struct OmniBody {
   double failed_stage_error = 1;
   double failed_client_abort = -1;  // < 0: the series is not exported yet
   double aborted_cancelled = 1;
-  double completed = 3;
+  double completed = 3;  // < 0: not exported yet
 
   std::string Render() const {
     std::string out;
@@ -80,8 +80,10 @@ struct OmniBody {
     out += "# TYPE vllm_omni:speech_stream_aborted counter\n";
     out += fmt::format("vllm_omni:speech_stream_aborted_total{{{},reason=\"cancelled\"}} {}\n",
                        model, aborted_cancelled);
-    out += "# TYPE vllm_omni:speech_stream_completed counter\n";
-    out += fmt::format("vllm_omni:speech_stream_completed_total{{{}}} {}\n", model, completed);
+    if (completed >= 0) {
+      out += "# TYPE vllm_omni:speech_stream_completed counter\n";
+      out += fmt::format("vllm_omni:speech_stream_completed_total{{{}}} {}\n", model, completed);
+    }
     return out;
   }
 };
@@ -173,6 +175,38 @@ TEST(OmniProfile, SplitsByStageReplicaEdgeAndReasonWithExactWindows) {
                            M("voice-0", "vllm_omni:transfer_tx_s", reason::kNotYetObserved),
                        }));
   EXPECT_FALSE(s.partial);
+}
+
+TEST(OmniProfile, AFamilyThatAppearsBetweenTwoReadsIsWindowedFromZero) {
+  OmniBody first;
+  first.completed = -1;  // no Speech stream has completed yet
+  OmniBody second = first;
+  second.e2e_count += 4;
+  second.completed = 2;
+  const ExporterProfile& profile = exporters::kVllmOmni;
+  const Pod pod = testing::MetricsEnginePod("voice-0", "u1");
+  const Snapshot s = MergeMetricsWindow(OmniDeployment(), pod, Parse(first.Render(), profile),
+                                        Parse(second.Render(), profile), std::chrono::seconds(10));
+  const Window* completed = Find(s.traffic, "speech-streams-completed", "engine/server");
+  ASSERT_NE(completed, nullptr);
+  EXPECT_EQ(completed->samples, 2);
+  EXPECT_DOUBLE_EQ(completed->value, 0.2);
+  EXPECT_EQ(completed->window_seconds, 10);
+  const Window* ratio = Find(s.traffic, "stream-interruption-ratio", "engine/server");
+  ASSERT_NE(ratio, nullptr);
+  EXPECT_EQ(ratio->value, 0);  // no abort in the window, two completions
+  EXPECT_EQ(ratio->samples, 2);
+
+  // Without a proof that the previous read was this process's (no e2e baseline), it awaits.
+  BaselineStore store;
+  testing::MergeOnce(OmniDeployment(), &store, testing::T0(), pod,
+                     Parse(testing::DropLines(first.Render(), "e2e_request"), profile));
+  const Snapshot again =
+      testing::MergeOnce(OmniDeployment(), &store, testing::T0() + std::chrono::seconds(10), pod,
+                         Parse(testing::DropLines(second.Render(), "e2e_request"), profile));
+  EXPECT_NE(std::find(again.missing.begin(), again.missing.end(),
+                      M("voice-0", "vllm_omni:speech_stream_completed", reason::kAwaiting)),
+            again.missing.end());
 }
 
 TEST(OmniProfile, AnIdleWindowIsIdleNotAFault) {
