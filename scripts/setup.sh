@@ -17,6 +17,8 @@ packages=(
   python3-prometheus-client python3-pytest python3-prettytable      # its bridge and tests
   python3-fastapi python3-uvicorn                # the FastAPI example (a real consumer)
   pybind11-dev                                   # the pybind11 comparison in bench/python
+  libjs-chart.js                                 # the web page's charts (embedded at build time)
+  chromium chromium-driver python3-selenium      # the web page's tests in a real browser
   openssl ca-certificates locales curl
 )
 missing=()

@@ -7,6 +7,8 @@
 //     thinker -> talker -> code2wav),
 //   * the pipeline simulator's /metrics (its URL in the banner; its own tables are not printed),
 //   * the aggregated API server (plain HTTP on 127.0.0.1, a bearer token made up at start),
+//   * the web page (`modelmetrics ui`'s, on its own aggregator and baselines, so its reads do not
+//     shorten the printed rounds' windows; its URL with its access token in the banner),
 // then prints each deployment's snapshot table every --interval until --duration has passed. The
 // first round is every Pod's baseline (so it lists `awaiting a second counter sample`); windows,
 // cache hits and rates appear from the second round on.
@@ -18,6 +20,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -28,10 +31,12 @@
 
 #include "base/duration.h"
 #include "deployment/aggregator.h"
+#include "deployment/baseline_store.h"
 #include "deployment/object_file.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"
 #include "sim/pipeline_sim.h"
+#include "ui/ui_server.h"
 
 namespace modelmetrics::cli {
 namespace {
@@ -42,6 +47,8 @@ struct DemoArgs {
   uint64_t seed = 1;
   std::string output = "table";
   bool pipeline = true;
+  bool ui = true;
+  uint16_t ui_port = 0;
 };
 
 sim::DeploymentSimOptions VllmPrefillDecode(uint64_t seed) {
@@ -185,9 +192,26 @@ int RunDemo(const DemoArgs& args) {
       std::cout << fmt::format("  {}/{:<34} {}\n", simulator->options().ns, pod.name, pod.url);
     }
   }
+  // The web page, on its own aggregator and baselines.
+  deployment::BaselineStore ui_baselines;
+  deployment::AggregatorOptions ui_aggregator_options;
+  ui_aggregator_options.baselines = &ui_baselines;
+  deployment::Aggregator ui_aggregator(&source, ui_aggregator_options);
+  std::optional<ui::UiServer> page;
+  if (args.ui) {
+    ui::UiOptions ui_options;
+    ui_options.port = args.ui_port;
+    ui_options.ns = "demo";
+    page.emplace(&source, &ui_aggregator, ui_options);
+    if (!page->Start(&error)) {
+      std::cerr << "modelmetrics demo: web page: " << error << "\n";
+      return 1;
+    }
+  }
   std::cout << "aggregated API: " << api.url() << " (bearer token " << token << ")\n"
             << "  curl -H 'Authorization: Bearer " << token << "' " << api.url()
             << "/apis/worker.gpustack.ai/v1/namespaces/demo/modeldeployments/chat/metrics\n";
+  if (page) std::cout << "web page: " << page->url() << "\n";
 
   // The pipeline half, serving its /metrics beside the deployments for the same duration.
   CapturedOutput pipeline_output;
@@ -236,6 +260,7 @@ int RunDemo(const DemoArgs& args) {
     std::this_thread::sleep_until(next);
   }
   if (pipeline.joinable()) pipeline.join();
+  if (page) page->Stop();
   api.Stop();
   for (const auto& simulator : sims) simulator->Stop();
   return failures == 0 ? 0 : 1;
@@ -261,6 +286,9 @@ void AddDemoCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"table", "json"}));
   command->add_flag("--pipeline,!--no-pipeline", args->pipeline,
                     "Also run the pipeline simulator (default on)");
+  command->add_flag("--ui,!--no-ui", args->ui, "Also serve the web page (default on)");
+  command->add_option("--ui-port", args->ui_port, "The web page's port (0: any free one)")
+      ->capture_default_str();
   command->callback([args, exit_code] { *exit_code = RunDemo(*args); });
 }
 

@@ -6,6 +6,7 @@
 #include "cli/serve_command.h"
 #include "cli/simulate_command.h"
 #include "cli/snapshot_command.h"
+#include "cli/ui_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"modelmetrics: metrics for multi-stage model serving"};
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   modelmetrics::cli::AddSnapshotCommand(app, &exit_code);
   modelmetrics::cli::AddServeCommand(app, &exit_code);
   modelmetrics::cli::AddDemoCommand(app, &exit_code);
+  modelmetrics::cli::AddUiCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "base/duration.h"
+#include "cli/stop_signals.h"
 #include "deployment/aggregator.h"
 #include "deployment/api_server.h"
 #include "deployment/kube_api.h"
@@ -34,37 +35,6 @@ namespace modelmetrics::cli {
 namespace {
 
 using deployment::ServeConfig;
-
-// Waits for SIGINT/SIGTERM (blocked beforehand) or until `duration` passes, if set.
-void WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + duration.value_or(std::chrono::milliseconds(0));
-  while (true) {
-    timespec wait{1, 0};
-    if (duration) {
-      const auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= std::chrono::nanoseconds(0)) return;
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-      wait.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-      wait.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-    }
-    const int signal = sigtimedwait(&signals, nullptr, &wait);
-    if (signal == SIGINT || signal == SIGTERM) {
-      std::fprintf(stderr, "serve: %s, stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
-      return;
-    }
-  }
-}
-
-// Takes a pending SIGINT/SIGTERM without waiting; true (and says so) when there was one.
-bool StopPending(const sigset_t& signals) {
-  timespec now{0, 0};
-  const int signal = sigtimedwait(&signals, nullptr, &now);
-  if (signal != SIGINT && signal != SIGTERM) return false;
-  std::fprintf(stderr, "serve: %s during start-up, stopping\n",
-               signal == SIGINT ? "SIGINT" : "SIGTERM");
-  return true;
-}
 
 int RunServe(const std::string& config_path, std::optional<std::chrono::milliseconds> duration) {
   // Block the stop signals before anything starts a thread (the API client, the aggregator and
@@ -95,7 +65,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
   }
-  if (StopPending(signals)) return 0;
+  if (StopPending(signals, "serve")) return 0;
 
   // The Kubernetes API client, when objects or reviews come from the cluster.
   std::unique_ptr<deployment::KubeApiClient> kube;
@@ -109,7 +79,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
       std::fprintf(stderr, "serve: %s\n", error.c_str());
       return 2;
     }
-    if (StopPending(signals)) return 0;
+    if (StopPending(signals, "serve")) return 0;
     kube = std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
   }
 
@@ -124,7 +94,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
   } else {
     source = std::make_unique<deployment::KubeApiSource>(kube.get());
   }
-  if (StopPending(signals)) return 0;
+  if (StopPending(signals, "serve")) return 0;
 
   auto authenticator = deployment::BuildAuthenticator(config, &error);
   if (!authenticator) {
@@ -136,7 +106,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
   }
-  if (StopPending(signals)) return 0;
+  if (StopPending(signals, "serve")) return 0;
 
   deployment::AggregatorOptions aggregator_options;
   aggregator_options.ca_file = config.pod_ca_file;
@@ -164,13 +134,13 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
     if (!server.Start(&error)) {
       std::fprintf(stderr, "serve: cannot start: %s\n", error.c_str());
       exit_code = 1;
-    } else if (!StopPending(signals)) {
+    } else if (!StopPending(signals, "serve")) {
       std::printf("serving ModelDeploymentMetrics on %s\n", server.url().c_str());
       std::printf(
           "  GET %s/apis/worker.gpustack.ai/v1/namespaces/NS/modeldeployments/NAME/metrics\n",
           server.url().c_str());
       std::fflush(stdout);
-      WaitForStop(signals, duration);
+      WaitForStop(signals, duration, "serve");
       server.Stop();
     }
   }

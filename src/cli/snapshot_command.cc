@@ -18,8 +18,8 @@
 
 #include "base/duration.h"
 #include "cli/object_source_flags.h"
+#include "cli/sample_source_flags.h"
 #include "deployment/aggregator.h"
-#include "deployment/prometheus_source.h"
 #include "deployment/snapshot.h"
 
 namespace modelmetrics::cli {
@@ -34,34 +34,9 @@ struct SnapshotArgs {
   std::string watch;
   int rounds = 0;
   std::string ca_file;
-  std::string samples{deployment::kSampleSourceScrape};
   bool window_given = false;
-  deployment::PrometheusSourceOptions store;
-  std::string store_window;
-  std::string store_stale_after;
-  std::string store_settle;
-  std::string store_token_file;
-  std::string store_password_file;
+  SampleSourceFlags samples;
 };
-
-// The store source from the flags; null with a message on stderr when they are wrong.
-std::shared_ptr<deployment::PodMetricsSource> OpenStore(const SnapshotArgs& args,
-                                                        std::chrono::milliseconds window) {
-  deployment::PrometheusSourceOptions store = args.store;
-  if (args.window_given) store.window = window;
-  if (!args.store_stale_after.empty())
-    base::ParseDuration(args.store_stale_after, &store.stale_after);
-  std::string error = deployment::ValidatePrometheusSourceOptions(store);
-  if (error.empty() && !deployment::LoadPrometheusCredentials(
-                           args.store_token_file, args.store_password_file, &store, &error)) {
-    error = "prometheus credentials: " + error;
-  }
-  if (!error.empty()) {
-    std::cerr << "modelmetrics snapshot: " << error << "\n";
-    return nullptr;
-  }
-  return std::make_shared<deployment::PrometheusSource>(std::move(store));
-}
 
 std::string Render(const deployment::Snapshot& snapshot, const std::string& output) {
   if (output == "json") return deployment::SnapshotToJson(snapshot) + "\n";
@@ -81,11 +56,14 @@ int RunSnapshot(const SnapshotArgs& args) {
   base::ParseDuration(args.window, &window);
   deployment::AggregatorOptions options;
   options.ca_file = args.ca_file;
-  const bool from_store = args.samples == deployment::kSampleSourcePrometheus;
-  if (from_store) {
+  if (args.samples.from_store()) {
     // The store holds the history: one read has windows, and --window is the range it reads.
-    options.pod_source = OpenStore(args, window);
-    if (!options.pod_source) return 2;
+    options.pod_source = OpenSampleSource(
+        args.samples, args.window_given ? std::optional(window) : std::nullopt, &error);
+    if (!options.pod_source) {
+      std::cerr << "modelmetrics snapshot: " << error << "\n";
+      return 2;
+    }
     window = std::chrono::milliseconds(0);
   }
   deployment::Aggregator aggregator(source->get(), options);
@@ -133,49 +111,7 @@ void AddSnapshotCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(base::CheckDuration)
       ->each([args](const std::string&) { args->window_given = true; });
-  command
-      ->add_option("--source", args->samples,
-                   "Where samples come from: scrape (the Pods) or prometheus (a "
-                   "Prometheus-compatible store, --prometheus-url)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({std::string(deployment::kSampleSourceScrape),
-                             std::string(deployment::kSampleSourcePrometheus)}));
-  command->add_option("--prometheus-url", args->store.url,
-                      "The store's API base, e.g. http://127.0.0.1:9090 or a VictoriaMetrics "
-                      "cluster's http://vmselect:8481/select/0/prometheus");
-  command
-      ->add_option("--stale-after", args->store_stale_after,
-                   "With --source prometheus: a Pod whose newest sample is older is missing "
-                   "(default 90s)")
-      ->check(base::CheckDuration);
-  command
-      ->add_option("--settle", args->store_settle,
-                   "With --source prometheus: read the store as of this long ago, so a store fed "
-                   "by remote write shows only complete scrapes (default 0s)")
-      ->check(base::CheckDuration);
-  command
-      ->add_option("--prometheus-namespace-label", args->store.namespace_label,
-                   "The store's label holding the Pod's namespace")
-      ->capture_default_str();
-  command
-      ->add_option("--prometheus-pod-label", args->store.pod_label,
-                   "The store's label holding the Pod's name")
-      ->capture_default_str();
-  command->add_option("--prometheus-selector", args->store.selector,
-                      "Extra label matchers for every query, e.g. 'job=\"vllm\"'");
-  command
-      ->add_option("--prometheus-pod-limit", args->store.pod_limit,
-                   "The most Pods one snapshot reads from the store")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  command->add_option("--prometheus-ca-file", args->store.ca_file,
-                      "PEM bundle to trust for an HTTPS store");
-  command->add_option("--prometheus-bearer-token-file", args->store_token_file,
-                      "A file holding the store's bearer token");
-  command->add_option("--prometheus-user", args->store.basic_user,
-                      "HTTP basic authentication user for the store");
-  command->add_option("--prometheus-password-file", args->store_password_file,
-                      "A file holding that user's password");
+  AddSampleSourceFlags(command, &args->samples);
   command
       ->add_option("--watch", args->watch,
                    "Print a new snapshot every DURATION, windowed against the one before")

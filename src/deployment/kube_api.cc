@@ -550,6 +550,32 @@ ApiStatus KubeApiSource::GetModelDeployment(std::string_view ns, std::string_vie
                    "ModelDeployment", ns, name, &DecodeModelDeployment, out);
 }
 
+ApiStatus KubeApiSource::ListModelDeployments(std::string_view ns,
+                                              std::vector<ModelDeployment>* out) {
+  const std::string path = ns.empty() ? "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"
+                                      : "/apis/worker.gpustack.ai/v1alpha1/namespaces/" +
+                                            PercentEncode(ns) + "/modeldeployments";
+  json list;
+  ApiStatus status = GetJson(client_, path, "ModelDeploymentList", &list);
+  if (!status.ok()) return status;
+  out->clear();
+  auto items = list.find("items");
+  if (items == list.end() || items->is_null()) return ApiStatus::Ok();
+  if (!items->is_array()) {
+    return ApiStatus::Internal("decode ModelDeploymentList: items: expected an array");
+  }
+  for (size_t i = 0; i < items->size(); ++i) {
+    ModelDeployment md;
+    std::string error;
+    if (!DecodeModelDeployment((*items)[i], &md, &error)) {
+      return ApiStatus::Internal("decode ModelDeploymentList: items[" + std::to_string(i) +
+                                 "]: " + error);
+    }
+    out->push_back(std::move(md));
+  }
+  return ApiStatus::Ok();
+}
+
 ApiStatus KubeApiSource::ListPods(std::string_view ns, std::string_view label_selector,
                                   std::vector<Pod>* out) {
   std::string path =

@@ -84,6 +84,7 @@ class KubeApiSource : public ObjectSource {
 
   ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
                                ModelDeployment* out) override;
+  ApiStatus ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) override;
   ApiStatus ListPods(std::string_view ns, std::string_view label_selector,
                      std::vector<Pod>* out) override;
   ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;

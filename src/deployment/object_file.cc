@@ -328,6 +328,17 @@ ApiStatus FileObjectSource::GetModelDeployment(std::string_view ns, std::string_
   return ApiStatus::NotFound(NotFoundMessage("modeldeployments.worker.gpustack.ai", name));
 }
 
+ApiStatus FileObjectSource::ListModelDeployments(std::string_view ns,
+                                                 std::vector<ModelDeployment>* out) {
+  Refresh();
+  auto objects = Current();
+  out->clear();
+  for (const ModelDeployment& md : objects->model_deployments) {
+    if (ns.empty() || md.metadata.namespace_ == ns) out->push_back(md);
+  }
+  return ApiStatus::Ok();
+}
+
 ApiStatus FileObjectSource::ListPods(std::string_view ns, std::string_view label_selector,
                                      std::vector<Pod>* out) {
   auto objects = Current();

@@ -69,6 +69,7 @@ class FileObjectSource : public ObjectSource {
 
   ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
                                ModelDeployment* out) override;
+  ApiStatus ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) override;
   ApiStatus ListPods(std::string_view ns, std::string_view label_selector,
                      std::vector<Pod>* out) override;
   ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;

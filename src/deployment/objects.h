@@ -199,6 +199,13 @@ class ObjectSource {
   virtual ApiStatus ListPods(std::string_view ns, std::string_view label_selector,
                              std::vector<Pod>* out) = 0;
   virtual ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) = 0;
+  // ModelDeployments in `ns` ("": every namespace), in any order (the web page's list). Sources
+  // that cannot list answer 501.
+  virtual ApiStatus ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) {
+    (void)ns;
+    out->clear();
+    return {501, "NotImplemented", "this object source cannot list ModelDeployments"};
+  }
   virtual ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) = 0;
 };
 

@@ -1,29 +1,18 @@
 // See loopback_api.h.
 #include "sim/loopback_api.h"
 
-#include <random>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "base/random_token.h"
 #include "deployment/auth.h"
 
 namespace modelmetrics::sim {
-namespace {
-
-std::string RandomToken() {
-  std::random_device random;
-  std::uniform_int_distribution<int> hex(0, 15);
-  std::string token;
-  for (int i = 0; i < 32; ++i) token += "0123456789abcdef"[hex(random)];
-  return token;
-}
-
-}  // namespace
 
 LoopbackApi::LoopbackApi(deployment::ObjectSource* source, LoopbackApiOptions options)
     : options_(std::move(options)),
-      token_(options_.token.empty() ? RandomToken() : options_.token),
+      token_(options_.token.empty() ? base::RandomToken() : options_.token),
       aggregator_(std::make_unique<deployment::Aggregator>(source, options_.aggregator)) {}
 
 LoopbackApi::~LoopbackApi() { Stop(); }

@@ -1,0 +1,42 @@
+// Where a command's samples come from: `--source scrape` (the Pods themselves, the default) or
+// `--source prometheus` with `--prometheus-url` and the store's options (labels, selector, Pod
+// limit, staleness, settle, TLS trust, bearer token or basic authentication).
+//
+// Thread-safety: call from one thread (command-line set-up).
+#ifndef MODELMETRICS_CLI_SAMPLE_SOURCE_FLAGS_H_
+#define MODELMETRICS_CLI_SAMPLE_SOURCE_FLAGS_H_
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "deployment/pod_source.h"
+#include "deployment/prometheus_source.h"
+
+namespace modelmetrics::cli {
+
+struct SampleSourceFlags {
+  std::string samples{deployment::kSampleSourceScrape};
+  deployment::PrometheusSourceOptions store;
+  std::string stale_after;
+  std::string settle;
+  std::string token_file;
+  std::string password_file;
+
+  bool from_store() const { return samples == deployment::kSampleSourcePrometheus; }
+};
+
+void AddSampleSourceFlags(CLI::App* command, SampleSourceFlags* flags);
+
+// The store source the flags name, reading `window` of samples when given (else its default);
+// null for direct scraping, or with `*error` when the flags are wrong.
+std::shared_ptr<deployment::PodMetricsSource> OpenSampleSource(
+    const SampleSourceFlags& flags, std::optional<std::chrono::milliseconds> window,
+    std::string* error);
+
+}  // namespace modelmetrics::cli
+
+#endif  // MODELMETRICS_CLI_SAMPLE_SOURCE_FLAGS_H_

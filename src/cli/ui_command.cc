@@ -1,0 +1,103 @@
+// `modelmetrics ui [-n NS | -A] (--objects FILE | --kubeconfig FILE | --in-cluster)
+//                  [--source prometheus --prometheus-url URL ...] [--port N] [--interval 5s]`
+// reads every ModelDeployment the objects list, as `snapshot` would, every --interval, and serves
+// the page on loopback. It prints the page's URL (with its access token in the fragment) and
+// serves until SIGINT/SIGTERM or --duration.
+//
+// Exit codes: 0 after a clean stop; 2 for bad flags or a source that cannot be opened; 1 when the
+// server cannot start.
+#include "cli/ui_command.h"
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/duration.h"
+#include "cli/object_source_flags.h"
+#include "cli/sample_source_flags.h"
+#include "cli/stop_signals.h"
+#include "deployment/aggregator.h"
+#include "ui/ui_server.h"
+
+namespace modelmetrics::cli {
+namespace {
+
+struct UiArgs {
+  ObjectSourceFlags source;
+  SampleSourceFlags samples;
+  std::string ns = "default";
+  bool all_namespaces = false;
+  std::string address = "127.0.0.1";
+  uint16_t port = 0;
+  std::string interval = "5s";
+  std::string duration;
+  std::string ca_file;
+};
+
+int RunUi(const UiArgs& args) {
+  const sigset_t signals = BlockStopSignals();
+  std::string error;
+  std::unique_ptr<ObjectSourceHandle> source = OpenObjectSource(args.source, &error);
+  if (!source) {
+    std::cerr << "modelmetrics ui: " << error << "\n";
+    return 2;
+  }
+  deployment::AggregatorOptions options;
+  options.ca_file = args.ca_file;
+  if (args.samples.from_store()) {
+    options.pod_source = OpenSampleSource(args.samples, std::nullopt, &error);
+    if (!options.pod_source) {
+      std::cerr << "modelmetrics ui: " << error << "\n";
+      return 2;
+    }
+  }
+  deployment::Aggregator aggregator(source->get(), options);
+  ui::UiOptions ui_options;
+  ui_options.address = args.address;
+  ui_options.port = args.port;
+  ui_options.ns = args.all_namespaces ? "" : args.ns;
+  base::ParseDuration(args.interval, &ui_options.interval);
+  ui::UiServer server(source->get(), &aggregator, ui_options);
+  if (!server.Start(&error)) {
+    std::cerr << "modelmetrics ui: " << error << "\n";
+    return 1;
+  }
+  std::cout << "modelmetrics ui: open " << server.url() << "\n" << std::flush;
+  std::optional<std::chrono::milliseconds> duration;
+  if (!args.duration.empty()) {
+    duration.emplace();
+    base::ParseDuration(args.duration, &*duration);
+  }
+  if (!StopPending(signals, "ui")) WaitForStop(signals, duration, "ui");
+  server.Stop();
+  return 0;
+}
+
+}  // namespace
+
+void AddUiCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<UiArgs>();
+  CLI::App* command = app.add_subcommand(
+      "ui",
+      "Serve a live web page of the deployments' snapshots on loopback, with an access token");
+  command->add_option("-n,--namespace", args->ns, "The namespace whose deployments are shown")
+      ->capture_default_str();
+  command->add_flag("-A,--all-namespaces", args->all_namespaces, "Show every namespace's");
+  AddObjectSourceFlags(command, &args->source);
+  AddSampleSourceFlags(command, &args->samples);
+  command->add_option("--address", args->address, "Loopback address to listen on")
+      ->capture_default_str();
+  command->add_option("--port", args->port, "Port to listen on (0: any free one)")
+      ->capture_default_str();
+  command->add_option("--interval", args->interval, "How often each deployment is read")
+      ->capture_default_str()
+      ->check(base::CheckDuration);
+  command->add_option("--duration", args->duration, "Stop after this long (default: on SIGINT)")
+      ->check(base::CheckDuration);
+  command->add_option("--ca-file", args->ca_file,
+                      "PEM bundle to trust for HTTPS Pods (default: the system bundle)");
+  command->callback([args, exit_code] { *exit_code = RunUi(*args); });
+}
+
+}  // namespace modelmetrics::cli

@@ -1,0 +1,283 @@
+"""The web page (`modelmetrics ui`, and the one `modelmetrics demo` serves) in a real browser:
+Debian's chromium, headless, driven through chromedriver by Debian's python3-selenium.
+
+Against a running demo (vLLM P/D behind llm-d, SGLang behind its gateway, a vLLM-Omni speech
+pipeline): the page loads with no console error, its numbers equal the JSON API's for the same
+read, it updates within two polling intervals, missing[] entries render as missing, the omni
+pipeline shows as a stage x replica grid, and a wrong or absent token gets no data. Against a
+simulated fleet of 50 deployments: the list renders within 1 s. Screenshots of the list, the
+vLLM P/D deployment and the omni pipeline go to build/ui-screenshots/.
+"""
+
+import json
+import os
+import pathlib
+import queue
+import re
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = os.environ.get("MODELMETRICS_BIN", str(ROOT / "build/src/cli/modelmetrics"))
+SHOTS = pathlib.Path(os.environ.get("MODELMETRICS_SCREENSHOTS", ROOT / "build/ui-screenshots"))
+INTERVAL_S = 5  # the demo page's polling interval (ui_server.h's default)
+
+
+class Process:
+    """A modelmetrics child process whose stdout is drained into lines (so it never blocks)."""
+
+    def __init__(self, args):
+        self.proc = subprocess.Popen([BIN, *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, pattern, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                assert self.proc.poll() is None, f"{BIN} exited with {self.proc.returncode}"
+                continue
+            match = re.search(pattern, line)
+            if match:
+                return match
+        raise AssertionError(f"no line matching {pattern!r} within {timeout}s")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def split_url(url):
+    base, token = url.split("/#token=")
+    return base, token
+
+
+def api(base, path, token):
+    request = urllib.request.Request(base + path)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def wait_until(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def demo():
+    process = Process(["demo", "--duration", "240s", "--interval", "5s", "-o", "json"])
+    url = process.wait_for(r"web page: (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
+    base, token = split_url(url)
+    # Two reads of every deployment, so the page has windows to show.
+    wait_until(lambda: all(item.get("timestamp") for item in
+                           api(base, "/api/v1/deployments", token)["items"]) and
+               len(api(base, "/api/v1/deployments", token)["items"]) == 3, 30, "three reads")
+    time.sleep(INTERVAL_S + 1)
+    yield {"url": url, "base": base, "token": token}
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1400,1600"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(20)
+    yield driver
+    driver.quit()
+
+
+def console_errors(driver):
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def screenshot(driver, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    # The whole page: as tall as its content.
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1400, min(max(height, 900), 6000))
+    driver.save_screenshot(str(SHOTS / name))
+    driver.set_window_size(1400, 1600)
+
+
+def open_deployment(driver, demo, name):
+    driver.get(f"{demo['base']}/#/d/demo/{name}")
+    wait_until(lambda: driver.find_elements(By.ID, "summary"), 15, f"{name}'s page")
+
+
+def page_values(driver):
+    """data-key -> the exact value of every measured number on the page, and the read's time."""
+    return driver.execute_script("""
+        const out = {};
+        for (const td of document.querySelectorAll('td.num[data-key]')) out[td.dataset.key] = td.dataset.value;
+        const summary = document.getElementById('summary');
+        return {timestamp: summary ? summary.dataset.timestamp : null, values: out};""")
+
+
+def api_values(snapshot):
+    values = {}
+    for kind in ("processing", "queueing"):
+        for g in snapshot.get(kind, []):
+            values[f"{kind}|{g['name']}|{g['scope']}"] = g["value"]
+    for h in snapshot.get("cacheHits", []):
+        values[f"cache|{h['pod']}|{h['scope']}"] = h["rate"]
+    for area in ("latency", "traffic", "transfer"):
+        for w in snapshot.get(area, []):
+            values[f"{w['pod']}|{w['name']}|{w['scope']}"] = w["value"]
+    return values
+
+
+def test_the_list_shows_every_demo_deployment_with_no_console_error(browser, demo):
+    browser.get(demo["url"])
+    rows = wait_until(lambda: (lambda r: r if len(r) == 3 else None)(
+        browser.find_elements(By.CSS_SELECTOR, "#deployments tbody tr")), 15, "three rows")
+    names = [row.get_attribute("data-deployment") for row in rows]
+    assert names == ["demo/assistant", "demo/chat", "demo/voice"]
+    # The token left the address bar.
+    assert "token" not in browser.current_url
+    assert browser.find_element(By.ID, "freshness").get_attribute("data-state") == "live"
+    screenshot(browser, "deployments.png")
+    assert console_errors(browser) == []
+
+
+@pytest.mark.parametrize("name", ["chat", "assistant", "voice"])
+def test_the_numbers_on_the_page_equal_the_json_api_for_the_same_read(browser, demo, name):
+    open_deployment(browser, demo, name)
+    for _ in range(4):
+        page = page_values(browser)
+        detail = api(demo["base"], f"/api/v1/deployments/demo/{name}", demo["token"])
+        if detail["snapshot"]["timestamp"] != page["timestamp"]:
+            time.sleep(1)  # the page is one poll behind or ahead of this fetch
+            continue
+        expected = api_values(detail["snapshot"])
+        assert expected, "the read has numbers"
+        assert set(page["values"]) == set(expected)
+        for key, value in expected.items():
+            assert float(page["values"][key]) == value, key
+        break
+    else:
+        pytest.fail("the page and the API never showed the same read")
+    assert console_errors(browser) == []
+
+
+def test_the_page_updates_within_two_polling_intervals(browser, demo):
+    open_deployment(browser, demo, "chat")
+    first = page_values(browser)["timestamp"]
+    wait_until(lambda: page_values(browser)["timestamp"] not in (None, first),
+               2 * INTERVAL_S, "a newer read on the page")
+    screenshot(browser, "vllm-prefill-decode.png")
+    assert console_errors(browser) == []
+
+
+def test_missing_entries_render_as_missing_and_the_pipeline_as_a_grid(browser, demo):
+    open_deployment(browser, demo, "voice")
+    detail = api(demo["base"], "/api/v1/deployments/demo/voice", demo["token"])
+    missing = detail["snapshot"].get("missing", [])
+    # A speech pipeline never exports the image families: always listed, never a number.
+    assert any(m["source"] == "vllm_omni:image_ttfp_s" for m in missing), missing
+    rows = browser.find_elements(By.CSS_SELECTOR, "#missing tr.missing")
+    sources = {row.get_attribute("data-source") for row in rows}
+    assert "vllm_omni:image_ttfp_s" in sources
+    for row in rows:
+        assert row.find_element(By.CSS_SELECTOR, ".badge.missing").text == "missing"
+        assert not row.find_elements(By.CSS_SELECTOR, "td.num")
+    # The stage x replica grid: code2wav (stage 2) has two replicas with audio numbers, and the
+    # four physical transfer edges of the speech pipeline are listed.
+    for cell in ("2.0", "2.1"):
+        text = browser.find_element(By.CSS_SELECTOR, f'#pipeline-grid [data-cell="{cell}"]').text
+        assert "audio-ttfp" in text, text
+    edges = {row.get_attribute("data-edge")
+             for row in browser.find_elements(By.CSS_SELECTOR, "#pipeline tr[data-edge]")}
+    assert {"0.0->1.0", "0.1->1.0", "1.0->2.0", "1.0->2.1"} <= edges
+    # Live charts of the last minutes.
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#history .chart canvas")) >= 5
+    screenshot(browser, "omni-pipeline.png")
+    assert console_errors(browser) == []
+
+
+def test_a_wrong_or_absent_token_gets_no_data(browser, demo):
+    for path in ("/api/v1/deployments", "/api/v1/deployments/demo/chat"):
+        with pytest.raises(urllib.error.HTTPError) as absent:
+            api(demo["base"], path, None)
+        assert absent.value.code == 401
+        with pytest.raises(urllib.error.HTTPError) as wrong:
+            api(demo["base"], path, "0" * 32)
+        assert wrong.value.code == 403
+        assert b"demo" not in wrong.value.read()
+    # The page with a wrong token (a fresh load, then as a new fragment of a loaded page), then
+    # with none at all.
+    browser.get("about:blank")
+    browser.get(f"{demo['base']}/#token={'0' * 32}")
+    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), 10, "the refusal")
+    assert not browser.find_elements(By.ID, "deployments")
+    browser.get(f"{demo['base']}/#token={demo['token']}")
+    wait_until(lambda: browser.find_elements(By.ID, "deployments"), 10, "the list")
+    browser.get(f"{demo['base']}/#token={'1' * 32}")
+    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), 10, "the refusal")
+    assert not browser.find_elements(By.ID, "deployments")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(f"{demo['base']}/")
+    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), 10, "the refusal")
+    assert not browser.find_elements(By.ID, "deployments")
+    assert "chat" not in browser.find_element(By.TAG_NAME, "main").text
+    # The 401/403 answers themselves are logged by Chromium as failed loads; nothing else is.
+    assert all("401" in e["message"] or "403" in e["message"] for e in console_errors(browser))
+
+
+def test_fifty_deployments_render_within_a_second(browser, tmp_path):
+    objects = tmp_path / "fleet.json"
+    fleet = Process(["simulate", "fleet", "--deployments", "50", "--pods", "2", "--duration", "120s",
+                     "--objects-out", str(objects)])
+    try:
+        wait_until(lambda: objects.exists(), 20, "the fleet's objects")
+        page = Process(["ui", "--objects", str(objects), "-n", "fleet", "--interval", "2s",
+                        "--duration", "100s"])
+        try:
+            url = page.wait_for(r"open (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
+            base, token = split_url(url)
+            wait_until(lambda: (lambda items: len(items) == 50 and
+                                all(i.get("timestamp") for i in items))(
+                api(base, "/api/v1/deployments", token)["items"]), 30, "50 reads")
+            browser.execute_script("sessionStorage.clear()")
+            browser.get(url)
+            wait_until(lambda: len(browser.find_elements(
+                By.CSS_SELECTOR, "#deployments tbody tr")) == 50, 10, "50 rows")
+            rendered_ms = float(browser.find_element(By.ID, "main").get_attribute(
+                "data-rendered-ms"))
+            assert rendered_ms <= 1000, f"50 deployments rendered after {rendered_ms:.0f} ms"
+            print(f"50 deployments rendered {rendered_ms:.0f} ms after navigation")
+            assert console_errors(browser) == []
+        finally:
+            page.stop()
+    finally:
+        fleet.stop()
