@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: set-up, unit and integration tests (ctest), the Python package's tests (installed
+# Every test: set-up, unit and integration tests (ctest), the web page in headless Chromium, the
+# Python package's tests (installed
 # in build/venv, and the extension again under ASan+UBSan), the same under ASan+UBSan, the
 # threaded ones under TSan, the parser fuzzer for a bounded time, a benchmark smoke run and the
 # format check. Exits non-zero on the first failure.
@@ -26,6 +27,11 @@ bash scripts/prometheus_pipeline_check.sh
 
 step "fleet on Prometheus agents: 512 Pods, 32 deployments, two sharding agents, VictoriaMetrics, serve"
 timeout 300 bash scripts/fleet.sh
+
+step "the web page in headless Chromium (screenshots in build/ui-screenshots)"
+(cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" \
+  MODELMETRICS_SCREENSHOTS="$root/build/ui-screenshots" timeout 300 /usr/bin/python3 -m pytest \
+  -q -p no:cacheprovider "$root/tests/ui")
 
 step "Python package (installed in build/venv by setup; tests run from outside the repository)"
 (cd / && "$root/build/venv/bin/python" -c "import modelmetrics.vllm_omni.metrics.prometheus")
@@ -57,7 +63,7 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELMETRI
   -DMODELMETRICS_BENCH=OFF -DMODELMETRICS_PYTHON=OFF >/dev/null
 tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests
   deployment/deployment_tests deployment/deployment_objects_tests deployment/api_server_tests
-  deployment/deployment_integration_tests sim/sim_tests)
+  deployment/deployment_integration_tests sim/sim_tests ui/ui_tests)
 ninja -C build-tsan -j "$jobs" modelmetrics "${tsan_suites[@]##*/}"
 for suite in "${tsan_suites[@]}"; do
   TSAN_OPTIONS="halt_on_error=1" "./build-tsan/tests/$suite" --gtest_brief=1

@@ -1,0 +1,166 @@
+// Tests for the web page's server: the access token guards every piece of data, the list and the
+// detail carry the aggregator's reads, and a source that stops answering makes a deployment stale
+// while its last good read stays.
+#include "ui/ui_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "deployment/baseline_store.h"
+#include "deployment/object_file.h"
+#include "net/http_client.h"
+#include "sim/deployment_sim.h"
+
+namespace modelmetrics::ui {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The simulator's objects, with a switch that makes every object read fail.
+class FlakySource : public deployment::ObjectSource {
+ public:
+  explicit FlakySource(deployment::ObjectSet objects) { file_.Set(std::move(objects)); }
+  std::atomic<bool> failing{false};
+
+  deployment::ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
+                                           deployment::ModelDeployment* out) override {
+    if (failing) return {503, "ServiceUnavailable", "the API server is down"};
+    return file_.GetModelDeployment(ns, name, out);
+  }
+  deployment::ApiStatus ListPods(std::string_view ns, std::string_view selector,
+                                 std::vector<deployment::Pod>* out) override {
+    return file_.ListPods(ns, selector, out);
+  }
+  deployment::ApiStatus GetReplicaSet(std::string_view ns, std::string_view name,
+                                      deployment::ReplicaSet* out) override {
+    return file_.GetReplicaSet(ns, name, out);
+  }
+  deployment::ApiStatus GetDeployment(std::string_view ns, std::string_view name,
+                                      deployment::Deployment* out) override {
+    return file_.GetDeployment(ns, name, out);
+  }
+  deployment::ApiStatus ListModelDeployments(
+      std::string_view ns, std::vector<deployment::ModelDeployment>* out) override {
+    return file_.ListModelDeployments(ns, out);
+  }
+
+ private:
+  deployment::FileObjectSource file_;
+};
+
+net::FetchResult Get(uint16_t port, const std::string& path, const std::string& token) {
+  net::HttpClient client(net::ClientOptions{});
+  net::FetchRequest request{fmt::format("http://127.0.0.1:{}{}", port, path), {}};
+  if (!token.empty()) request.headers.emplace_back("Authorization", "Bearer " + token);
+  return client.FetchAll(std::span(&request, 1), std::chrono::steady_clock::now() + 10s).at(0);
+}
+
+class UiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sim::DeploymentSimOptions options;
+    options.name = "chat";
+    options.ns = "team";
+    sim_ = std::make_unique<sim::DeploymentSim>(options);
+    std::string error;
+    ASSERT_TRUE(sim_->Start(&error)) << error;
+    source_ = std::make_unique<FlakySource>(sim_->Objects());
+    deployment::AggregatorOptions aggregator_options;
+    aggregator_options.baselines = &baselines_;
+    aggregator_ = std::make_unique<deployment::Aggregator>(source_.get(), aggregator_options);
+    server_ = std::make_unique<UiServer>(
+        source_.get(), aggregator_.get(),
+        UiOptions{.ns = "team", .interval = 300ms, .token = "the-token"});
+    ASSERT_TRUE(server_->Start(&error)) << error;
+  }
+
+  nlohmann::json Detail() {
+    const net::FetchResult r = Get(server_->port(), "/api/v1/deployments/team/chat", "the-token");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return nlohmann::json::parse(r.body);
+  }
+
+  deployment::BaselineStore baselines_;
+  std::unique_ptr<sim::DeploymentSim> sim_;
+  std::unique_ptr<FlakySource> source_;
+  std::unique_ptr<deployment::Aggregator> aggregator_;
+  std::unique_ptr<UiServer> server_;
+};
+
+TEST_F(UiServerTest, EveryPieceOfDataNeedsTheToken) {
+  EXPECT_EQ(server_->url(), fmt::format("http://127.0.0.1:{}/#token=the-token", server_->port()));
+  for (const char* path : {"/api/v1/deployments", "/api/v1/deployments/team/chat"}) {
+    const net::FetchResult absent = Get(server_->port(), path, "");
+    EXPECT_EQ(absent.status, 401) << path;
+    const net::FetchResult wrong = Get(server_->port(), path, "not-the-token");
+    EXPECT_EQ(wrong.status, 403) << path;
+    EXPECT_EQ(wrong.body.find("chat"), std::string::npos) << wrong.body;
+  }
+  // The page and its code hold no data and are served to anyone; with a strict policy.
+  const net::FetchResult page = Get(server_->port(), "/", "");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("/assets/app.js"), std::string::npos);
+  EXPECT_EQ(Get(server_->port(), "/assets/chart.min.js", "").status, 200);
+  EXPECT_EQ(Get(server_->port(), "/api/v1/deployments/team", "the-token").status, 404);
+  EXPECT_EQ(Get(server_->port(), "/api/v1/deployments/team/absent", "the-token").status, 404);
+}
+
+TEST_F(UiServerTest, ServesTheAggregatorsReadsAndGoesStaleWhenTheSourceFails) {
+  // Two reads: the second has windows, and the history holds both.
+  nlohmann::json detail;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  do {
+    std::this_thread::sleep_for(100ms);
+    detail = Detail();
+  } while ((detail["snapshot"].is_null() || !detail["snapshot"].contains("latency")) &&
+           std::chrono::steady_clock::now() < deadline);
+  ASSERT_TRUE(detail["snapshot"].contains("latency")) << detail.dump();
+  EXPECT_EQ(detail["snapshot"]["kind"], "ModelDeploymentMetrics");
+  EXPECT_EQ(detail["engine"], "vllm");
+  EXPECT_FALSE(detail["status"]["stale"]);
+  EXPECT_EQ(detail["pollIntervalMs"], 300);
+  EXPECT_FALSE(detail["history"]["series"].empty());
+
+  const net::FetchResult list = Get(server_->port(), "/api/v1/deployments", "the-token");
+  ASSERT_EQ(list.status, 200);
+  const nlohmann::json items = nlohmann::json::parse(list.body)["items"];
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0]["name"], "chat");
+  EXPECT_EQ(items[0]["namespace"], "team");
+  EXPECT_TRUE(items[0]["running"].is_number());
+
+  // The source stops answering: stale within two intervals, the last good read kept.
+  const std::string last = detail["snapshot"]["timestamp"];
+  source_->failing = true;
+  std::this_thread::sleep_for(800ms);
+  const nlohmann::json stale = Detail();
+  EXPECT_TRUE(stale["status"]["stale"]);
+  EXPECT_NE(stale["status"]["error"].get<std::string>().find("the API server is down"),
+            std::string::npos)
+      << stale.dump();
+  ASSERT_FALSE(stale["snapshot"].is_null());
+  EXPECT_LE(stale["snapshot"]["timestamp"].get<std::string>(), last);
+  // And fresh again once it answers.
+  source_->failing = false;
+  std::this_thread::sleep_for(800ms);
+  EXPECT_FALSE(Detail()["status"]["stale"]);
+}
+
+TEST(UiServer, ListensOnLoopbackOnly) {
+  deployment::FileObjectSource source;
+  deployment::Aggregator aggregator(&source);
+  UiServer server(&source, &aggregator, UiOptions{.address = "0.0.0.0"});
+  std::string error;
+  EXPECT_FALSE(server.Start(&error));
+  EXPECT_NE(error.find("loopback only"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace modelmetrics::ui
