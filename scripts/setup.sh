@@ -19,6 +19,7 @@ packages=(
   pybind11-dev                                   # the pybind11 comparison in bench/python
   libjs-chart.js                                 # the web page's charts (embedded at build time)
   chromium chromium-driver python3-selenium      # the web page's tests in a real browser
+  python3-yaml                                   # the rules and dashboards test
   openssl ca-certificates locales curl
 )
 missing=()

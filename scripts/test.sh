@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Every test: set-up, unit and integration tests (ctest), the web page in headless Chromium, the
-# Python package's tests (installed in build/venv, and the extension again under ASan+UBSan), the
-# same under ASan+UBSan, the threaded ones under TSan, the parser fuzzer for a bounded time, a
-# benchmark smoke run and the format check. Exits non-zero on the first failure.
+# Every test: set-up, unit and integration tests (ctest), the alert rules and dashboards on a real
+# Prometheus, the web page in headless Chromium, the Python package's tests (installed in
+# build/venv, and the extension again under ASan+UBSan), the same under ASan+UBSan, the threaded
+# ones under TSan, the parser fuzzer for a bounded time, a benchmark smoke run and the format check. Exits non-zero on the first failure.
 #   FUZZ_SECONDS=60 (default)   how long the libFuzzer run lasts
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +26,10 @@ bash scripts/prometheus_pipeline_check.sh
 
 step "fleet on Prometheus agents: 512 Pods, 32 deployments, two sharding agents, VictoriaMetrics, serve"
 timeout 300 bash scripts/fleet.sh
+
+step "deploy/: promtool on the alert rules; every dashboard query on a real Prometheus scraping the demo"
+(cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/deploy")
 
 step "the web page in headless Chromium (screenshots in build/ui-screenshots)"
 (cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" \
