@@ -2,7 +2,8 @@
 # Every test: set-up, unit and integration tests (ctest), the alert rules and dashboards on a real
 # Prometheus, the web page in headless Chromium, the Python package's tests (installed in
 # build/venv, and the extension again under ASan+UBSan), the same under ASan+UBSan, the threaded
-# ones under TSan, the parser fuzzer for a bounded time, a benchmark smoke run and the format check. Exits non-zero on the first failure.
+# ones under TSan, the parser fuzzer for a bounded time, a benchmark smoke run and the format
+# check. Exits non-zero on the first failure.
 #   FUZZ_SECONDS=60 (default)   how long the libFuzzer run lasts
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -189,7 +189,8 @@ TEST(OmniDeployment, PerStageAndPerEdgeEntriesEqualThePipelineSimulatorsOwnCount
     for (const auto& [scope, totals] : scoped) running[scope] += totals.count;
   }
   ASSERT_FALSE(running.empty());
-  for (const auto& [scope, value] : running) {
+  for (const auto& [scope_name, value] : running) {
+    const std::string& scope = scope_name;  // (clang 14 cannot capture a structured binding)
     const auto gauge = std::find_if(s.processing.begin(), s.processing.end(), [&](const Gauge& g) {
       return g.name == "stage-running" && g.scope == scope;
     });
