@@ -93,7 +93,8 @@ struct WindowRow {
   Split split = Split::kNone;
   std::string_view split_label;  // kLabel: the label that names the group
   // The exporter creates the family (or a group's series) at its first observation: absence is
-  // not a fault, and a family or group that appears between two reads of the Pod is windowed from zero.
+  // not a fault, and a family or group that appears between two reads of the Pod is windowed from
+  // zero.
   bool lazy = false;
 };
 

@@ -10,18 +10,20 @@
 import json
 import os
 import pathlib
-import queue
 import re
 import socket
 import subprocess
+import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from loopback_process import Process  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = os.environ.get("MODELMETRICS_BIN", str(ROOT / "build/src/cli/modelmetrics"))
@@ -34,39 +36,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-class Process:
-    def __init__(self, args, **kwargs):
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, **kwargs)
-        self.lines = queue.Queue()
-        self.seen = []
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def until(self, pattern, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.5)
-            except queue.Empty:
-                assert self.proc.poll() is None, "\n".join(self.seen)
-                continue
-            self.seen.append(line)
-            if re.search(pattern, line):
-                return self.seen
-        raise AssertionError(f"no {pattern!r} in:\n" + "\n".join(self.seen))
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def test_promtool_checks_and_unit_tests_the_rules():

@@ -12,10 +12,7 @@ vLLM P/D deployment and the omni pipeline go to build/ui-screenshots/.
 import json
 import os
 import pathlib
-import queue
-import re
-import subprocess
-import threading
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,44 +22,13 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from loopback_process import Process  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = os.environ.get("MODELMETRICS_BIN", str(ROOT / "build/src/cli/modelmetrics"))
 SHOTS = pathlib.Path(os.environ.get("MODELMETRICS_SCREENSHOTS", ROOT / "build/ui-screenshots"))
 INTERVAL_S = 5  # the demo page's polling interval (ui_server.h's default)
-
-
-class Process:
-    """A modelmetrics child process whose stdout is drained into lines (so it never blocks)."""
-
-    def __init__(self, args):
-        self.proc = subprocess.Popen([BIN, *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        self.lines = queue.Queue()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def wait_for(self, pattern, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.5)
-            except queue.Empty:
-                assert self.proc.poll() is None, f"{BIN} exited with {self.proc.returncode}"
-                continue
-            match = re.search(pattern, line)
-            if match:
-                return match
-        raise AssertionError(f"no line matching {pattern!r} within {timeout}s")
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def split_url(url):
@@ -90,8 +56,8 @@ def wait_until(predicate, timeout, what):
 
 @pytest.fixture(scope="module")
 def demo():
-    process = Process(["demo", "--duration", "240s", "--interval", "5s", "-o", "json"])
-    url = process.wait_for(r"web page: (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
+    process = Process([BIN, "demo", "--duration", "240s", "--interval", "5s", "-o", "json"])
+    url = process.match(r"web page: (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
     base, token = split_url(url)
     # Two reads of every deployment, so the page has windows to show.
     wait_until(lambda: all(item.get("timestamp") for item in
@@ -256,14 +222,14 @@ def test_a_wrong_or_absent_token_gets_no_data(browser, demo):
 
 def test_fifty_deployments_render_within_a_second(browser, tmp_path):
     objects = tmp_path / "fleet.json"
-    fleet = Process(["simulate", "fleet", "--deployments", "50", "--pods", "2", "--duration", "120s",
-                     "--objects-out", str(objects)])
+    fleet = Process([BIN, "simulate", "fleet", "--deployments", "50", "--pods", "2",
+                     "--duration", "120s", "--objects-out", str(objects)])
     try:
         wait_until(lambda: objects.exists(), 20, "the fleet's objects")
-        page = Process(["ui", "--objects", str(objects), "-n", "fleet", "--interval", "2s",
+        page = Process([BIN, "ui", "--objects", str(objects), "-n", "fleet", "--interval", "2s",
                         "--duration", "100s"])
         try:
-            url = page.wait_for(r"open (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
+            url = page.match(r"open (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
             base, token = split_url(url)
             wait_until(lambda: (lambda items: len(items) == 50 and
                                 all(i.get("timestamp") for i in items))(

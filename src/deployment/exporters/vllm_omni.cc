@@ -5,8 +5,8 @@
 // edge and reason what the pipeline splits by label (the scopes of exporter_profile.h's Split).
 //
 // Almost every family here is created at its first observation (an image pipeline never exports
-// audio families), so their absence is reported, but not as a fault; a family or group that appears between
-// two reads is windowed from zero. The two ratios are the design's: the Speech API stream
+// audio families), so their absence is reported, but not as a fault; a family or group that appears
+// between two reads is windowed from zero. The two ratios are the design's: the Speech API stream
 // interruption ratio (aborted over aborted + completed, all reasons) and the continuity-ok ratio
 // (requests whose worst underrun stayed below the threshold, over the requests that reported an
 // underrun sample, per code2wav replica).
