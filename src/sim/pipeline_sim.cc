@@ -440,12 +440,13 @@ class Simulation {
   }
 
   // ---- realtime sessions with server-side VAD ----
-  // A session every ~2 s lasting 1–6 s: a VAD inference per 100 ms of appended audio, an
-  // endpoint every ~1 s of speech; every 4th session overflows its input buffer once.
+  // One chain of sessions, each starting 0.5-2 s after the one before and lasting 2.5-6 s, so one
+  // is always active: a VAD inference per 100 ms of appended audio, an endpoint every ~1 s of
+  // speech; every 4th session overflows its input buffer once.
   void RealtimeSession() {
     const uint64_t session = ++vad_sessions_;
     vad_->SessionStarted();
-    const double length_s = Uniform(1, 6);
+    const double length_s = Uniform(2.5, 6);
     const int batches = static_cast<int>(length_s * 10);
     for (int i = 1; i <= batches; ++i) {
       loop_.After(i * 0.1, [this, i] {
@@ -455,7 +456,7 @@ class Simulation {
     }
     if (session % 4 == 1) loop_.After(length_s / 2, [this] { vad_->Error("input_overflow"); });
     loop_.After(length_s + 0.05, [this] { vad_->SessionFinished(); });
-    loop_.After(Uniform(1, 3), [this] { RealtimeSession(); });
+    loop_.After(Uniform(0.5, 2), [this] { RealtimeSession(); });
   }
 
   // ---- periodic engine and scheduler reports ----
@@ -467,7 +468,10 @@ class Simulation {
       const bool thinker = engine < 2;
       pipeline::SchedulerStats sched;
       sched.num_running_reqs = static_cast<uint64_t>(Pick(8));
-      sched.num_waiting_reqs = static_cast<uint64_t>(Pick(4));
+      // Short queues: the pipeline reports running = dispatched minus the stages' waiting, so
+      // queues longer than the requests in flight would read as nothing running. The talker
+      // always has one request queued behind the thinkers' hand-offs.
+      sched.num_waiting_reqs = static_cast<uint64_t>(thinker ? Pick(2) : 1 + Pick(2));
       sched.kv_cache_usage = Uniform(0.05, 0.8);
       sched.prefix_cache_stats = {.queries = 200, .hits = static_cast<uint64_t>(Pick(200))};
       pipeline::IterationStats iter;
@@ -543,7 +547,7 @@ class Simulation {
   void WaitingSnapshots() {
     for (int replica = 0; replica < 2; ++replica) {
       if (speech_) speech_->OnWaitingSnapshot(2, replica, Pick(2));
-      if (image_) image_->OnWaitingSnapshot(1, replica, Pick(3));
+      if (image_) image_->OnWaitingSnapshot(1, replica, Pick(2));
     }
     if (image_) image_->OnWaitingSnapshot(0, 0, Pick(2));
     loop_.After(0.5, [this] { WaitingSnapshots(); });
