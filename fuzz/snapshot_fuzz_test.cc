@@ -5,7 +5,8 @@
 // Invariants checked (abort on violation):
 //   - parsing and merging terminate without memory or UB errors (ASan/UBSan);
 //   - the JSON never carries NaN or Inf, and every cache-hit rate lies in [0, 1];
-//   - `partial` is exactly "some reason outside the not-partial list".
+//   - `partial` is exactly "some reason outside the not-partial list";
+//   - the JSON reads back with SnapshotFromJson, and is stable after one such trip.
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -88,6 +89,14 @@ void MergeTwice(std::string_view body, const ExporterProfile* exporter, const Mo
   for (std::string_view bad : {":nan", ":-nan", ":inf", ":-inf", ":NaN", ":+Inf", ":-Inf"}) {
     Check(json.find(bad) == std::string::npos);  // numbers are never spelled these ways
   }
+  // A client of the API (SnapshotFromJson) reads every document back, and after one trip (which
+  // turns \ufffd escapes into U+FFFD) the document is stable.
+  Snapshot decoded;
+  std::string error;
+  Check(SnapshotFromJson(json, &decoded, &error));
+  const std::string once = SnapshotToJson(decoded);
+  Check(SnapshotFromJson(once, &decoded, &error));
+  Check(SnapshotToJson(decoded) == once);
 }
 
 }  // namespace

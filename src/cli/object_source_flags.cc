@@ -14,10 +14,12 @@ class FileHandle : public ObjectSourceHandle {
 class KubeHandle : public ObjectSourceHandle {
  public:
   explicit KubeHandle(deployment::KubeConfig config)
-      : client_(std::move(config)), source_(&client_) {}
+      : config_(config), client_(std::move(config)), source_(&client_) {}
   deployment::ObjectSource* get() override { return &source_; }
+  const deployment::KubeConfig* kube_config() const override { return &config_; }
 
  private:
+  deployment::KubeConfig config_;
   deployment::KubeApiClient client_;
   deployment::KubeApiSource source_;
 };

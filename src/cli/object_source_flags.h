@@ -33,6 +33,8 @@ class ObjectSourceHandle {
  public:
   virtual ~ObjectSourceHandle() = default;
   virtual deployment::ObjectSource* get() = 0;
+  // The API server and credentials, for a source that reads the Kubernetes API; else null.
+  virtual const deployment::KubeConfig* kube_config() const { return nullptr; }
 };
 
 // The source the flags name; null with `*error` when it cannot be opened.

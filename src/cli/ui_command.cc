@@ -1,13 +1,18 @@
 // `modelmetrics ui [-n NS | -A] (--objects FILE | --kubeconfig FILE | --in-cluster)
-//                  [--source prometheus --prometheus-url URL ...] [--port N] [--interval 5s]`
-// reads every ModelDeployment the objects list, as `snapshot` would, every --interval, and serves
-// the page on loopback. It prints the page's URL (with its access token in the fragment) and
-// serves until SIGINT/SIGTERM or --duration.
+//                  [--aggregated-api | --source prometheus --prometheus-url URL ...]
+//                  [--port N] [--interval 5s]`
+// reads every ModelDeployment the objects list every --interval and serves the page on loopback.
+// Each snapshot is computed here, as `snapshot` would (scraping the Pods, or from the store), or
+// with --aggregated-api read from the aggregated API through kube-apiserver, as
+// `kubectl get --raw` would (the way in from outside the cluster, where Pod IPs do not route). It
+// prints the page's URL (with its access token in the fragment) and serves until SIGINT/SIGTERM or
+// --duration.
 //
 // Exit codes: 0 after a clean stop; 2 for bad flags or a source that cannot be opened; 1 when the
 // server cannot start.
 #include "cli/ui_command.h"
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -18,6 +23,8 @@
 #include "cli/sample_source_flags.h"
 #include "cli/stop_signals.h"
 #include "deployment/aggregator.h"
+#include "deployment/kube_api.h"
+#include "deployment/metrics_api_reader.h"
 #include "ui/ui_server.h"
 
 namespace modelmetrics::cli {
@@ -33,7 +40,12 @@ struct UiArgs {
   std::string interval = "5s";
   std::string duration;
   std::string ca_file;
+  bool aggregated_api = false;
 };
+
+// Reads through kube-apiserver: beyond the server's 8 s budget, so its own answer (a 503 naming
+// what was slow) arrives rather than our timeout.
+constexpr std::chrono::milliseconds kApiReadTimeout{10000};
 
 int RunUi(const UiArgs& args) {
   const sigset_t signals = BlockStopSignals();
@@ -43,22 +55,37 @@ int RunUi(const UiArgs& args) {
     std::cerr << "modelmetrics ui: " << error << "\n";
     return 2;
   }
-  deployment::AggregatorOptions options;
-  options.ca_file = args.ca_file;
-  if (args.samples.from_store()) {
-    options.pod_source = OpenSampleSource(args.samples, std::nullopt, &error);
-    if (!options.pod_source) {
-      std::cerr << "modelmetrics ui: " << error << "\n";
+  // Where snapshots come from: the aggregated API, or an aggregator here.
+  std::unique_ptr<deployment::KubeApiClient> api_client;
+  std::unique_ptr<deployment::SnapshotReader> snapshots;
+  if (args.aggregated_api) {
+    const deployment::KubeConfig* config = source->kube_config();
+    if (config == nullptr || args.samples.from_store()) {
+      std::cerr << "modelmetrics ui: --aggregated-api reads through the Kubernetes API: pass "
+                   "--kubeconfig FILE or --in-cluster, and no --source\n";
       return 2;
     }
+    api_client = std::make_unique<deployment::KubeApiClient>(*config, kApiReadTimeout);
+    snapshots = std::make_unique<deployment::MetricsApiReader>(api_client.get());
+  } else {
+    deployment::AggregatorOptions options;
+    options.ca_file = args.ca_file;
+    if (args.samples.from_store()) {
+      options.pod_source = OpenSampleSource(args.samples, std::nullopt, &error);
+      if (!options.pod_source) {
+        std::cerr << "modelmetrics ui: " << error << "\n";
+        return 2;
+      }
+    }
+    snapshots = std::make_unique<deployment::Aggregator>(source->get(), options);
   }
-  deployment::Aggregator aggregator(source->get(), options);
   ui::UiOptions ui_options;
   ui_options.address = args.address;
   ui_options.port = args.port;
   ui_options.ns = args.all_namespaces ? "" : args.ns;
   base::ParseDuration(args.interval, &ui_options.interval);
-  ui::UiServer server(source->get(), &aggregator, ui_options);
+  if (args.aggregated_api) ui_options.read_timeout = kApiReadTimeout;
+  ui::UiServer server(source->get(), snapshots.get(), ui_options);
   if (!server.Start(&error)) {
     std::cerr << "modelmetrics ui: " << error << "\n";
     return 1;
@@ -86,6 +113,9 @@ void AddUiCommand(CLI::App& app, int* exit_code) {
   command->add_flag("-A,--all-namespaces", args->all_namespaces, "Show every namespace's");
   AddObjectSourceFlags(command, &args->source);
   AddSampleSourceFlags(command, &args->samples);
+  command->add_flag("--aggregated-api", args->aggregated_api,
+                    "Read each snapshot from the aggregated API through kube-apiserver (with "
+                    "--kubeconfig or --in-cluster) instead of computing it here");
   command->add_option("--address", args->address, "Loopback address to listen on")
       ->capture_default_str();
   command->add_option("--port", args->port, "Port to listen on (0: any free one)")

@@ -26,6 +26,7 @@
 
 #include "deployment/objects.h"
 #include "deployment/snapshot.h"
+#include "deployment/snapshot_reader.h"
 
 namespace modelmetrics::net {
 class HttpClient;
@@ -54,14 +55,14 @@ struct AggregatorOptions {
   std::shared_ptr<PodMetricsSource> pod_source;
 };
 
-class Aggregator {
+class Aggregator : public SnapshotReader {
  public:
   Aggregator(ObjectSource* source, AggregatorOptions options = {});
-  ~Aggregator();
+  ~Aggregator() override;
 
   // Reads the deployment, finishing by the earlier of `deadline` and request_timeout from now.
   ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out,
-                std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+                std::optional<SteadyTime> deadline = std::nullopt) override;
 
  private:
   struct Impl;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -32,7 +33,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::chrono::milliseconds kRequestTimeout{2000};
 // Slack on top of the transfer timeout for the batch deadline, so the transfer's own timeout
 // (with its clearer message) fires first.
 constexpr std::chrono::milliseconds kDeadlineSlack{1000};
@@ -380,12 +380,13 @@ bool LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out
 }
 
 struct KubeApiClient::Impl {
-  explicit Impl(KubeConfig config);
+  Impl(KubeConfig config, std::chrono::milliseconds request_timeout);
   ~Impl();
 
   std::string Token();
 
   KubeConfig config;
+  std::chrono::milliseconds request_timeout;
   std::string setup_error;              // non-empty: every request fails with it
   std::vector<std::string> temp_files;  // removed in the destructor
   std::unique_ptr<net::HttpClient> http;
@@ -395,14 +396,15 @@ struct KubeApiClient::Impl {
   std::optional<Clock::time_point> token_read;  // guarded by token_mu; empty: read it now
 };
 
-KubeApiClient::Impl::Impl(KubeConfig cfg) : config(std::move(cfg)), token(config.token) {
+KubeApiClient::Impl::Impl(KubeConfig cfg, std::chrono::milliseconds timeout)
+    : config(std::move(cfg)), request_timeout(timeout), token(config.token) {
   // With a token from LoadKubeconfig/LoadInClusterConfig the file was just read; otherwise read
   // it on the first request.
   if (!token.empty()) token_read = Clock::now();
 
   net::ClientOptions options;
   options.max_in_flight = 8;
-  options.fetch_timeout = kRequestTimeout;
+  options.fetch_timeout = request_timeout;
   options.max_body_bytes = kMaxResponseBytes;
   options.ca_file = config.ca_file;
   options.client_cert_file = config.client_cert_file;
@@ -448,13 +450,14 @@ std::string KubeApiClient::Impl::Token() {
   return token;
 }
 
-KubeApiClient::KubeApiClient(KubeConfig config)
-    : impl_(std::make_unique<Impl>(std::move(config))) {}
+KubeApiClient::KubeApiClient(KubeConfig config, std::chrono::milliseconds request_timeout)
+    : impl_(std::make_unique<Impl>(std::move(config), request_timeout)) {}
 
 KubeApiClient::~KubeApiClient() = default;
 
 ApiStatus KubeApiClient::Request(std::string_view method, std::string_view path,
-                                 std::string_view body, std::string* response) {
+                                 std::string_view body, std::string* response,
+                                 std::optional<Clock::time_point> deadline) {
   response->clear();
   if (!impl_->setup_error.empty()) return ApiStatus::Internal(impl_->setup_error);
 
@@ -469,9 +472,10 @@ ApiStatus KubeApiClient::Request(std::string_view method, std::string_view path,
   }
   const std::string what = request.method + " " + request.url;
 
+  Clock::time_point until = Clock::now() + impl_->request_timeout + kDeadlineSlack;
+  if (deadline) until = std::min(until, *deadline);
   std::vector<net::FetchResult> results =
-      impl_->http->FetchAll(std::span<const net::FetchRequest>(&request, 1),
-                            Clock::now() + kRequestTimeout + kDeadlineSlack);
+      impl_->http->FetchAll(std::span<const net::FetchRequest>(&request, 1), until);
   net::FetchResult& result = results.at(0);
   if (result.ok()) {
     *response = std::move(result.body);
@@ -535,13 +539,13 @@ ApiStatus GetObject(KubeApiClient* client, const std::string& path, std::string_
   return ApiStatus::Ok();
 }
 
+}  // namespace
+
 std::string NamespacePath(std::string_view prefix, std::string_view ns, std::string_view resource,
                           std::string_view name) {
   return std::string(prefix) + "/namespaces/" + PercentEncode(ns) + "/" + std::string(resource) +
          "/" + PercentEncode(name);
 }
-
-}  // namespace
 
 ApiStatus KubeApiSource::GetModelDeployment(std::string_view ns, std::string_view name,
                                             ModelDeployment* out) {

@@ -4,7 +4,7 @@
 // certificate-authority / -data, token / tokenFile, client-certificate / -key (+ -data)) or from
 // the in-cluster service account (KUBERNETES_SERVICE_HOST/PORT, the token and ca.crt under
 // /var/run/secrets/kubernetes.io/serviceaccount). Requests go through the foundation's HttpClient:
-// verified TLS, no proxy, no redirects, a 2 s per-request timeout, a body cap.
+// verified TLS, no proxy, no redirects, a per-request timeout (2 s unless given), a body cap.
 //
 // Paths used (real Kubernetes API paths):
 //   GET  /apis/worker.gpustack.ai/v1alpha1/namespaces/{ns}/modeldeployments/{name}
@@ -19,7 +19,9 @@
 #ifndef MODELMETRICS_DEPLOYMENT_KUBE_API_H_
 #define MODELMETRICS_DEPLOYMENT_KUBE_API_H_
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,17 +63,27 @@ bool LoadInClusterConfig(KubeConfig* out, std::string* error);
 bool LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out,
                          std::string* error);
 
+inline constexpr std::chrono::milliseconds kDefaultKubeRequestTimeout{2000};
+
+// `prefix` + /namespaces/{ns}/{resource}/{name}, `ns` and `name` percent-encoded:
+// NamespacePath("/apis/apps/v1", "team", "deployments", "chat").
+std::string NamespacePath(std::string_view prefix, std::string_view ns, std::string_view resource,
+                          std::string_view name);
+
 class KubeApiClient {
  public:
-  explicit KubeApiClient(KubeConfig config);
+  explicit KubeApiClient(KubeConfig config,
+                         std::chrono::milliseconds request_timeout = kDefaultKubeRequestTimeout);
   ~KubeApiClient();
 
   // One request; `body` is sent as application/json when non-empty. On a 2xx answer returns Ok
   // and the body in `*response`; otherwise the error status (see file comment). PEM data of the
   // config is written to private temporary files (0600, in $TMPDIR or /tmp) that the destructor
   // removes; if that fails, every Request returns 500 naming why.
+  // It ends by `deadline` when that is sooner than the request timeout.
   ApiStatus Request(std::string_view method, std::string_view path, std::string_view body,
-                    std::string* response);
+                    std::string* response,
+                    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
  private:
   struct Impl;

@@ -1,5 +1,5 @@
-// ModelDeploymentMetrics: the snapshot the aggregator serves, and its three renderings (the API's
-// JSON, YAML, and a `kubectl top`-like table).
+// ModelDeploymentMetrics: the snapshot the aggregator serves, its three renderings (the API's
+// JSON, YAML, and a `kubectl top`-like table), and the JSON read back (a client of the API).
 //
 // The JSON is the Kubernetes object exactly as the reference gives it: apiVersion
 // worker.gpustack.ai/v1, kind ModelDeploymentMetrics, metadata {name, namespace,
@@ -97,12 +97,23 @@ struct Snapshot {
 
 // RFC 3339 UTC at second precision, e.g. 2026-11-29T16:13:15Z.
 std::string FormatTime(WallTime time);
+// RFC 3339 as metav1.Time accepts it: `Z` or a `+hh:mm`/`-hh:mm` offset, optional fraction
+// (dropped: the API's times are whole seconds). False for anything else.
+bool ParseTime(std::string_view text, WallTime* out);
 
 std::string SnapshotToJson(const Snapshot& snapshot);  // one line, no trailing newline
 std::string SnapshotToYaml(const Snapshot& snapshot);
 // `kubectl top`-like sections: processing, queueing, cache hits, latency, traffic, transfer,
 // then missing and PARTIAL when set.
 std::string SnapshotToTable(const Snapshot& snapshot);
+
+// The API's JSON read back, as a Go client of the type would (snapshot_decode.cc): members it
+// does not know are ignored (a newer server may add some), an absent member is its zero value,
+// and a member of the wrong type, a bad time, a number outside its type, or another kind than
+// ModelDeploymentMetrics is an error naming the member. SnapshotToJson(decoded) equals the
+// input for any document SnapshotToJson wrote, but for the `\ufffd` it writes for a byte that is
+// not UTF-8 (read back as U+FFFD, then written as itself) and a -0 (read back as 0).
+bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error);
 
 }  // namespace modelmetrics::deployment
 

@@ -71,15 +71,15 @@ struct UiServer::Impl {
     bool listed = true;
   };
 
-  Impl(deployment::ObjectSource* o, deployment::Aggregator* a, UiOptions opts)
-      : objects(o), aggregator(a), options(std::move(opts)) {
+  Impl(deployment::ObjectSource* o, deployment::SnapshotReader* r, UiOptions opts)
+      : objects(o), snapshots(r), options(std::move(opts)) {
     if (options.token.empty()) options.token = base::RandomToken();
     if (options.interval.count() <= 0) options.interval = std::chrono::seconds(5);
     options.max_in_flight = std::max<size_t>(1, options.max_in_flight);
   }
 
   deployment::ObjectSource* objects;
-  deployment::Aggregator* aggregator;
+  deployment::SnapshotReader* snapshots;
   UiOptions options;
   std::unique_ptr<net::HttpServer> server;
 
@@ -135,7 +135,7 @@ struct UiServer::Impl {
 
   void Read(const deployment::ModelDeployment& md) {
     deployment::Snapshot snapshot;
-    const deployment::ApiStatus status = aggregator->Get(
+    const deployment::ApiStatus status = snapshots->Get(
         md.metadata.namespace_, md.metadata.name, &snapshot, Clock::now() + options.read_timeout);
     std::lock_guard lock(mu);
     auto it = entries.find({md.metadata.namespace_, md.metadata.name});
@@ -239,9 +239,9 @@ struct UiServer::Impl {
   }
 };
 
-UiServer::UiServer(deployment::ObjectSource* objects, deployment::Aggregator* aggregator,
+UiServer::UiServer(deployment::ObjectSource* objects, deployment::SnapshotReader* snapshots,
                    UiOptions options)
-    : impl_(std::make_unique<Impl>(objects, aggregator, std::move(options))) {}
+    : impl_(std::make_unique<Impl>(objects, snapshots, std::move(options))) {}
 
 UiServer::~UiServer() { Stop(); }
 

@@ -1,7 +1,8 @@
 // `modelmetrics ui`: a local web page of deployment snapshots.
 //
-// A poller reads every ModelDeployment the object source lists (in one namespace, or all) through
-// the aggregator every `interval`, at most `max_in_flight` reads at once, each within
+// A poller reads every ModelDeployment the object source lists (in one namespace, or all) from a
+// SnapshotReader (the aggregator here, or the aggregated API through kube-apiserver) every
+// `interval`, at most `max_in_flight` reads at once, each within
 // `read_timeout`, and keeps per deployment the latest snapshot, its history (history.h) and
 // whether the source still answers. The loopback HTTP server serves the page (assets embedded
 // in the binary at build time, Chart.js from Debian's libjs-chart.js) and a small JSON API that
@@ -30,8 +31,8 @@
 #include <memory>
 #include <string>
 
-#include "deployment/aggregator.h"
 #include "deployment/objects.h"
+#include "deployment/snapshot_reader.h"
 
 namespace modelmetrics::ui {
 
@@ -49,8 +50,8 @@ struct UiOptions {
 
 class UiServer {
  public:
-  // `objects` and `aggregator` must outlive the server.
-  UiServer(deployment::ObjectSource* objects, deployment::Aggregator* aggregator,
+  // `objects` and `snapshots` must outlive the server.
+  UiServer(deployment::ObjectSource* objects, deployment::SnapshotReader* snapshots,
            UiOptions options);
   ~UiServer();  // Stop()s
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -48,7 +49,7 @@ TEST(SnapshotJson, EmptySnapshotShape) {
             "\"timestamp\":\"2026-11-29T16:13:15Z\",\"partial\":false}");
 }
 
-TEST(SnapshotJson, FullDocumentKeyOrder) {
+Snapshot FullSnapshot() {
   Snapshot snapshot;
   snapshot.name = "chat";
   snapshot.namespace_ = "team";
@@ -108,7 +109,11 @@ TEST(SnapshotJson, FullDocumentKeyOrder) {
                                      .samples = 1e21,
                                      .window_seconds = 0.5,
                                      .observed_at = T0() + 30s});
-  EXPECT_EQ(SnapshotToJson(snapshot),
+  return snapshot;
+}
+
+TEST(SnapshotJson, FullDocumentKeyOrder) {
+  EXPECT_EQ(SnapshotToJson(FullSnapshot()),
             "{\"kind\":\"ModelDeploymentMetrics\",\"apiVersion\":\"worker.gpustack.ai/v1\","
             "\"metadata\":{\"name\":\"chat\",\"namespace\":\"team\",\"creationTimestamp\":null},"
             "\"timestamp\":\"2026-11-29T16:13:45Z\","
@@ -139,6 +144,89 @@ TEST(SnapshotJson, FullDocumentKeyOrder) {
             "\"source\":\"sglang:kv_transfer_latency_ms\",\"scope\":\"engine/prompt\","
             "\"unit\":\"milliseconds\",\"value\":1e-7,\"samples\":1e+21,\"windowSeconds\":0.5,"
             "\"observedAt\":\"2026-11-29T16:13:45Z\"}]}");
+}
+
+// A client of the API reads the document back: every field, every list, byte for byte again.
+TEST(SnapshotFromJson, ReadsBackWhatTheWriterWrote) {
+  for (const Snapshot& original : {FullSnapshot(), Snapshot{.name = "chat", .timestamp = T0()}}) {
+    const std::string json = SnapshotToJson(original);
+    Snapshot decoded;
+    std::string error;
+    ASSERT_TRUE(SnapshotFromJson(json, &decoded, &error)) << error;
+    EXPECT_EQ(SnapshotToJson(decoded), json);
+  }
+  Snapshot decoded;
+  std::string error;
+  ASSERT_TRUE(SnapshotFromJson(SnapshotToJson(FullSnapshot()), &decoded, &error)) << error;
+  EXPECT_EQ(decoded.name, "chat");
+  EXPECT_EQ(decoded.namespace_, "team");
+  EXPECT_EQ(decoded.timestamp, T0() + 30s);
+  EXPECT_TRUE(decoded.partial);
+  ASSERT_EQ(decoded.cache_hits.size(), 1u);
+  EXPECT_EQ(decoded.cache_hits[0].queries, 37842);
+  EXPECT_EQ(decoded.cache_hits[0].pod_count, 1);
+  ASSERT_EQ(decoded.missing.size(), 2u);
+  EXPECT_EQ(decoded.missing[1].reason, "Get \"http://10.0.0.2:8000/metrics\": <html> & more");
+  ASSERT_EQ(decoded.transfer.size(), 1u);
+  EXPECT_EQ(decoded.transfer[0].value, 1e-7);
+  EXPECT_EQ(decoded.transfer[0].samples, 1e21);
+}
+
+// As a Go client: members it does not know are ignored, absent ones are zero values, and a
+// member of the wrong type is an error that names it.
+TEST(SnapshotFromJson, IgnoresTheUnknownAndNamesTheWrong) {
+  Snapshot decoded;
+  std::string error;
+  ASSERT_TRUE(SnapshotFromJson(
+      R"({"kind":"ModelDeploymentMetrics","apiVersion":"worker.gpustack.ai/v1",)"
+      R"("metadata":{"name":"chat","namespace":"team","uid":"x"},"timestamp":"2026-11-29T16:13:15Z",)"
+      R"("stages":[{"id":0}],"queueing":[{"name":"waiting","value":3}],"latency":null})",
+      &decoded, &error))
+      << error;
+  EXPECT_EQ(decoded.timestamp, T0());
+  ASSERT_EQ(decoded.queueing.size(), 1u);
+  EXPECT_EQ(decoded.queueing[0].value, 3);
+  EXPECT_EQ(decoded.queueing[0].pod_count, 0);
+  EXPECT_TRUE(decoded.latency.empty());
+
+  const std::string head =
+      R"({"kind":"ModelDeploymentMetrics","apiVersion":"worker.gpustack.ai/v1","metadata":{},)";
+  const std::pair<std::string, std::string> bad[] = {
+      {"{", "not JSON"},
+      {"[]", "not a JSON object"},
+      {R"({"kind":"Status","apiVersion":"v1","metadata":{}})", "kind Status v1"},
+      {R"({"kind":"ModelDeploymentMetrics","apiVersion":"worker.gpustack.ai/v1"})", "metadata"},
+      {head + R"("partial":"yes"})", "partial: not true or false"},
+      {head + R"("timestamp":"yesterday"})", "timestamp: not an RFC 3339 time"},
+      {head + R"("processing":{}})", "processing: not a list"},
+      {head + R"("processing":[1]})", "processing[0]: not an object"},
+      {head + R"("latency":[{},{"value":"fast"}]})", "latency[1].value: not a number"},
+      {head + R"("cacheHits":[{"podCount":4294967296}]})", "cacheHits[0].podCount: not a 32-bit"},
+      {head + R"("cacheHits":[{"podCount":1.5}]})", "cacheHits[0].podCount: not a 32-bit"},
+      {head + R"("missing":[{"reason":7}]})", "missing[0].reason: not a string"},
+  };
+  for (const auto& [json, want] : bad) {
+    error.clear();
+    EXPECT_FALSE(SnapshotFromJson(json, &decoded, &error)) << json;
+    EXPECT_NE(error.find(want), std::string::npos) << json << " -> " << error;
+  }
+}
+
+TEST(SnapshotFromJson, TimesAsMetav1ReadsThem) {
+  WallTime t;
+  ASSERT_TRUE(ParseTime("2026-11-29T16:13:15Z", &t));
+  EXPECT_EQ(t, T0());
+  ASSERT_TRUE(ParseTime("2026-11-29T17:13:15.123456+01:00", &t));
+  EXPECT_EQ(t, T0());
+  ASSERT_TRUE(ParseTime("2026-11-29T15:43:15-00:30", &t));
+  EXPECT_EQ(t, T0());
+  ASSERT_TRUE(ParseTime("2024-02-29T00:00:00Z", &t));
+  for (const char* bad :
+       {"", "2026-11-29", "2026-11-29T16:13:15", "2026-11-29 16:13:15Z", "2026-13-01T00:00:00Z",
+        "2026-02-30T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T16:13:15.Z",
+        "2026-11-29T16:13:15+1:00", "2026-11-29T16:13:15Zjunk", "+2026-11-29T16:13:15Z"}) {
+    EXPECT_FALSE(ParseTime(bad, &t)) << bad;
+  }
 }
 
 TEST(SnapshotJson, PartialAndMissingPodAlwaysPresent) {

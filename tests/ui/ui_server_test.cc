@@ -1,6 +1,7 @@
 // Tests for the web page's server: the access token guards every piece of data, the list and the
 // detail carry the aggregator's reads, and a source that stops answering makes a deployment stale
-// while its last good read stays.
+// while its last good read stays. Also the page reading through the aggregated API (TLS, a
+// bearer token, as through kube-apiserver), and refused there with a wrong token.
 #include "ui/ui_server.h"
 
 #include <gtest/gtest.h>
@@ -13,10 +14,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "deployment/aggregator.h"
 #include "deployment/baseline_store.h"
+#include "deployment/kube_api.h"
+#include "deployment/metrics_api_reader.h"
 #include "deployment/object_file.h"
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
+#include "sim/loopback_api.h"
 
 namespace modelmetrics::ui {
 namespace {
@@ -160,6 +165,102 @@ TEST(UiServer, ListensOnLoopbackOnly) {
   std::string error;
   EXPECT_FALSE(server.Start(&error));
   EXPECT_NE(error.find("loopback only"), std::string::npos) << error;
+}
+
+std::string TlsFile(const char* name) {
+  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
+}
+
+// The page over the aggregated API: a simulated deployment behind a loopback `serve`-like API
+// (TLS, one token), read with a kubeconfig's credentials as kube-apiserver would be.
+class UiThroughTheApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sim::DeploymentSimOptions options;
+    options.name = "chat";
+    options.ns = "team";
+    sim_ = std::make_unique<sim::DeploymentSim>(options);
+    std::string error;
+    ASSERT_TRUE(sim_->Start(&error)) << error;
+    objects_.Set(sim_->Objects());
+    sim::LoopbackApiOptions api;
+    api.namespaces = {"team"};
+    api.tls_cert_file = TlsFile("server.pem");
+    api.tls_key_file = TlsFile("server-key.pem");
+    api.aggregator.baselines = &baselines_;
+    api_ = std::make_unique<sim::LoopbackApi>(&objects_, api);
+    ASSERT_TRUE(api_->Start(&error)) << error;
+  }
+
+  // A page whose reads carry `token`.
+  void StartPage(const std::string& token) {
+    deployment::KubeConfig config;
+    config.server = api_->url();
+    config.token = token;
+    config.ca_file = TlsFile("ca.pem");
+    client_ = std::make_unique<deployment::KubeApiClient>(config, 10s);
+    reader_ = std::make_unique<deployment::MetricsApiReader>(client_.get());
+    page_ = std::make_unique<UiServer>(&objects_, reader_.get(),
+                                       UiOptions{.ns = "team", .interval = 300ms, .token = "page"});
+    std::string error;
+    ASSERT_TRUE(page_->Start(&error)) << error;
+  }
+
+  nlohmann::json Detail() {
+    const net::FetchResult r = Get(page_->port(), "/api/v1/deployments/team/chat", "page");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return nlohmann::json::parse(r.body, nullptr, false);
+  }
+
+  deployment::BaselineStore baselines_;
+  std::unique_ptr<sim::DeploymentSim> sim_;
+  deployment::FileObjectSource objects_;
+  std::unique_ptr<sim::LoopbackApi> api_;
+  std::unique_ptr<deployment::KubeApiClient> client_;
+  std::unique_ptr<deployment::MetricsApiReader> reader_;
+  std::unique_ptr<UiServer> page_;
+};
+
+TEST_F(UiThroughTheApi, ShowsTheServersSnapshotsWithItsWindows) {
+  StartPage(api_->token());
+  nlohmann::json detail;
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  do {
+    std::this_thread::sleep_for(200ms);
+    detail = Detail();
+  } while ((detail["snapshot"].is_null() || !detail["snapshot"].contains("latency")) &&
+           std::chrono::steady_clock::now() < deadline);
+  // The windows are the server's: its second read of the Pods, decoded and shown as it sent them.
+  ASSERT_TRUE(detail["snapshot"].contains("latency")) << detail.dump();
+  EXPECT_FALSE(detail["status"]["stale"]) << detail.dump();
+  const nlohmann::json& snapshot = detail["snapshot"];
+  EXPECT_EQ(snapshot["metadata"]["name"], "chat");
+  EXPECT_EQ(snapshot["metadata"]["namespace"], "team");
+  EXPECT_FALSE(snapshot["partial"]);
+  ASSERT_TRUE(snapshot.contains("processing"));
+  EXPECT_EQ(snapshot["processing"][0]["scope"], "engine/server");
+  EXPECT_FALSE(detail["history"]["series"].empty());
+  // The same document the API serves: what the server's JSON says, field for field.
+  deployment::Snapshot decoded;
+  std::string error;
+  ASSERT_TRUE(deployment::SnapshotFromJson(snapshot.dump(), &decoded, &error)) << error;
+  EXPECT_EQ(nlohmann::json::parse(deployment::SnapshotToJson(decoded)), snapshot);
+}
+
+TEST_F(UiThroughTheApi, AWrongTokenGetsTheApisRefusalAndNoData) {
+  StartPage("not-the-token");
+  nlohmann::json detail;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  do {
+    std::this_thread::sleep_for(200ms);
+    detail = Detail();
+  } while (detail["status"]["error"].get<std::string>().empty() &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_TRUE(detail["status"]["stale"]);
+  EXPECT_TRUE(detail["snapshot"].is_null());
+  EXPECT_NE(detail["status"]["error"].get<std::string>().find("401 Unauthorized"),
+            std::string::npos)
+      << detail.dump();
 }
 
 }  // namespace

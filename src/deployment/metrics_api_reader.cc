@@ -1,0 +1,29 @@
+// See metrics_api_reader.h.
+#include "deployment/metrics_api_reader.h"
+
+#include <string>
+
+namespace modelmetrics::deployment {
+
+std::string MetricsApiPath(std::string_view ns, std::string_view name) {
+  return NamespacePath("/apis/worker.gpustack.ai/v1", ns, "modeldeployments", name) + "/metrics";
+}
+
+ApiStatus MetricsApiReader::Get(std::string_view ns, std::string_view name, Snapshot* out,
+                                std::optional<SteadyTime> deadline) {
+  std::string body;
+  const std::string path = MetricsApiPath(ns, name);
+  ApiStatus status = client_->Request("GET", path, "", &body, deadline);
+  if (!status.ok()) return status;
+  std::string error;
+  if (!SnapshotFromJson(body, out, &error)) {
+    return ApiStatus::Internal("decode GET " + path + ": " + error);
+  }
+  if (out->namespace_ != ns || out->name != name) {
+    return ApiStatus::Internal("GET " + path + " answered for " + out->namespace_ + "/" +
+                               out->name);
+  }
+  return ApiStatus::Ok();
+}
+
+}  // namespace modelmetrics::deployment
