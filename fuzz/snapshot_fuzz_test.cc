@@ -92,7 +92,6 @@ void MergeTwice(std::string_view body, const ExporterProfile* exporter, const Mo
   // A client of the API (SnapshotFromJson) reads every document back, and after one trip (which
   // turns \ufffd escapes into U+FFFD) the document is stable.
   Snapshot decoded;
-  std::string error;
   Check(SnapshotFromJson(json, &decoded, &error));
   const std::string once = SnapshotToJson(decoded);
   Check(SnapshotFromJson(once, &decoded, &error));
