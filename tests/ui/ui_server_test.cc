@@ -67,15 +67,26 @@ net::FetchResult Get(uint16_t port, const std::string& path, const std::string& 
   return client.FetchAll(std::span(&request, 1), std::chrono::steady_clock::now() + 10s).at(0);
 }
 
+// team/chat, simulated; null (with a test failure) when it cannot start.
+std::unique_ptr<sim::DeploymentSim> StartChat() {
+  sim::DeploymentSimOptions options;
+  options.name = "chat";
+  options.ns = "team";
+  auto simulator = std::make_unique<sim::DeploymentSim>(options);
+  std::string error;
+  if (!simulator->Start(&error)) {
+    ADD_FAILURE() << error;
+    return nullptr;
+  }
+  return simulator;
+}
+
 class UiServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    sim::DeploymentSimOptions options;
-    options.name = "chat";
-    options.ns = "team";
-    sim_ = std::make_unique<sim::DeploymentSim>(options);
+    sim_ = StartChat();
+    ASSERT_TRUE(sim_);
     std::string error;
-    ASSERT_TRUE(sim_->Start(&error)) << error;
     source_ = std::make_unique<FlakySource>(sim_->Objects());
     deployment::AggregatorOptions aggregator_options;
     aggregator_options.baselines = &baselines_;
@@ -176,12 +187,9 @@ std::string TlsFile(const char* name) {
 class UiThroughTheApi : public ::testing::Test {
  protected:
   void SetUp() override {
-    sim::DeploymentSimOptions options;
-    options.name = "chat";
-    options.ns = "team";
-    sim_ = std::make_unique<sim::DeploymentSim>(options);
+    sim_ = StartChat();
+    ASSERT_TRUE(sim_);
     std::string error;
-    ASSERT_TRUE(sim_->Start(&error)) << error;
     objects_.Set(sim_->Objects());
     sim::LoopbackApiOptions api;
     api.namespaces = {"team"};
