@@ -10,7 +10,6 @@
 #include <condition_variable>
 #include <exception>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -237,9 +236,11 @@ class ConnectionBase : public std::enable_shared_from_this<ConnectionBase> {
   // or answered (evictable).
   std::atomic<bool> idle{true};
   std::atomic<bool> evicting{false};  // chosen for eviction; not chosen twice
-  // Set before Start(), then read-only.
-  uint64_t sequence = 0;       // accept order: lower is older
-  std::string remote_address;  // for the per-address limit
+  // The server's activity tick when it was accepted or last finished a request: the eviction
+  // order (lowest first), so a kept-alive client that keeps asking outlives a flood of
+  // connections that never do. Written on the connection's thread, read by the acceptor.
+  std::atomic<uint64_t> last_active{0};
+  std::string remote_address;  // set before Start(), then read-only: for the per-address limit
 
  private:
   asio::io_context* const ioc_;  // fixed at construction: safe to read from any thread
@@ -265,6 +266,8 @@ class ServerImpl {
                               std::string* allow) const;
   TlsPeer PeerOf(SSL* ssl) const;
   void Unregister(ConnectionBase* connection);  // any IO thread
+  // Any thread: increasing ticks that order connections' last activity.
+  uint64_t NextActivityTick() { return activity_.fetch_add(1, std::memory_order_relaxed) + 1; }
 
  private:
   enum class State { kNew, kRunning, kStopped };
@@ -273,8 +276,9 @@ class ServerImpl {
   void DoAccept();
   void OnAccept(const beast::error_code& ec, tcp::socket socket, asio::io_context* ioc);
   std::vector<std::shared_ptr<ConnectionBase>> Snapshot();
-  // Under conns_mu_: the oldest idle connection not already being evicted, or null.
-  std::shared_ptr<ConnectionBase> OldestIdleLocked();
+  // Under conns_mu_: the idle connection longest without activity not already being evicted,
+  // or null.
+  std::shared_ptr<ConnectionBase> LeastRecentlyActiveIdleLocked();
 
   ServerOptions options_;
   std::vector<RouteEntry> routes_;
@@ -299,9 +303,8 @@ class ServerImpl {
   std::condition_variable conns_cv_;
   bool stopping_ = false;  // guarded by conns_mu_
   std::unordered_map<ConnectionBase*, std::shared_ptr<ConnectionBase>> conns_;  // conns_mu_
-  std::map<uint64_t, ConnectionBase*> by_age_;                                  // conns_mu_
   std::unordered_map<std::string, size_t> per_address_;                         // conns_mu_
-  uint64_t next_sequence_ = 0;                                                  // conns_mu_
+  std::atomic<uint64_t> activity_{0};
 };
 
 // One connection, plain (kTls = false) or TLS. Everything runs on the thread of its io_context.
@@ -394,6 +397,7 @@ class Connection final : public ConnectionBase {
     // Wait for the first byte: a new connection's first request must arrive whole within
     // read_timeout; a kept-alive one may first idle for idle_timeout.
     state_ = kIdle;
+    last_active.store(server_->NextActivityTick(), std::memory_order_relaxed);
     idle.store(true, std::memory_order_relaxed);
     lowest().expires_after(requests_ == 0 ? opts().read_timeout : opts().idle_timeout);
     stream_.async_read_some(
@@ -891,7 +895,7 @@ void ServerImpl::OnAccept(const beast::error_code& ec, tcp::socket socket, asio:
       admit = it == per_address_.end() || it->second < per_address_limit;
     }
     if (admit && conns_.size() >= options_.max_connections) {
-      evicted = OldestIdleLocked();
+      evicted = LeastRecentlyActiveIdleLocked();
       admit = evicted != nullptr;
     }
     if (admit) {
@@ -900,10 +904,9 @@ void ServerImpl::OnAccept(const beast::error_code& ec, tcp::socket socket, asio:
       } else {
         connection = std::make_shared<Connection<false>>(this, ioc, std::move(socket));
       }
-      connection->sequence = next_sequence_++;
+      connection->last_active.store(NextActivityTick(), std::memory_order_relaxed);
       connection->remote_address = std::move(address);
       conns_.emplace(connection.get(), connection);
-      by_age_.emplace(connection->sequence, connection.get());
       ++per_address_[connection->remote_address];
     }
   }
@@ -918,13 +921,22 @@ void ServerImpl::OnAccept(const beast::error_code& ec, tcp::socket socket, asio:
   DoAccept();
 }
 
-std::shared_ptr<ConnectionBase> ServerImpl::OldestIdleLocked() {
-  for (const auto& [sequence, raw] : by_age_) {
+std::shared_ptr<ConnectionBase> ServerImpl::LeastRecentlyActiveIdleLocked() {
+  // A scan, only at the limit: at most max_connections atomic loads per admitted connection.
+  ConnectionBase* pick = nullptr;
+  uint64_t pick_tick = 0;
+  for (const auto& [raw, owned] : conns_) {
     if (!raw->idle.load(std::memory_order_relaxed)) continue;
-    if (raw->evicting.exchange(true, std::memory_order_relaxed)) continue;
-    return conns_.at(raw);
+    if (raw->evicting.load(std::memory_order_relaxed)) continue;
+    const uint64_t tick = raw->last_active.load(std::memory_order_relaxed);
+    if (pick == nullptr || tick < pick_tick) {
+      pick = raw;
+      pick_tick = tick;
+    }
   }
-  return nullptr;
+  if (pick == nullptr) return nullptr;
+  pick->evicting.store(true, std::memory_order_relaxed);  // conns_mu_ held: not chosen twice
+  return conns_.at(pick);
 }
 
 void ServerImpl::Unregister(ConnectionBase* connection) {
@@ -934,7 +946,6 @@ void ServerImpl::Unregister(ConnectionBase* connection) {
   if (it == conns_.end()) return;
   keep = std::move(it->second);
   conns_.erase(it);
-  by_age_.erase(keep->sequence);
   if (auto count = per_address_.find(keep->remote_address); count != per_address_.end()) {
     if (--count->second == 0) per_address_.erase(count);
   }
@@ -993,7 +1004,6 @@ void ServerImpl::Stop() {
   std::lock_guard<std::mutex> lock(conns_mu_);
   conns = Snapshot();
   conns_.clear();
-  by_age_.clear();
   per_address_.clear();
   // `conns` dies here, with the io_contexts still alive and no thread running them; handlers still
   // queued in them keep their connections until the io_contexts are destroyed.

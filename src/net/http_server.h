@@ -12,14 +12,16 @@
 //    `handshake_timeout`). A kept-alive connection with no new request within `idle_timeout` is
 //    closed; a response must be written within `write_timeout`.
 //  - Connection exhaustion: at `max_connections`, a new connection is admitted by closing the
-//    oldest connection that holds no whole request (still in its TLS handshake, waiting for or
-//    still reading a request, or kept alive and idle); only when every connection is handling or
-//    answering a request is the new one closed at once. A connection chosen for eviction that
-//    completes a request first is kept, so the count may briefly exceed the limit by one. So
-//    clients that open connections and send nothing cannot lock others out: they only push out each
-//    other. With `max_connections_per_address` > 0, one client address holds at most that many
-//    (more are closed at once); off by default because behind kube-apiserver every request comes
-//    from the same address.
+//    connection longest without activity (accepted, or last finished a request, longest ago) that
+//    holds no whole request (still in its TLS handshake, waiting for or still reading a request,
+//    or kept alive and idle), so a kept-alive client that keeps asking (kube-apiserver's pooled
+//    connection) outlives a flood of newer ones that never ask; only when every connection is
+//    handling or answering a request is the new one closed at once. A connection chosen for
+//    eviction that completes a request first is kept, so the count may briefly exceed the limit by
+//    one. So clients that open connections and send nothing cannot lock others out: they only push
+//    out each other. With `max_connections_per_address` > 0, one client address holds at most that
+//    many (more are closed at once); off by default because behind kube-apiserver every request
+//    comes from the same address.
 //  - HTTP/1.1 keep-alive and pipelining (answered in order, one request at a time per
 //    connection). Every response carries Content-Length, and `Connection: close` when the server
 //    closes after it (HTTP/1.1). `Expect: 100-continue` is answered. A HEAD request reaching a

@@ -577,6 +577,36 @@ TEST(HttpServerTest, AtMaxConnectionsTheOldestIdleConnectionMakesRoom) {
   EXPECT_EQ(r.result_int(), 200);
 }
 
+// Eviction goes by last activity, not accept order: a client that keeps asking (kube-apiserver's
+// pooled connection) outlives newer connections that never ask.
+TEST(HttpServerTest, AtMaxConnectionsAnActiveKeptAliveClientOutlivesNewerSilentOnes) {
+  ServerOptions options;
+  options.max_connections = 4;
+  HttpServer server(options);
+  server.Route("GET", "/", [](const HttpRequest&) { return Ok(); });
+  ASSERT_TRUE(Started(server));
+  Client regular;  // the first accepted, so the oldest
+  ASSERT_FALSE(regular.Connect(server.port()));
+  ASSERT_EQ(regular.Get("/").result_int(), 200);
+  std::vector<std::unique_ptr<Client>> silent;
+  for (int i = 0; i < 3; ++i) {
+    silent.push_back(std::make_unique<Client>());
+    ASSERT_FALSE(silent.back()->Connect(server.port(), "127.0.0.2"));
+  }
+  std::this_thread::sleep_for(100ms);  // all four accepted
+  for (int round = 0; round < 6; ++round) {
+    ASSERT_EQ(regular.Get("/").result_int(), 200) << "round " << round;  // active again
+    // At the limit, a newcomer pushes out the silent connection longest without activity.
+    auto newcomer = std::make_unique<Client>();
+    ASSERT_FALSE(newcomer->Connect(server.port(), "127.0.0.2"));
+    EXPECT_TRUE(silent.front()->WaitClosed(2s)) << "round " << round;
+    silent.erase(silent.begin());
+    silent.push_back(std::move(newcomer));
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(regular.Get("/").result_int(), 200);
+}
+
 TEST(HttpServerTest, PerAddressLimitKeepsOneAddressFromTakingEverySlot) {
   ServerOptions options;
   options.max_connections_per_address = 2;
