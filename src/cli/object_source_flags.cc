@@ -35,9 +35,18 @@ void AddObjectSourceFlags(CLI::App* command, ObjectSourceFlags* flags) {
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1} << 30));
   command->add_option("--kubeconfig", flags->kubeconfig, "Read objects from the Kubernetes API");
+  AddMaxConfigBytesFlag(command, &flags->max_config_bytes, "a kubeconfig");
   command->add_option("--context", flags->context, "The kubeconfig context (default: current)");
   command->add_flag("--in-cluster", flags->in_cluster,
                     "Read objects from the Kubernetes API with the Pod's service account");
+}
+
+void AddMaxConfigBytesFlag(CLI::App* command, size_t* max_bytes, const std::string& what) {
+  command
+      ->add_option("--max-config-bytes", *max_bytes,
+                   "Refuse " + what + " larger than this many bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30));
 }
 
 std::unique_ptr<ObjectSourceHandle> OpenObjectSource(const ObjectSourceFlags& flags,
@@ -55,7 +64,8 @@ std::unique_ptr<ObjectSourceHandle> OpenObjectSource(const ObjectSourceFlags& fl
   }
   deployment::KubeConfig config;
   if (!flags.kubeconfig.empty()) {
-    if (!deployment::LoadKubeconfig(flags.kubeconfig, flags.context, &config, error)) {
+    if (!deployment::LoadKubeconfig(flags.kubeconfig, flags.context, &config, error,
+                                    flags.max_config_bytes)) {
       return nullptr;
     }
     return std::make_unique<KubeHandle>(std::move(config));

@@ -1,7 +1,7 @@
 // Where a command reads Kubernetes objects from: --objects FILE (a `kubectl get -o json` List or
-// YAML, a regular file of at most --max-objects-bytes, default 4 MiB), --kubeconfig FILE
-// [--context NAME], or the in-cluster service account (--in-cluster, or by default when
-// KUBERNETES_SERVICE_HOST is set).
+// YAML, a regular file of at most --max-objects-bytes, default 4 MiB), --kubeconfig FILE (a
+// regular file of at most --max-config-bytes, default 4 MiB) [--context NAME], or the in-cluster
+// service account (--in-cluster, or by default when KUBERNETES_SERVICE_HOST is set).
 //
 // Thread-safety: call from one thread (command-line set-up).
 #ifndef MODELMETRICS_CLI_OBJECT_SOURCE_FLAGS_H_
@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/file.h"
 #include "deployment/kube_api.h"
 #include "deployment/object_file.h"
 
@@ -22,11 +23,14 @@ struct ObjectSourceFlags {
   std::string objects_file;
   size_t max_objects_bytes = deployment::kDefaultMaxObjectsBytes;
   std::string kubeconfig;
+  size_t max_config_bytes = base::kDefaultMaxFileBytes;
   std::string context;
   bool in_cluster = false;
 };
 
 void AddObjectSourceFlags(CLI::App* command, ObjectSourceFlags* flags);
+// --max-config-bytes: the size cap on configuration files (`what` names them in the help).
+void AddMaxConfigBytesFlag(CLI::App* command, size_t* max_bytes, const std::string& what);
 
 // Owns the source and whatever it needs (the API client).
 class ObjectSourceHandle {

@@ -1,7 +1,7 @@
-// `modelmetrics serve --config FILE [--duration D]`: the aggregated API server for
-// ModelDeploymentMetrics. Wires the configuration (deployment/api_server.h) into an object source
-// (a file, or the Kubernetes API), an Aggregator and an ApiServer, prints the URL it listens on,
-// and serves until SIGINT/SIGTERM or the duration ends.
+// `modelmetrics serve --config FILE [--duration D] [--max-config-bytes N]`: the aggregated API
+// server for ModelDeploymentMetrics. Wires the configuration (deployment/api_server.h) into an
+// object source (a file, or the Kubernetes API), an Aggregator and an ApiServer, prints the URL it
+// listens on, and serves until SIGINT/SIGTERM or the duration ends.
 //
 // Exit codes: 0 after a clean stop (also when SIGINT/SIGTERM comes during start-up); 2 for a bad
 // configuration (including files it names that do not load); 1 when the server cannot start
@@ -14,6 +14,7 @@
 #include "cli/serve_command.h"
 
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -24,6 +25,8 @@
 #include <fmt/format.h>
 
 #include "base/duration.h"
+#include "base/file.h"
+#include "cli/object_source_flags.h"
 #include "cli/stop_signals.h"
 #include "deployment/aggregator.h"
 #include "deployment/api_server.h"
@@ -36,7 +39,8 @@ namespace {
 
 using deployment::ServeConfig;
 
-int RunServe(const std::string& config_path, std::optional<std::chrono::milliseconds> duration) {
+int RunServe(const std::string& config_path, size_t max_config_bytes,
+             std::optional<std::chrono::milliseconds> duration) {
   // Block the stop signals before anything starts a thread (the API client, the aggregator and
   // the server all do), so every thread inherits the mask and only sigtimedwait receives them.
   sigset_t signals;
@@ -61,7 +65,7 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
 
   ServeConfig config;
   std::string error;
-  if (!deployment::LoadServeConfig(config_path, &config, &error)) {
+  if (!deployment::LoadServeConfig(config_path, &config, &error, max_config_bytes)) {
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
   }
@@ -71,10 +75,10 @@ int RunServe(const std::string& config_path, std::optional<std::chrono::millisec
   std::unique_ptr<deployment::KubeApiClient> kube;
   if (config.UsesKubeApi()) {
     deployment::KubeConfig kube_config;
-    const bool loaded =
-        config.in_cluster
-            ? deployment::LoadInClusterConfig(&kube_config, &error)
-            : deployment::LoadKubeconfig(config.kubeconfig, config.context, &kube_config, &error);
+    const bool loaded = config.in_cluster
+                            ? deployment::LoadInClusterConfig(&kube_config, &error)
+                            : deployment::LoadKubeconfig(config.kubeconfig, config.context,
+                                                         &kube_config, &error, max_config_bytes);
     if (!loaded) {
       std::fprintf(stderr, "serve: %s\n", error.c_str());
       return 2;
@@ -155,6 +159,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   struct Args {
     std::string config;
     std::string duration;
+    size_t max_config_bytes = base::kDefaultMaxFileBytes;
   };
   auto args = std::make_shared<Args>();
   serve->add_option("--config", args->config, "The serve configuration (YAML)")
@@ -164,13 +169,14 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->add_option("--duration", args->duration,
                    "Stop after this long (e.g. 30s, 2m); default: until SIGINT/SIGTERM")
       ->check(base::CheckDuration);
+  AddMaxConfigBytesFlag(serve, &args->max_config_bytes, "the configuration or its kubeconfig");
   serve->callback([args, exit_code] {
     std::optional<std::chrono::milliseconds> duration;
     if (!args->duration.empty()) {
       duration.emplace();
       base::ParseDuration(args->duration, &*duration);
     }
-    *exit_code = RunServe(args->config, duration);
+    *exit_code = RunServe(args->config, args->max_config_bytes, duration);
   });
 }
 

@@ -747,9 +747,11 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
       return fail(
           fmt::format("{}: {}: {}", key, exists ? "not a regular file" : "no such file", *path));
     }
-    // Certificates and keys are read by OpenSSL, not base::ReadFile: bound them here too.
+    // Certificates and keys are read by OpenSSL, not base::ReadFile: bound them here too. The
+    // objects file and the kubeconfig have caps of their own, checked when they are loaded.
     const uintmax_t size = path->empty() ? 0 : std::filesystem::file_size(*path, ignored);
-    if (path != &config.objects_file && !ignored && size > base::kDefaultMaxFileBytes) {
+    const bool own_cap = path == &config.objects_file || path == &config.kubeconfig;
+    if (!own_cap && !ignored && size > base::kDefaultMaxFileBytes) {
       return fail(fmt::format("{}: {}: file is {} bytes, over the {}-byte limit", key, *path, size,
                               base::kDefaultMaxFileBytes));
     }
@@ -758,9 +760,10 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
   return true;
 }
 
-bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error) {
+bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error,
+                     size_t max_bytes) {
   std::string text;
-  if (!base::ReadFile(path, &text, error)) return false;
+  if (!base::ReadFile(path, &text, error, max_bytes)) return false;
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
   if (!ParseServeConfig(text, base_dir, out, error)) {
     *error = fmt::format("{}: {}", path, *error);

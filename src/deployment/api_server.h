@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/file.h"
 #include "deployment/auth.h"
 #include "deployment/objects.h"
 #include "deployment/pod_source.h"
@@ -199,8 +200,10 @@ struct ServeConfig {
 // Parses the YAML text; relative paths are resolved against `base_dir` ("" keeps them).
 bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
                       std::string* error);
-// Reads and parses `path`; errors start with the path.
-bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error);
+// Reads and parses `path`, a regular file of at most `max_bytes` (base/file.h); errors start with
+// the path.
+bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error,
+                     size_t max_bytes = base::kDefaultMaxFileBytes);
 
 // The pieces the configuration names. Null with `*error` when a file does not load.
 std::unique_ptr<Authenticator> BuildAuthenticator(const ServeConfig& config, std::string* error);

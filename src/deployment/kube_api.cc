@@ -244,9 +244,9 @@ bool WritePrivateTempFile(const std::string& content, std::string* path, std::st
 }  // namespace
 
 bool LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
-                    std::string* error) {
+                    std::string* error, size_t max_bytes) {
   std::string text;
-  if (!base::ReadFile(path, &text, error)) return false;
+  if (!base::ReadFile(path, &text, error, max_bytes)) return false;
   std::vector<json> docs;
   std::string problem;
   if (!ParseYaml(text, &docs, &problem)) {

@@ -20,12 +20,14 @@
 #define MODELMETRICS_DEPLOYMENT_KUBE_API_H_
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/file.h"
 #include "deployment/objects.h"
 
 namespace modelmetrics::net {
@@ -51,9 +53,10 @@ struct KubeConfig {
 
 // `context` empty: the kubeconfig's current-context. Relative file paths in the kubeconfig are
 // relative to its directory. Credentials this client cannot use (exec and auth-provider plugins,
-// insecure-skip-tls-verify) are an error rather than a silent anonymous request.
+// insecure-skip-tls-verify) are an error rather than a silent anonymous request. The file must be
+// regular and at most `max_bytes` (base/file.h).
 bool LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
-                    std::string* error);
+                    std::string* error, size_t max_bytes = base::kDefaultMaxFileBytes);
 // The service account of the Pod we run in:
 // https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT (IPv6 bracketed), and `token`,
 // `ca.crt`, `namespace` under `service_account_dir`.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -145,6 +146,51 @@ TEST(BadInputTest, ServeObjectsFileIsBoundedToo) {
       dir, {"serve", "--config", ServeConfig(dir, sparse, "max_objects_bytes: 1024\n")}, kDeadline);
   ExpectOneLineError(
       r, "serve: objects_file: " + sparse + ": file is 1073741824 bytes, over the 1024-byte limit");
+}
+
+// A kubeconfig is bounded the same way, with --max-config-bytes as its cap.
+TEST(BadInputTest, SnapshotKubeconfigIsBoundedToo) {
+  ScratchDir dir;
+  CliResult r = RunModelmetrics(
+      dir, {"snapshot", "chat", "--kubeconfig", "/dev/zero", "--window", "0"}, kDeadline);
+  ExpectOneLineError(r, "modelmetrics snapshot: /dev/zero: not a regular file");
+  const std::string sparse = SparseFile(dir);
+  r = RunModelmetrics(dir, {"snapshot", "chat", "--kubeconfig", sparse, "--window", "0"},
+                      kDeadline);
+  ExpectOneLineError(r, "modelmetrics snapshot: " + sparse +
+                            ": file is 1073741824 bytes, over the 4194304-byte limit");
+  const std::string small = dir.Write("kubeconfig", "apiVersion: v1\nkind: Config\n");
+  r = RunModelmetrics(
+      dir, {"snapshot", "chat", "--kubeconfig", small, "--max-config-bytes", "16", "--window", "0"},
+      kDeadline);
+  ExpectOneLineError(
+      r, "modelmetrics snapshot: " + small + ": file is 28 bytes, over the 16-byte limit");
+}
+
+// `serve --max-config-bytes` caps the configuration and the kubeconfig it names.
+TEST(BadInputTest, ServeConfigAndKubeconfigCapIsMaxConfigBytes) {
+  ScratchDir dir;
+  const std::string sparse = SparseFile(dir);
+  const std::string objects = dir.Write("objects.json", R"({"kind": "List", "items": []})");
+  std::string config = ServeConfig(dir, objects);
+  const size_t config_bytes = std::filesystem::file_size(config);
+  CliResult r =
+      RunModelmetrics(dir, {"serve", "--config", config, "--max-config-bytes", "64"}, kDeadline);
+  ExpectOneLineError(r, "serve: " + config + ": file is " + std::to_string(config_bytes) +
+                            " bytes, over the 64-byte limit");
+  // A kubeconfig instead of the objects file: its own cap, the same flag.
+  config = dir.Write("serve.yaml", "port: 0\ntls_cert_file: " + TlsFile("server.pem") +
+                                       "\ntls_key_file: " + TlsFile("server-key.pem") +
+                                       "\ntoken_file: tokens.csv\npolicy_file: policy.yaml\n"
+                                       "kubeconfig: " +
+                                       sparse + "\n");
+  r = RunModelmetrics(dir, {"serve", "--config", config}, kDeadline);
+  ExpectOneLineError(
+      r, "serve: " + sparse + ": file is 1073741824 bytes, over the 4194304-byte limit");
+  r = RunModelmetrics(dir, {"serve", "--config", config, "--max-config-bytes", "2147483648"},
+                      kDeadline);
+  EXPECT_EQ(r.exit_code, 2);  // over the flag's own range (1 GiB)
+  EXPECT_THAT(r.err, HasSubstr("--max-config-bytes"));
 }
 
 // Whether the main thread of `pid` blocks SIGTERM (/proc/PID/status SigBlk, a hex mask).
