@@ -617,6 +617,11 @@ void HttpClient::Impl::Finish(Transfer* t, std::optional<CURLcode> rc) {
       curl_easy_header(e, "Location", 0, CURLH_HEADER, -1, &location) == CURLHE_OK) {
     r.location = location->value;
   }
+  curl_header* retry_after = nullptr;
+  if (r.status != 0 &&
+      curl_easy_header(e, "Retry-After", 0, CURLH_HEADER, -1, &retry_after) == CURLHE_OK) {
+    r.retry_after = retry_after->value;
+  }
 
   if (!rc) {
     r.error = FetchError::kDeadline;

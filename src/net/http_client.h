@@ -79,6 +79,7 @@ struct FetchResult {
   std::string body;          // Decoded body (also for kHttpStatus); empty on other errors.
   std::string content_type;  // Response Content-Type, if any.
   std::string location;      // Response Location header (as sent), if any.
+  std::string retry_after;   // Response Retry-After header (as sent), if any.
   std::string message;       // Human-readable description; empty when ok().
   std::chrono::milliseconds elapsed{};  // From the transfer's start to its end; 0 if never run.
 

@@ -743,6 +743,7 @@ TEST(ApiServerTest, TooManyInFlightIs429) {
   // ...so a request needing a third read is turned away at once, without being read.
   net::FetchResult busy = Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token"));
   EXPECT_EQ(busy.status, 429);
+  EXPECT_EQ(busy.retry_after, "1");
   EXPECT_EQ(busy.body,
             R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
             R"("message":"Too many requests, please try again later.","reason":"TooManyRequests",)"
@@ -802,6 +803,68 @@ TEST(ApiServerTest, SubjectAccessReviewAuthorizerDecides) {
   EXPECT_EQ(reviews[1].resource, "modeldeployments");
   EXPECT_EQ(reviews[1].subresource, "metrics");
   EXPECT_EQ(snapshots.calls, 1);
+  server.Stop();
+}
+
+// A slow review holds an authorisation thread, never a read slot: with more reviews stalled than
+// there are read slots, another user's request is still read; and a request whose review leaves
+// less than min_read_budget is answered as soon as the review ends (503, Retry-After), not read
+// late and not held to its deadline.
+TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
+  using std::chrono::milliseconds;
+  TempDir dir;
+  std::atomic<int> stalled{0};
+  auto authorizer = std::make_unique<SubjectAccessReviewAuthorizer>(
+      [&](const AccessRequest& request, bool* allowed) {
+        if (request.user == "bob") {
+          ++stalled;
+          std::this_thread::sleep_for(milliseconds(700));
+        }
+        *allowed = true;
+        return ApiStatus::Ok();
+      },
+      SubjectAccessReviewAuthorizer::Options{});
+  ServeConfig config = TestConfig(dir);
+  std::string error;
+  FakeSnapshots snapshots;
+  ApiServerOptions options = BuildApiServerOptions(config);
+  options.max_in_flight = 2;  // fewer read slots than stalled reviews
+  options.request_timeout = milliseconds(1500);
+  options.min_read_budget = milliseconds(1000);
+  ApiServer server(
+      options,
+      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
+        return snapshots.Get(ns, name, out);
+      },
+      BuildAuthenticator(config, &error), std::move(authorizer));
+  ASSERT_TRUE(server.Start(&error)) << error;
+  std::vector<net::FetchResult> late;
+  std::thread reviewed([&] {
+    net::ClientOptions client_options;
+    client_options.ca_file = TlsFile("ca.pem");
+    client_options.fetch_timeout = std::chrono::seconds(10);
+    net::HttpClient client(client_options);
+    std::vector<net::FetchRequest> batch;
+    for (const char* name : {"chat", "chat-two", "chat-three"}) {  // distinct: no cached decision
+      batch.push_back(net::FetchRequest{server.url() + MetricsPath("team", name),
+                                        {{"Authorization", "Bearer bob-token"}}});
+    }
+    late = client.FetchAll(batch, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  });
+  for (int i = 0; i < 500 && stalled < 3; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(stalled, 3);
+  const net::FetchResult read =
+      Fetch(server.url() + MetricsPath("team", "chat"), Token("alice-token"));
+  EXPECT_EQ(read.status, 200) << read.body;
+  reviewed.join();
+  ASSERT_EQ(late.size(), 3u);
+  for (const net::FetchResult& r : late) {
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_EQ(r.retry_after, "1");
+    EXPECT_EQ(ParseJson(r.body)["reason"], "ServiceUnavailable");
+    EXPECT_LT(r.elapsed, milliseconds(1400));  // at the review's end, before the 1.5 s deadline
+  }
+  EXPECT_EQ(snapshots.calls, 1);  // only alice's request was read
   server.Stop();
 }
 
