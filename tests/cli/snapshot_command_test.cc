@@ -6,13 +6,17 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
+#include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli_runner.h"
@@ -426,6 +430,74 @@ TEST_F(SnapshotCommandTest, WatchPrintsOneSnapshotPerRound) {
   const CliResult table = Snapshot({"chat", "--window", "0", "--watch", "500ms", "--rounds", "2"});
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_EQ(Count(table.out, "MODELDEPLOYMENT prod/chat"), 2u) << table.out;
+}
+
+// `--watch` follows the objects file: a Pod that restarts as a new Pod (new UID, counters from
+// zero; the simulator rewrites the file) gets a fresh baseline in the next round, never a window
+// across the two processes, and has windows again the round after.
+TEST(SnapshotWatchTest, RestartedPodGetsAFreshBaseline) {
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  ScratchDir scratch;
+  sim::DeploymentSimOptions options;
+  options.name = "chat";
+  options.ns = "prod";
+  options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+  options.seed = 7;
+  options.requests_per_second = 40;
+  options.objects_file = scratch.File("objects.json");
+  sim::DeploymentSim simulator(options);
+  std::string error;
+  ASSERT_TRUE(simulator.Start(&error)) << error;
+  const std::string out = scratch.File("watch.out");
+  ::modelmetrics::testing::CliProcess process(
+      {"snapshot", "--objects", options.objects_file, "-n", "prod", "chat", "-o", "json",
+       "--window", "0", "--watch", "1s", "--rounds", "5"},
+      out, scratch.File("watch.err"));
+  ASSERT_TRUE(process.started());
+  const auto rounds_printed = [&] {
+    std::ifstream in(out);
+    return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (rounds_printed() < 2 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(rounds_printed(), 2);  // a baseline round, then a windowed one
+  const std::string pod = "chat-server-0";
+  const std::string old_uid = simulator.Pods()[0].uid;
+  ASSERT_TRUE(simulator.SetFault(pod, sim::PodFault::kRestart));
+  ASSERT_TRUE(simulator.SetFault(pod, sim::PodFault::kNone));
+  ASSERT_NE(simulator.Pods()[0].uid, old_uid);
+  const CliResult r = process.Wait(std::chrono::seconds(20));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  const auto has_window = [&](const Json& snapshot) {
+    for (const Json& w : snapshot.value("latency", Json::array())) {
+      if (w.at("name") == "ttft" && w.at("pod") == pod) return true;
+    }
+    return false;
+  };
+  const auto awaits_second_sample = [&](const Json& snapshot) {
+    for (const Json& m : snapshot.at("missing")) {
+      if (m.value("pod", "") == pod && m.at("source") == "vllm:time_to_first_token_seconds" &&
+          m.at("reason") == "awaiting a second counter sample") {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(has_window(Json::parse(lines[1]))) << lines[1];
+  // The round right after the restart (the third, or the fourth if the third read just before
+  // the file changed) is the new Pod's baseline; the round after it has windows again.
+  size_t fresh = 2;
+  while (fresh < lines.size() && !awaits_second_sample(Json::parse(lines[fresh]))) {
+    EXPECT_TRUE(has_window(Json::parse(lines[fresh]))) << lines[fresh];
+    ++fresh;
+  }
+  ASSERT_LT(fresh, 4u) << r.out;
+  EXPECT_FALSE(has_window(Json::parse(lines[fresh]))) << lines[fresh];
+  EXPECT_TRUE(has_window(Json::parse(lines[fresh + 1]))) << lines[fresh + 1];
 }
 
 TEST_F(SnapshotCommandTest, UnknownDeploymentIsNotFound) {
