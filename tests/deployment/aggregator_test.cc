@@ -380,6 +380,41 @@ TEST(SnapshotUpstream, EngineSnapshot) {
   EXPECT_NE(json.find("\"partial\":false"), std::string::npos);
 }
 
+// A body that repeats a series (same name and labels) is unreadable, as Prometheus rejects such
+// a scrape: the Pod is in missing[] with the duplicate named, and its values are not added up.
+TEST(Aggregator, DuplicateSeriesMakeAPodUnreadable) {
+  Harness h;
+  h.md().roles[0].replicas = 2;
+  h.AddEnginePod("server-a", MetricsVLLMResponse(5, 10, 2));
+  std::string doubled = MetricsVLLMResponse(5, 10, 2);
+  const size_t at = doubled.find("\nvllm:num_requests_running");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = doubled.find('\n', at + 1);
+  const std::string line = doubled.substr(at, end - at);  // "\n<the series line>"
+  doubled.insert(end, line + line);
+  h.AddEnginePod("server-b", doubled);
+  Aggregator aggregator(&h.objects, h.Options());
+  Snapshot snapshot;
+  ASSERT_TRUE(h.Get(aggregator, &snapshot).ok());
+  EXPECT_TRUE(snapshot.partial);
+  const auto b = std::find_if(snapshot.missing.begin(), snapshot.missing.end(),
+                              [](const Missing& m) { return m.pod == "server-b"; });
+  ASSERT_NE(b, snapshot.missing.end());
+  EXPECT_EQ(b->source, "scrape");
+  EXPECT_EQ(b->reason,
+            "parse Prometheus metrics: duplicate series "
+            "vllm:num_requests_running{engine=\"0\",model_name=\"m\"}");
+  // The gauges are server-a's alone, as if server-b had not answered.
+  Harness alone;
+  alone.AddEnginePod("server-a", MetricsVLLMResponse(5, 10, 2));
+  Aggregator reference(&alone.objects, alone.Options());
+  Snapshot expected;
+  ASSERT_TRUE(alone.Get(reference, &expected).ok());
+  ASSERT_FALSE(snapshot.processing.empty());
+  EXPECT_EQ(SnapshotToJson(Snapshot{.processing = snapshot.processing}),
+            SnapshotToJson(Snapshot{.processing = expected.processing}));
+}
+
 // §4.1 case 10.
 TEST(SnapshotUpstream, UnreadableAndMissingDeployment) {
   Harness h;

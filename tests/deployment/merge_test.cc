@@ -858,6 +858,28 @@ TEST(SnapshotBuilder, UnknownEngineIsAnUnsupportedSource) {
   EXPECT_TRUE(snapshot.partial);
 }
 
+// The same for a router: its Pods are reported by name, the engine Pods beside it still read.
+TEST(SnapshotBuilder, UnknownRouterIsAnUnsupportedSource) {
+  const ModelDeployment md = WithRouter(MetricsModelDeployment(), "envoy-ai-gateway");
+  const Pod router = MetricsRouterPod("chat-router", "router-uid", "envoy-ai-gateway");
+  ASSERT_EQ(SelectExporter(md, /*router=*/true), nullptr);
+  BaselineStore store;
+  PodMetrics read;
+  std::string error;
+  ASSERT_TRUE(ParsePodMetrics(Fixture("vllm_router_pd_serving.prom"), nullptr, &read, &error));
+  const Snapshot snapshot = MergeOnce(md, &store, T0(), router, read);
+  EXPECT_TRUE(snapshot.processing.empty());
+  ASSERT_EQ(snapshot.missing.size(), 1u);
+  EXPECT_EQ(snapshot.missing[0].pod, "chat-router");
+  EXPECT_EQ(snapshot.missing[0].source, "router");
+  EXPECT_EQ(snapshot.missing[0].reason,
+            "unsupported source: router \"envoy-ai-gateway\" is not one the deployment metrics "
+            "read (llm-d-router, vllm-router, sglang-gateway)");
+  EXPECT_TRUE(snapshot.partial);
+  // An engine Pod of the same deployment is read by the vLLM rules as usual.
+  ASSERT_NE(SelectExporter(md, /*router=*/false), nullptr);
+}
+
 TEST(BaselineStore, ValidOnlyWhenAgeInZeroToFiveMinutes) {
   BaselineStore store;
   EXPECT_FALSE(store.ReplaceWindow("k", {1, 2, ReadTime::Replay(T0())}));
