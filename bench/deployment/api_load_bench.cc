@@ -1,6 +1,9 @@
 // The aggregated API's throughput and latency under load, over TLS on loopback: `--clients`
 // keep-alive clients ask for one healthy simulated deployment for `--seconds`; then 64 clients
-// hammer a deployment with a hung Pod while a probe asks for the healthy one once every 100 ms.
+// hammer a deployment with a hung Pod while a probe asks for the healthy one once every 100 ms;
+// then the connection-exhaustion cases from 127.0.0.2 (1,100 connections held silent, and the
+// same number kept open while reconnecting 200 times a second for `--seconds`) while a probe on
+// 127.0.0.1 opens a new TLS connection for each request.
 // Prints snapshots/s, p50/p99 latency and the non-2xx count of each phase.
 //   api_load_bench [--clients 200] [--seconds 20] [--reuse-ms 1000]
 #include <chrono>
@@ -111,5 +114,56 @@ int main(int argc, char** argv) {
   hammering.join();
   Print("hung deployment (64 clients)", hammered);
   Print("healthy probe beside it", probe);
+
+  // A probe that is a new client each time: a new connection must be admitted.
+  const auto fresh_probe = [&](sim::LoadReport* report) {
+    net::HttpClient fresh(client_options);
+    const net::FetchResult r =
+        fresh.FetchAll(std::span(&request, 1), std::chrono::steady_clock::now() + 10s).at(0);
+    ++report->requests;
+    ++report->by_status[r.status];
+    if (r.status != 200 && report->first_error.empty()) {
+      report->first_error = std::to_string(r.status) + " " + r.message;
+    }
+    report->latencies_ms.push_back(static_cast<double>(r.elapsed.count()));
+  };
+  constexpr int kFlood = 1100;  // over the server's 1,024-connection limit
+  if (!sim::RaiseFileLimit(4 * kFlood)) {
+    std::printf("connection floods skipped: cannot raise the file limit to %d\n", 4 * kFlood);
+    return 0;
+  }
+  {
+    sim::ConnectionFlood flood("127.0.0.2", api.port());
+    const int held = flood.Open(kFlood);
+    std::this_thread::sleep_for(300ms);  // accepted
+    sim::LoadReport idle;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 100; ++i) fresh_probe(&idle);
+    idle.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%d silent connections held from 127.0.0.2:\n", held);
+    Print("new client per request", idle);
+  }
+  {
+    sim::ConnectionFlood flood("127.0.0.2", api.port());
+    flood.Open(kFlood);
+    sim::LoadReport churn;
+    uint64_t reconnects = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto next_probe = t0;
+    while (std::chrono::steady_clock::now() - t0 < load.duration) {
+      // 200 reconnects a second, in steps of 10 every 50 ms; the probe every 500 ms.
+      flood.CloseOldest(10);
+      reconnects += static_cast<uint64_t>(flood.Open(10));
+      if (std::chrono::steady_clock::now() >= next_probe) {
+        fresh_probe(&churn);
+        next_probe += 500ms;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    churn.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%d connections from 127.0.0.2, %.0f reconnects/s:\n", kFlood,
+                static_cast<double>(reconnects) / churn.seconds);
+    Print("new client per request", churn);
+  }
   return 0;
 }

@@ -1,6 +1,12 @@
 // See api_load.h.
 #include "sim/api_load.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <mutex>
@@ -74,6 +80,45 @@ LoadReport RunLoad(const LoadOptions& options) {
   for (std::thread& worker : workers) worker.join();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
+}
+
+int ConnectionFlood::Open(int n) {
+  sockaddr_in source{};
+  source.sin_family = AF_INET;
+  sockaddr_in target{};
+  target.sin_family = AF_INET;
+  target.sin_port = htons(port_);
+  if (inet_pton(AF_INET, from_.c_str(), &source.sin_addr) != 1 ||
+      inet_pton(AF_INET, "127.0.0.1", &target.sin_addr) != 1) {
+    return 0;
+  }
+  int opened = 0;
+  for (; opened < n; ++opened) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&source), sizeof(source)) != 0 ||
+        ::connect(fd, reinterpret_cast<const sockaddr*>(&target), sizeof(target)) != 0) {
+      ::close(fd);
+      break;
+    }
+    fds_.push_back(fd);
+  }
+  return opened;
+}
+
+void ConnectionFlood::CloseOldest(size_t n) {
+  for (; n > 0 && !fds_.empty(); --n) {
+    ::close(fds_.front());
+    fds_.pop_front();
+  }
+}
+
+bool RaiseFileLimit(uint64_t want) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return false;
+  if (limit.rlim_cur >= want) return true;
+  limit.rlim_cur = std::min<rlim_t>(want, limit.rlim_max);
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur >= want;
 }
 
 }  // namespace modelmetrics::sim

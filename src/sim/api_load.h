@@ -6,12 +6,17 @@
 // rounds: a round sends one request per connection and waits for all of them. A result's latency
 // is its transfer time (HttpClient's `elapsed`).
 //
-// Thread-safety: RunLoad is reentrant; it blocks until the load is over.
+// ConnectionFlood is the attacker of the connection-exhaustion cases: raw TCP connections from
+// another loopback address that never send a byte (no request, no TLS ClientHello).
+//
+// Thread-safety: RunLoad is reentrant; it blocks until the load is over. A ConnectionFlood is
+// used from one thread.
 #ifndef MODELMETRICS_SIM_API_LOAD_H_
 #define MODELMETRICS_SIM_API_LOAD_H_
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
@@ -44,6 +49,30 @@ struct LoadReport {
 };
 
 LoadReport RunLoad(const LoadOptions& options);
+
+class ConnectionFlood {
+ public:
+  // Connections from `from` (a loopback address such as 127.0.0.2) to 127.0.0.1:`port`.
+  ConnectionFlood(std::string from, uint16_t port) : from_(std::move(from)), port_(port) {}
+  ~ConnectionFlood() { CloseAll(); }
+  ConnectionFlood(const ConnectionFlood&) = delete;
+  ConnectionFlood& operator=(const ConnectionFlood&) = delete;
+
+  // Opens `n` more; returns how many opened (fewer when out of descriptors or refused).
+  int Open(int n);
+  // Closes the `n` oldest (all when fewer are open).
+  void CloseOldest(size_t n);
+  void CloseAll() { CloseOldest(fds_.size()); }
+  size_t open() const { return fds_.size(); }
+
+ private:
+  std::string from_;
+  uint16_t port_;
+  std::deque<int> fds_;
+};
+
+// Raises the soft RLIMIT_NOFILE to at least `want` (up to the hard limit); false if it cannot.
+bool RaiseFileLimit(uint64_t want);
 
 }  // namespace modelmetrics::sim
 

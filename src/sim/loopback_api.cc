@@ -50,6 +50,8 @@ void LoopbackApi::Stop() {
 
 std::string LoopbackApi::url() const { return server_ ? server_->url() : std::string(); }
 
+uint16_t LoopbackApi::port() const { return server_ ? server_->port() : 0; }
+
 std::string LoopbackApi::MetricsUrl(const std::string& ns, const std::string& name) const {
   return fmt::format("{}/apis/{}/{}/namespaces/{}/{}/{}/{}", url(), deployment::kMetricsGroup,
                      deployment::kMetricsVersion, ns, deployment::kMetricsResource, name,

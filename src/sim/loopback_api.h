@@ -36,6 +36,7 @@ class LoopbackApi {
   void Stop();
 
   std::string url() const;  // scheme://127.0.0.1:port
+  uint16_t port() const;    // 0 before Start()
   const std::string& token() const { return token_; }
   // url() + the metrics path of ns/name.
   std::string MetricsUrl(const std::string& ns, const std::string& name) const;
