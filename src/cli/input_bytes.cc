@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <string>
 #include <utility>
 
 namespace modelmetrics::cli {
@@ -34,22 +37,34 @@ void InputBytes::Reset() {
   owned_.clear();
 }
 
-bool InputBytes::LoadFile(const std::string& path, std::string* error) {
+namespace {
+
+std::string OverLimit(size_t max_bytes) {
+  return "input is over the " + std::to_string(max_bytes) + "-byte limit (--max-bytes)";
+}
+
+}  // namespace
+
+bool InputBytes::LoadFile(const std::string& path, std::string* error, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     *error = "cannot open file";
     return false;
   }
-  const bool ok = LoadFd(fd, error);
+  const bool ok = LoadFd(fd, error, max_bytes);
   ::close(fd);
   return ok;
 }
 
-bool InputBytes::LoadFd(int fd, std::string* error) {
+bool InputBytes::LoadFd(int fd, std::string* error, size_t max_bytes) {
   Reset();
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     *error = "read error";
+    return false;
+  }
+  if (S_ISREG(st.st_mode) && static_cast<uintmax_t>(st.st_size) > max_bytes) {
+    *error = OverLimit(max_bytes);
     return false;
   }
   // Map only a regular, non-empty file read from its start (mmap offsets are page-aligned and
@@ -67,11 +82,19 @@ bool InputBytes::LoadFd(int fd, std::string* error) {
   }
   // Pipes, devices and files mmap refuses: sized reads into one growing buffer (the file size,
   // when known, is the first guess, so a regular file needs one read).
+  // One byte past the cap is read to tell a full-size input from a bigger one.
   size_t size = 0;
-  owned_.resize(S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1
-                                                      : size_t{64} << 10);
+  owned_.resize(std::min(S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1
+                                                               : size_t{64} << 10,
+                         max_bytes + 1));
   for (;;) {
-    if (size == owned_.size()) owned_.resize(owned_.size() * 2);
+    if (size > max_bytes) {
+      owned_.clear();
+      owned_.shrink_to_fit();
+      *error = OverLimit(max_bytes);
+      return false;
+    }
+    if (size == owned_.size()) owned_.resize(std::min(owned_.size() * 2, max_bytes + 1));
     const ssize_t n = ::read(fd, owned_.data() + size, owned_.size() - size);
     if (n == 0) break;
     if (n < 0) {

@@ -30,12 +30,17 @@ class InputBytes {
   }
   bool mapped() const { return map_ != nullptr; }
 
-  // Loads `path`. On failure returns false with `*error` = "cannot open file" (open failed) or
-  // "read error" (mapping or reading failed, e.g. a directory); the messages `parse` prints.
-  bool LoadFile(const std::string& path, std::string* error);
-  // Loads everything readable from `fd` (not closed); mapped when it is a regular file read
-  // from its start, else read in chunks. Same errors as LoadFile.
-  bool LoadFd(int fd, std::string* error);
+  // Loads `path`, at most `max_bytes` of it. On failure returns false with `*error` = "cannot
+  // open file" (open failed), "read error" (mapping or reading failed, e.g. a directory) or
+  // "input is over the N-byte limit (--max-bytes)" (a bigger file, or an endless one such as
+  // /dev/zero, stopped after N bytes); the messages `parse` prints.
+  bool LoadFile(const std::string& path, std::string* error, size_t max_bytes = kDefaultMaxBytes);
+  // Loads everything readable from `fd` (not closed), up to `max_bytes`; mapped when it is a
+  // regular file read from its start, else read in chunks. Same errors as LoadFile.
+  bool LoadFd(int fd, std::string* error, size_t max_bytes = kDefaultMaxBytes);
+
+  // Far above any real scrape (a 1,000-replica vLLM /metrics is tens of MB).
+  static constexpr size_t kDefaultMaxBytes = size_t{256} << 20;  // 256 MiB
 
  private:
   void Reset();

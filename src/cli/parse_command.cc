@@ -27,6 +27,7 @@ struct ParseArgs {
   bool strict = false;
   std::vector<std::string> families;
   std::string output = "summary";
+  size_t max_bytes = InputBytes::kDefaultMaxBytes;
 };
 
 struct Input {
@@ -37,14 +38,16 @@ struct Input {
 
 bool IsUrl(const std::string& s) { return s.starts_with("http://") || s.starts_with("https://"); }
 
-Input ReadInput(const std::string& source) {
+Input ReadInput(const std::string& source, size_t max_bytes) {
   Input in;
   if (source == "-") {
-    in.bytes.LoadFd(STDIN_FILENO, &in.error);
+    in.bytes.LoadFd(STDIN_FILENO, &in.error, max_bytes);
     return in;
   }
   if (IsUrl(source)) {
-    net::HttpClient client;
+    net::ClientOptions client_options;
+    client_options.max_body_bytes = max_bytes;
+    net::HttpClient client(client_options);
     net::FetchRequest request{
         source,
         {{"Accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"}}};
@@ -59,12 +62,12 @@ Input ReadInput(const std::string& source) {
     in.content_type = std::move(r.content_type);
     return in;
   }
-  in.bytes.LoadFile(source, &in.error);
+  in.bytes.LoadFile(source, &in.error, max_bytes);
   return in;
 }
 
 int Run(const ParseArgs& args) {
-  Input in = ReadInput(args.source);
+  Input in = ReadInput(args.source, args.max_bytes);
   if (!in.error.empty()) {
     fmt::print(stderr, "{}: {}\n", args.source, in.error);
     return 1;
@@ -128,6 +131,10 @@ void AddParseCommand(CLI::App& app, int* exit_code) {
       ->delimiter(',');
   cmd->add_option("-o,--output", args->output, "Output: summary or json")
       ->check(CLI::IsMember({"summary", "json"}));
+  cmd->add_option("--max-bytes", args->max_bytes,
+                  "Refuse input larger than this many bytes (a file, stdin or a URL's body)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40));
   cmd->callback([args, exit_code] { *exit_code = Run(*args); });
 }
 

@@ -208,4 +208,22 @@ TEST_F(ParseCommandTest, UnreadableInputExitsOne) {
   EXPECT_THAT(url.err, HasSubstr("cannot open file"));
 }
 
+// An endless input (/dev/zero) or one over --max-bytes (a file, stdin) is one line
+// and exit 1, not an allocation that grows until the process dies.
+TEST_F(ParseCommandTest, EndlessOrOversizedInputIsRefused) {
+  CommandResult r = Modelmetrics("parse --max-bytes 1048576 /dev/zero");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "/dev/zero: input is over the 1048576-byte limit (--max-bytes)\n");
+  const std::string text = "# TYPE a gauge\na 1\n";  // 19 bytes
+  r = Modelmetrics("parse --max-bytes 18 -", text);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "-: input is over the 18-byte limit (--max-bytes)\n");
+  const std::string big = WriteFile("big.prom", text);
+  r = Modelmetrics("parse --max-bytes 18 " + big);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, big + ": input is over the 18-byte limit (--max-bytes)\n");
+  r = Modelmetrics("parse --max-bytes 19 " + big);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 }  // namespace

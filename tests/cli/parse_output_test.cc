@@ -201,6 +201,22 @@ TEST_F(InputBytesTest, EmptyFileMissingFileAndDirectory) {
   EXPECT_EQ(error, "read error");
 }
 
+// The cap: a regular file is checked by its size, a device or pipe stopped one byte past it.
+TEST_F(InputBytesTest, StopsAtTheCap) {
+  const std::string path = (dir_ / "m.prom").string();
+  std::ofstream(path, std::ios::binary) << "0123456789";
+  InputBytes in;
+  std::string error;
+  ASSERT_TRUE(in.LoadFile(path, &error, 10)) << error;
+  EXPECT_EQ(in.view(), "0123456789");
+  EXPECT_FALSE(in.LoadFile(path, &error, 9));
+  EXPECT_EQ(error, "input is over the 9-byte limit (--max-bytes)");
+  error.clear();
+  EXPECT_FALSE(in.LoadFile("/dev/zero", &error, size_t{1} << 20));
+  EXPECT_EQ(error, "input is over the 1048576-byte limit (--max-bytes)");
+  EXPECT_EQ(in.view(), "");
+}
+
 TEST_F(InputBytesTest, ReadsAPipeAndAPositionedFile) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
