@@ -181,15 +181,15 @@ ServeConfig TestConfig(const TempDir& dir) {
 
 class ServerUnderTest {
  public:
-  explicit ServerUnderTest(const ServeConfig& config, size_t max_in_flight = 32) {
+  explicit ServerUnderTest(const ServeConfig& config, size_t max_in_flight = 32)
+      : ServerUnderTest(config, WithInFlight(BuildApiServerOptions(config), max_in_flight),
+                        BuiltAuthorizer(config)) {}
+  // `options` and `authorizer` in place of the configuration's.
+  ServerUnderTest(const ServeConfig& config, ApiServerOptions options,
+                  std::unique_ptr<Authorizer> authorizer) {
     std::string error;
     auto authenticator = BuildAuthenticator(config, &error);
     EXPECT_NE(authenticator, nullptr) << error;
-    auto authorizer = BuildAuthorizer(config, nullptr, &error);
-    EXPECT_NE(authorizer, nullptr) << error;
-    ApiServerOptions options = BuildApiServerOptions(config);
-    options.max_in_flight = max_in_flight;
-    options.worker_threads = 4;
     server_ = std::make_unique<ApiServer>(
         options,
         [this](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
@@ -212,6 +212,18 @@ class ServerUnderTest {
   FakeSnapshots snapshots;
 
  private:
+  static ApiServerOptions WithInFlight(ApiServerOptions options, size_t max_in_flight) {
+    options.max_in_flight = max_in_flight;
+    options.worker_threads = 4;
+    return options;
+  }
+  static std::unique_ptr<Authorizer> BuiltAuthorizer(const ServeConfig& config) {
+    std::string error;
+    auto authorizer = BuildAuthorizer(config, nullptr, &error);
+    EXPECT_NE(authorizer, nullptr) << error;
+    return authorizer;
+  }
+
   std::unique_ptr<ApiServer> server_;
   bool started_ = false;
 };
@@ -777,18 +789,10 @@ TEST(ApiServerTest, SubjectAccessReviewAuthorizerDecides) {
         return ApiStatus::Ok();
       },
       SubjectAccessReviewAuthorizer::Options{});
-  ServeConfig config = TestConfig(dir);
-  std::string error;
-  FakeSnapshots snapshots;
-  ApiServerOptions options = BuildApiServerOptions(config);
-  ApiServer server(
-      options,
-      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
-        return snapshots.Get(ns, name, out);
-      },
-      BuildAuthenticator(config, &error), std::move(authorizer));
-  ASSERT_TRUE(server.Start(&error)) << error;
-  const std::string url = server.url() + MetricsPath("team", "chat");
+  const ServeConfig config = TestConfig(dir);
+  ServerUnderTest server(config, BuildApiServerOptions(config), std::move(authorizer));
+  ASSERT_TRUE(server.started());
+  const std::string url = server.url(MetricsPath("team", "chat"));
   EXPECT_EQ(Fetch(url, Token("alice-token")).status, 200);
   EXPECT_EQ(Fetch(url, Token("rita-token")).body, ForbiddenBody("rita", "team", "chat"));
   net::FetchResult failed = Fetch(url, Token("bob-token"));
@@ -802,8 +806,7 @@ TEST(ApiServerTest, SubjectAccessReviewAuthorizerDecides) {
   EXPECT_EQ(reviews[1].name, "chat");
   EXPECT_EQ(reviews[1].resource, "modeldeployments");
   EXPECT_EQ(reviews[1].subresource, "metrics");
-  EXPECT_EQ(snapshots.calls, 1);
-  server.Stop();
+  EXPECT_EQ(server.snapshots.calls, 1);
 }
 
 // A slow review holds an authorisation thread, never a read slot: with more reviews stalled than
@@ -824,20 +827,13 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
         return ApiStatus::Ok();
       },
       SubjectAccessReviewAuthorizer::Options{});
-  ServeConfig config = TestConfig(dir);
-  std::string error;
-  FakeSnapshots snapshots;
+  const ServeConfig config = TestConfig(dir);
   ApiServerOptions options = BuildApiServerOptions(config);
   options.max_in_flight = 2;  // fewer read slots than stalled reviews
   options.request_timeout = milliseconds(1500);
   options.min_read_budget = milliseconds(1000);
-  ApiServer server(
-      options,
-      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
-        return snapshots.Get(ns, name, out);
-      },
-      BuildAuthenticator(config, &error), std::move(authorizer));
-  ASSERT_TRUE(server.Start(&error)) << error;
+  ServerUnderTest server(config, options, std::move(authorizer));
+  ASSERT_TRUE(server.started());
   std::vector<net::FetchResult> late;
   std::thread reviewed([&] {
     net::ClientOptions client_options;
@@ -846,7 +842,7 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
     net::HttpClient client(client_options);
     std::vector<net::FetchRequest> batch;
     for (const char* name : {"chat", "chat-two", "chat-three"}) {  // distinct: no cached decision
-      batch.push_back(net::FetchRequest{server.url() + MetricsPath("team", name),
+      batch.push_back(net::FetchRequest{server.url(MetricsPath("team", name)),
                                         {{"Authorization", "Bearer bob-token"}}});
     }
     late = client.FetchAll(batch, std::chrono::steady_clock::now() + std::chrono::seconds(10));
@@ -854,7 +850,7 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
   for (int i = 0; i < 500 && stalled < 3; ++i) std::this_thread::sleep_for(milliseconds(10));
   ASSERT_EQ(stalled, 3);
   const net::FetchResult read =
-      Fetch(server.url() + MetricsPath("team", "chat"), Token("alice-token"));
+      Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token"));
   EXPECT_EQ(read.status, 200) << read.body;
   reviewed.join();
   ASSERT_EQ(late.size(), 3u);
@@ -864,8 +860,7 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
     EXPECT_EQ(ParseJson(r.body)["reason"], "ServiceUnavailable");
     EXPECT_LT(r.elapsed, milliseconds(1400));  // at the review's end, before the 1.5 s deadline
   }
-  EXPECT_EQ(snapshots.calls, 1);  // only alice's request was read
-  server.Stop();
+  EXPECT_EQ(server.snapshots.calls, 1);  // only alice's request was read
 }
 
 // The in-cluster path end to end: the authoriser posts real SubjectAccessReviews through
