@@ -1,6 +1,8 @@
 // The bytes `modelmetrics parse` reads: a regular file is mapped read-only (no copy); anything
-// else (a pipe, a terminal, a character device, stdin) is read into owned memory with sized
-// read(2) calls. Either way the caller sees one contiguous std::string_view.
+// else (a pipe, a terminal, a character device, stdin) is read with sized read(2) calls into an
+// anonymous mapping that grows with mremap(2), which moves pages instead of copying them, so the
+// resident peak is the bytes read, not the 1.5-2x of a doubling buffer whose old and new copies
+// coexist. Either way the caller sees one contiguous std::string_view.
 //
 // A mapped file must not be truncated while mapped (the process would get SIGBUS); `parse` is a
 // one-shot reader of captures, which is the usual trade of tools that map their input.
@@ -28,7 +30,8 @@ class InputBytes {
   std::string_view view() const {
     return map_ != nullptr ? std::string_view(static_cast<const char*>(map_), map_size_) : owned_;
   }
-  bool mapped() const { return map_ != nullptr; }
+  // True when the view is a mapping of the file itself (not a copy of its bytes).
+  bool mapped() const { return file_mapped_; }
 
   // Loads `path`, at most `max_bytes` of it. On failure returns false with `*error` = "cannot
   // open file" (open failed), "read error" (mapping or reading failed, e.g. a directory) or
@@ -39,6 +42,9 @@ class InputBytes {
   // regular file read from its start, else read in chunks. Same errors as LoadFile.
   bool LoadFd(int fd, std::string* error, size_t max_bytes = kDefaultMaxBytes);
 
+  // "input is over the N-byte limit (--max-bytes)": also what `parse` says of a URL's body.
+  static std::string OverLimitError(size_t max_bytes);
+
   // Far above any real scrape (a 1,000-replica vLLM /metrics is tens of MB).
   static constexpr size_t kDefaultMaxBytes = size_t{256} << 20;  // 256 MiB
 
@@ -46,8 +52,10 @@ class InputBytes {
   void Reset();
 
   std::string owned_;
-  void* map_ = nullptr;
-  size_t map_size_ = 0;
+  void* map_ = nullptr;    // the file's mapping or the anonymous one holding what was read
+  size_t map_size_ = 0;    // bytes in view()
+  size_t map_length_ = 0;  // the mapping's length, for munmap
+  bool file_mapped_ = false;
 };
 
 }  // namespace modelmetrics::cli

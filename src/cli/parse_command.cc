@@ -54,6 +54,10 @@ Input ReadInput(const std::string& source, size_t max_bytes) {
     auto results = client.FetchAll(std::span(&request, 1),
                                    std::chrono::steady_clock::now() + std::chrono::seconds(10));
     net::FetchResult& r = results.front();
+    if (r.error == net::FetchError::kTooLarge) {
+      in.error = InputBytes::OverLimitError(max_bytes);
+      return in;
+    }
     if (!r.ok()) {
       in.error = fmt::format("fetch failed ({}): {}", net::FetchErrorName(r.error), r.message);
       return in;
@@ -76,6 +80,7 @@ int Run(const ParseArgs& args) {
   ParseOptions options;
   options.strict = args.strict;
   options.families = args.families;
+  options.limits.max_bytes = args.max_bytes;  // one cap: what was read may be parsed
   if (args.format == "text") {
     options.format = Format::kText;
   } else if (args.format == "openmetrics") {

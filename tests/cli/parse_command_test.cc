@@ -172,6 +172,11 @@ TEST_F(ParseCommandTest, FetchesAUrlAndFollowsItsContentType) {
   CommandResult failed = Modelmetrics("parse " + base + "/broken");
   EXPECT_EQ(failed.exit_code, 1);
   EXPECT_THAT(failed.err, HasSubstr("fetch failed (http_status)"));
+
+  // The body (33 bytes) is held to --max-bytes as a file is.
+  CommandResult capped = Modelmetrics("parse --max-bytes 32 " + base + "/metrics");
+  EXPECT_EQ(capped.exit_code, 1);
+  EXPECT_EQ(capped.err, base + "/metrics: input is over the 32-byte limit (--max-bytes)\n");
   server.Stop();
 }
 
@@ -224,6 +229,11 @@ TEST_F(ParseCommandTest, EndlessOrOversizedInputIsRefused) {
   EXPECT_EQ(r.err, big + ": input is over the 18-byte limit (--max-bytes)\n");
   r = Modelmetrics("parse --max-bytes 19 " + big);
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Past the parser's own 64 MiB default: --max-bytes is the one cap on what is parsed.
+  const std::string blank = WriteFile("blank.prom", std::string((size_t{64} << 20) + 1, '\n'));
+  r = Modelmetrics("parse --strict " + blank);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, blank + ": text format, 0 families, 0 samples, 0 errors\n");
 }
 
 }  // namespace

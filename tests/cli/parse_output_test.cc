@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -214,6 +215,43 @@ TEST_F(InputBytesTest, StopsAtTheCap) {
   error.clear();
   EXPECT_FALSE(in.LoadFile("/dev/zero", &error, size_t{1} << 20));
   EXPECT_EQ(error, "input is over the 1048576-byte limit (--max-bytes)");
+  EXPECT_EQ(in.view(), "");
+}
+
+// Bytes written to a pipe by a thread (a pipe holds only 64 KiB), read through LoadFd.
+bool LoadThroughPipe(InputBytes* in, size_t bytes, size_t max_bytes, std::string* error) {
+  int fds[2];
+  if (::pipe(fds) != 0) return false;
+  const std::string content(bytes, 'x');
+  std::thread writer([&] {
+    size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = ::write(fds[1], content.data() + done, content.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::close(fds[1]);
+  });
+  const bool ok = in->LoadFd(fds[0], error, max_bytes);
+  ::close(fds[0]);  // a writer blocked on a refused input gets EPIPE and stops
+  writer.join();
+  return ok && in->view() == content;
+}
+
+// Through the read path (not the regular file's size check): exactly the cap is whole, one byte
+// more is refused, at a page multiple where the buffer grows to its largest.
+TEST_F(InputBytesTest, APipeOfExactlyTheCapIsReadAndOneByteMoreIsRefused) {
+  ::signal(SIGPIPE, SIG_IGN);
+  constexpr size_t kCap = size_t{256} << 10;  // 4 growths from the 64 KiB first guess
+  InputBytes in;
+  std::string error;
+  EXPECT_TRUE(LoadThroughPipe(&in, kCap, kCap, &error)) << error;
+  EXPECT_FALSE(in.mapped());
+  EXPECT_FALSE(LoadThroughPipe(&in, kCap + 1, kCap, &error));
+  EXPECT_EQ(error, "input is over the 262144-byte limit (--max-bytes)");
+  EXPECT_EQ(in.view(), "");
+  error.clear();
+  EXPECT_TRUE(LoadThroughPipe(&in, 0, kCap, &error)) << error;  // empty
   EXPECT_EQ(in.view(), "");
 }
 
