@@ -397,8 +397,9 @@ class Connection final : public ConnectionBase {
     // Wait for the first byte: a new connection's first request must arrive whole within
     // read_timeout; a kept-alive one may first idle for idle_timeout.
     state_ = kIdle;
-    last_active.store(server_->NextActivityTick(), std::memory_order_relaxed);
-    idle.store(true, std::memory_order_relaxed);
+    // The first wait keeps the tick taken at accept: a handshake is not activity.
+    if (requests_ > 0) last_active.store(server_->NextActivityTick(), std::memory_order_relaxed);
+    idle.store(true, std::memory_order_release);  // publishes the tick to the evicting acceptor
     lowest().expires_after(requests_ == 0 ? opts().read_timeout : opts().idle_timeout);
     stream_.async_read_some(
         buffer_.prepare(kReadChunk),
@@ -926,7 +927,7 @@ std::shared_ptr<ConnectionBase> ServerImpl::LeastRecentlyActiveIdleLocked() {
   ConnectionBase* pick = nullptr;
   uint64_t pick_tick = 0;
   for (const auto& [raw, owned] : conns_) {
-    if (!raw->idle.load(std::memory_order_relaxed)) continue;
+    if (!raw->idle.load(std::memory_order_acquire)) continue;  // then its tick is current
     if (raw->evicting.load(std::memory_order_relaxed)) continue;
     const uint64_t tick = raw->last_active.load(std::memory_order_relaxed);
     if (pick == nullptr || tick < pick_tick) {

@@ -821,7 +821,7 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
       [&](const AccessRequest& request, bool* allowed) {
         if (request.user == "bob") {
           ++stalled;
-          std::this_thread::sleep_for(milliseconds(700));
+          std::this_thread::sleep_for(milliseconds(1500));
         }
         *allowed = true;
         return ApiStatus::Ok();
@@ -830,8 +830,9 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
   const ServeConfig config = TestConfig(dir);
   ApiServerOptions options = BuildApiServerOptions(config);
   options.max_in_flight = 2;  // fewer read slots than stalled reviews
-  options.request_timeout = milliseconds(1500);
-  options.min_read_budget = milliseconds(1000);
+  // A review starts with 1 s of slack (4 s - 3 s); after its 1.5 s less than 3 s is left.
+  options.request_timeout = milliseconds(4000);
+  options.min_read_budget = milliseconds(3000);
   ServerUnderTest server(config, options, std::move(authorizer));
   ASSERT_TRUE(server.started());
   std::vector<net::FetchResult> late;
@@ -858,7 +859,7 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
     EXPECT_EQ(r.status, 503) << r.body;
     EXPECT_EQ(r.retry_after, "1");
     EXPECT_EQ(ParseJson(r.body)["reason"], "ServiceUnavailable");
-    EXPECT_LT(r.elapsed, milliseconds(1400));  // at the review's end, before the 1.5 s deadline
+    EXPECT_LT(r.elapsed, milliseconds(3500));  // at the review's end, before the 4 s deadline
   }
   EXPECT_EQ(server.snapshots.calls, 1);  // only alice's request was read
 }
