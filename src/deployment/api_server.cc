@@ -498,7 +498,7 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
   std::vector<nlohmann::json> docs;
   std::string problem;
   if (!ParseYaml(yaml, &docs, &problem)) {
-    *error = fmt::format("not YAML: {}", problem);
+    *error = fmt::format("invalid YAML: {}", problem);
     return false;
   }
   if (docs.size() > 1) {

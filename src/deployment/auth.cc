@@ -291,7 +291,7 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
   std::vector<nlohmann::json> docs;
   std::string problem;
   if (!ParseYaml(yaml, &docs, &problem)) {
-    *error = fmt::format("not YAML: {}", problem);
+    *error = fmt::format("invalid YAML: {}", problem);
     return false;
   }
   if (docs.size() != 1 || !docs.front().is_object()) {

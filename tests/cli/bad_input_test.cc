@@ -113,7 +113,7 @@ TEST(BadInputTest, SnapshotObjectsFromA1GiBSparseFile) {
 TEST(BadInputTest, ServeConfigFromTheYamlThatHungYamlCpp) {
   ScratchDir dir;
   const CliResult r = RunModelmetrics(dir, {"serve", "--config", kHangYaml}, kDeadline);
-  ExpectOneLineError(r, std::string("serve: ") + kHangYaml + ": not YAML: line ");
+  ExpectOneLineError(r, std::string("serve: ") + kHangYaml + ": invalid YAML: line ");
 }
 
 TEST(BadInputTest, ServeConfigFromDevZero) {

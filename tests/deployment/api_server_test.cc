@@ -1133,7 +1133,7 @@ TEST(ServeConfigTest, DefaultsAndLoadFromFile) {
 TEST(ServeConfigTest, RejectsBadConfigurationsClearly) {
   TempDir dir;
   ConfigFiles files(dir);
-  EXPECT_THAT(ConfigError(dir, "port: [\n"), HasSubstr("not YAML"));
+  EXPECT_THAT(ConfigError(dir, "port: [\n"), HasSubstr("invalid YAML"));
   EXPECT_EQ(ConfigError(dir, "- a\n"), "expected a YAML mapping of settings");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "tokens: x\n"), "unknown setting `tokens`");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "port: 70000\n"),
@@ -1222,7 +1222,7 @@ TEST(ServeConfigTest, OneDocumentOfScalarSettings) {
       << error;
   EXPECT_EQ(config.context, "2024");
   EXPECT_THAT(ConfigError(dir, "port: *nowhere\n"),
-              HasSubstr("not YAML: line 1, column 7: unknown anchor `nowhere`"));
+              HasSubstr("invalid YAML: line 1, column 7: unknown anchor `nowhere`"));
 }
 
 TEST(ServeConfigTest, BuildReportsFilesThatDoNotLoad) {

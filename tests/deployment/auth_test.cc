@@ -293,7 +293,7 @@ TEST(PolicyTest, EmptyRulesDenyEverything) {
 }
 
 TEST(PolicyTest, RejectsBadFilesNamingThePlace) {
-  EXPECT_THAT(PolicyError("rules: [\n"), HasSubstr("not YAML"));
+  EXPECT_THAT(PolicyError("rules: [\n"), HasSubstr("invalid YAML"));
   EXPECT_EQ(PolicyError("- users: [a]\n"), "expected a mapping with `rules`");
   EXPECT_EQ(PolicyError(""), "expected a mapping with `rules`");
   EXPECT_EQ(PolicyError("rule: []\n"), "unknown key `rule` (expected `rules`)");
