@@ -6,10 +6,9 @@
 // 127.0.0.1 opens a new TLS connection for each request.
 // Prints snapshots/s, p50/p99 latency and the non-2xx count of each phase.
 //   api_load_bench [--clients 200] [--seconds 20] [--reuse-ms 1000]
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 
@@ -51,11 +50,14 @@ int main(int argc, char** argv) {
   int clients = 200;
   int seconds = 20;
   int reuse_ms = 1000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--clients") == 0) clients = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--seconds") == 0) seconds = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--reuse-ms") == 0) reuse_ms = std::atoi(argv[i + 1]);
-  }
+  CLI::App app("The aggregated API under load and connection floods, over TLS on loopback");
+  app.add_option("--clients", clients, "keep-alive clients on the healthy deployment")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--seconds", seconds, "length of the load and reconnect phases")
+      ->check(CLI::Range(1, 600));
+  app.add_option("--reuse-ms", reuse_ms, "how long a read's result answers later requests")
+      ->check(CLI::Range(0, 60000));
+  CLI11_PARSE(app, argc, argv);
   sim::DeploymentSimOptions stuck_options = Pods("stuck", 2);
   stuck_options.faults["stuck-server-0"] = sim::PodFault::kHang;
   sim::DeploymentSim chat(Pods("chat", 2));
