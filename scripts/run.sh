@@ -6,5 +6,5 @@
 #   DEMO_DURATION=60s (default)   how long the demo runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --main
 exec ./build/src/cli/modelmetrics demo --duration "${DEMO_DURATION:-60s}"
