@@ -20,13 +20,18 @@ class CMakeExtension(Extension):
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
         target = os.path.abspath(self.get_ext_fullpath(ext.name))
-        build_dir = os.path.join(os.path.abspath(self.build_temp), "cmake")
-        os.makedirs(build_dir, exist_ok=True)
         jobs = os.environ.get("MODELMETRICS_BUILD_JOBS", str(os.cpu_count() or 2))
-        subprocess.check_call([
-            "cmake", "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
-            "-DMODELMETRICS_PYTHON_ONLY=ON", f"-DPython3_EXECUTABLE={sys.executable}",
-        ])
+        # MODELMETRICS_CMAKE_BUILD_DIR: a CMake tree of this repository that already builds the
+        # extension for this interpreter (scripts/setup.sh passes its build/), so the module is
+        # compiled once; otherwise a Release tree of its own with only the extension's code.
+        build_dir = os.environ.get("MODELMETRICS_CMAKE_BUILD_DIR")
+        if not build_dir:
+            build_dir = os.path.join(os.path.abspath(self.build_temp), "cmake")
+            os.makedirs(build_dir, exist_ok=True)
+            subprocess.check_call([
+                "cmake", "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
+                "-DMODELMETRICS_PYTHON_ONLY=ON", f"-DPython3_EXECUTABLE={sys.executable}",
+            ])
         subprocess.check_call(["cmake", "--build", build_dir, "--target", "mm_python_native",
                                "--parallel", jobs])
         built = os.path.join(build_dir, "python", "modelmetrics", os.path.basename(target))

@@ -91,5 +91,6 @@ ninja -C build -j "$jobs"
 if [ ! -x build/venv/bin/python ]; then
   /usr/bin/python3 -m venv --system-site-packages build/venv
 fi
-MODELMETRICS_BUILD_JOBS=$jobs build/venv/bin/python -m pip install -q --no-build-isolation \
-  --no-index --no-deps --force-reinstall . >/dev/null
+# The extension is the one just built in build/ (same interpreter: Debian's).
+MODELMETRICS_BUILD_JOBS=$jobs MODELMETRICS_CMAKE_BUILD_DIR="$PWD/build" build/venv/bin/python -m pip \
+  install -q --no-build-isolation --no-index --no-deps --force-reinstall . >/dev/null

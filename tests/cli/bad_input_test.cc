@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/cli_runner.h"
+#include "test_paths.h"
 
 namespace modelmetrics {
 namespace {
@@ -29,14 +30,12 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-constexpr const char* kHangYaml = MM_SOURCE_DIR "/fuzz/corpus/yaml/yaml_cpp_0.7_loadall_hang.yaml";
+const std::string kHangYaml = test_paths::Source("fuzz/corpus/yaml/yaml_cpp_0.7_loadall_hang.yaml");
 constexpr long kMaxRssKib = 256 * 1024;
 // Generous: a loaded CI machine must not fail these; a hang still does (it used to run forever).
 constexpr std::chrono::seconds kDeadline{20};
 
-std::string TlsFile(const char* name) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
-}
+std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
 // A 1 GiB file that takes no disk: only its size is ever looked at.
 std::string SparseFile(const ScratchDir& dir) {

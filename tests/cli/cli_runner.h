@@ -1,8 +1,8 @@
-// Runs the real `modelmetrics` binary (MM_BINARY), or another program, from tests: argv without a
-// shell, stdin from /dev/null, stdout and stderr captured in files, and a deadline after which the
-// child is killed (SIGKILL) so a hung binary fails the test instead of hanging CI. posix_spawn
-// rather than fork: the test process runs simulator threads, and a forked child of a threaded
-// process may only call async-signal-safe functions before exec.
+// Runs the real `modelmetrics` binary (test_paths::Modelmetrics()), or another program, from tests:
+// argv without a shell, stdin from /dev/null, stdout and stderr captured in files, and a deadline
+// after which the child is killed (SIGKILL) so a hung binary fails the test instead of hanging CI.
+// posix_spawn rather than fork: the test process runs simulator threads, and a forked child of a
+// threaded process may only call async-signal-safe functions before exec.
 #ifndef MODELMETRICS_TESTS_CLI_CLI_RUNNER_H_
 #define MODELMETRICS_TESTS_CLI_CLI_RUNNER_H_
 
@@ -22,6 +22,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "test_paths.h"
 
 extern char** environ;
 
@@ -76,7 +78,7 @@ class CliProcess {
  public:
   // Starts `modelmetrics <args>`, stdout to `out_file`, stderr to `err_file`.
   CliProcess(const std::vector<std::string>& args, std::string out_file, std::string err_file)
-      : CliProcess(MM_BINARY, args, std::move(out_file), std::move(err_file)) {}
+      : CliProcess(test_paths::Modelmetrics(), args, std::move(out_file), std::move(err_file)) {}
   // Starts any `program` (an absolute path) the same way: the real stores tests run beside us.
   CliProcess(const std::string& program, const std::vector<std::string>& args, std::string out_file,
              std::string err_file)
@@ -170,7 +172,7 @@ inline CliResult RunModelmetrics(const ScratchDir& dir, const std::vector<std::s
   const std::string tag = std::to_string(++serial);
   CliProcess process(args, dir.File("stdout." + tag), dir.File("stderr." + tag));
   if (!process.started()) {
-    ADD_FAILURE() << "cannot start " << MM_BINARY;
+    ADD_FAILURE() << "cannot start " << test_paths::Modelmetrics();
     return {};
   }
   CliResult result = process.Wait(timeout);

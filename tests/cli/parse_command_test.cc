@@ -12,6 +12,7 @@
 #include <string>
 
 #include "net/http_server.h"
+#include "test_paths.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ class ParseCommandTest : public ::testing::Test {
     const std::string out = (dir_ / "stdout").string();
     const std::string err = (dir_ / "stderr").string();
     const std::string command =
-        std::string(MM_BINARY) + " " + args + " <" + in + " >" + out + " 2>" + err;
+        test_paths::Modelmetrics() + " " + args + " <" + in + " >" + out + " 2>" + err;
     const int status = std::system(command.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -64,7 +65,7 @@ class ParseCommandTest : public ::testing::Test {
 };
 
 const std::string kVllmV1 =
-    std::string(MM_SHARED_DIR) + "/fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt";
+    test_paths::Shared("fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt");
 
 TEST_F(ParseCommandTest, SummaryOfARealScrape) {
   CommandResult r = Modelmetrics("parse --strict " + kVllmV1);

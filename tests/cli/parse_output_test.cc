@@ -20,6 +20,7 @@
 
 #include "cli/input_bytes.h"
 #include "modelmetrics/parser.h"
+#include "test_paths.h"
 
 namespace modelmetrics::cli {
 namespace {
@@ -71,7 +72,7 @@ Rendered Render(std::string_view input, const ParseOptions& options) {
 std::vector<std::filesystem::path> Fixtures() {
   std::vector<std::filesystem::path> files;
   for (const auto& e :
-       std::filesystem::recursive_directory_iterator(std::string(MM_SHARED_DIR) + "/fixtures")) {
+       std::filesystem::recursive_directory_iterator(test_paths::Shared("fixtures"))) {
     const auto ext = e.path().extension();
     if (e.is_regular_file() && (ext == ".txt" || ext == ".prom")) files.push_back(e.path());
   }

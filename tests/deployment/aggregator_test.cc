@@ -22,6 +22,7 @@
 #include "deployment/merge.h"
 #include "deployment/test_builders.h"
 #include "net/http_server.h"
+#include "test_paths.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -42,9 +43,7 @@ using testing::WindowKeys;
 using Missings = std::vector<Missing>;
 using SteadyClock = std::chrono::steady_clock;
 
-std::string TlsFile(const char* name) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
-}
+std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
 // Server-side concurrency across many Pods' servers.
 struct Probe {

@@ -39,6 +39,7 @@
 
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
+#include "test_paths.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -51,9 +52,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
 
-std::string TlsFile(const char* name) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
-}
+std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
 // A fresh folder under the test temp dir, removed with the object.
 class TempDir {
@@ -1341,7 +1340,7 @@ TEST(KubectlTest, GetRawPrintsTheSnapshotAndStatusErrors) {
   EXPECT_THAT(not_found.err, HasSubstr("NotFound"));
 }
 
-std::string ModelmetricsBinary() { return MM_BINARY_DIR "/src/cli/modelmetrics"; }
+std::string ModelmetricsBinary() { return test_paths::Modelmetrics(); }
 
 TEST(ServeCommandTest, BadConfigExits2) {
   if (access(ModelmetricsBinary().c_str(), X_OK) != 0) {
@@ -1391,7 +1390,8 @@ TEST(ServeCommandTest, ServesFromAnObjectsFileUntilTheDurationEnds) {
                 "tls_key_file: server-key.pem\n"
                 "token_file: tokens.csv\n"
                 "policy_file: policy.yaml\n"
-                "objects_file: " MM_SHARED_DIR "/fixtures/deployment/objects-example.json\n");
+                "objects_file: " +
+                    test_paths::Shared("fixtures/deployment/objects-example.json") + "\n");
   const std::string command =
       fmt::format("{} serve --config {} --duration 4s", ModelmetricsBinary(), clean);
   FILE* pipe = popen((command + " 2>" + dir.path() + "/serve.err").c_str(), "r");

@@ -23,6 +23,7 @@
 
 #include "deployment/object_file.h"
 #include "net/http_server.h"
+#include "test_paths.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -34,13 +35,9 @@ constexpr char kToken[] = "s3cr3t-token";
 constexpr char kChatSelector[] =
     "app.kubernetes.io/name=model-deployment,app.kubernetes.io/instance=chat";
 
-std::string TlsFile(const std::string& name) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
-}
+std::string TlsFile(const std::string& name) { return test_paths::Tls(name); }
 
-std::string ExamplePath() {
-  return std::string(MM_SHARED_DIR) + "/fixtures/deployment/objects-example.json";
-}
+std::string ExamplePath() { return test_paths::Shared("fixtures/deployment/objects-example.json"); }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream file(path, std::ios::binary);

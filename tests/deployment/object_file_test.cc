@@ -1,6 +1,7 @@
 // Tests of the file ObjectSource: the shared example objects as JSON, the same objects as YAML (a
 // List and `---` documents), clear errors for bad files, and Kubernetes' NotFound wording.
 #include "deployment/object_file.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -19,9 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string ExamplePath() {
-  return std::string(MM_SHARED_DIR) + "/fixtures/deployment/objects-example.json";
-}
+std::string ExamplePath() { return test_paths::Shared("fixtures/deployment/objects-example.json"); }
 
 // A private temporary directory, removed with everything in it.
 class TempDir {

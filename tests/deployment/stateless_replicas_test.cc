@@ -18,15 +18,14 @@
 #include "deployment/real_store.h"
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
+#include "test_paths.h"
 
 namespace modelmetrics::deployment {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::string TlsFile(const char* name) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
-}
+std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
 // One `serve` replica on the store, on a port of its own choosing.
 class Replica {

@@ -23,6 +23,7 @@
 #include "deployment/metrics_parse.h"
 #include "deployment/objects.h"
 #include "deployment/snapshot.h"
+#include "test_paths.h"
 
 namespace modelmetrics::deployment {
 
@@ -216,7 +217,7 @@ inline std::string SGLangPDResponse(int step) {
 // the reference expects it to equal idle_first, so idle_first is read in its place (§4.2).
 inline std::string Fixture(std::string name) {
   if (name == "vllm_server_idle_second.prom") name = "vllm_server_idle_first.prom";
-  const std::string path = std::string(MM_SHARED_DIR "/fixtures/deployment/") + name;
+  const std::string path = test_paths::Shared("fixtures/deployment/") + name;
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in.good()) << "cannot read " << path;
   std::ostringstream text;

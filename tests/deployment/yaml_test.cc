@@ -2,6 +2,7 @@
 // and aliases, documents, one-line errors with positions, and every bound (bytes, depth, nodes,
 // scalar bytes, anchors), including the input that made yaml-cpp 0.7 spin.
 #include "deployment/yaml.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -255,7 +256,7 @@ TEST(YamlTest, ScalarTextOfSettings) {
 // The objects fuzzer's input on which yaml-cpp 0.7's LoadAll spun, growing to 14 GB in 30 s.
 // Here it parses or fails at once; either way the answer is bounded.
 TEST(YamlTest, TheInputThatHungYamlCppEndsAtOnce) {
-  std::ifstream file(MM_SOURCE_DIR "/fuzz/corpus/yaml/yaml_cpp_0.7_loadall_hang.yaml",
+  std::ifstream file(test_paths::Source("fuzz/corpus/yaml/yaml_cpp_0.7_loadall_hang.yaml"),
                      std::ios::binary);
   ASSERT_TRUE(file) << "missing seed";
   const std::string text(std::istreambuf_iterator<char>(file), {});

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "modelmetrics/parser.h"
+#include "test_paths.h"
 
 namespace modelmetrics {
 namespace {
@@ -50,7 +51,7 @@ constexpr FixtureCounts kFixtures[] = {
 };
 
 std::string ReadFixture(const std::string& relative) {
-  std::ifstream file(std::string(MM_SHARED_DIR) + "/fixtures/" + relative, std::ios::binary);
+  std::ifstream file(test_paths::Shared("fixtures/") + relative, std::ios::binary);
   EXPECT_TRUE(file.good()) << relative;
   return std::string(std::istreambuf_iterator<char>(file), {});
 }

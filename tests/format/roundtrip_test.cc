@@ -35,6 +35,7 @@
 #include "modelmetrics/exposition.h"
 #include "modelmetrics/parser.h"
 #include "modelmetrics/writer.h"
+#include "test_paths.h"
 
 namespace modelmetrics {
 namespace {
@@ -576,7 +577,7 @@ TEST(RoundTripEdgeTest, HandPickedFamilies) {
 // --- Fixtures ------------------------------------------------------------------------------
 
 std::vector<std::filesystem::path> FixturePaths() {
-  const std::filesystem::path root = std::filesystem::path(MM_SHARED_DIR) / "fixtures";
+  const std::filesystem::path root = std::filesystem::path(test_paths::Shared("fixtures"));
   std::vector<std::filesystem::path> out;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root / "real")) {
     if (entry.is_regular_file()) out.push_back(entry.path());
@@ -615,7 +616,7 @@ TEST(RoundTripFixturesTest, EveryFixtureSurvivesParseWriteParseAsText) {
   // Captures are Prometheus text; text -> OpenMetrics would need counter families renamed (text
   // counters are named `x_total`), so only text -> text is checked.
   const std::vector<std::filesystem::path> paths = FixturePaths();
-  ASSERT_GE(paths.size(), 24u) << MM_SHARED_DIR;
+  ASSERT_GE(paths.size(), 24u) << test_paths::Shared("");
   size_t total_samples = 0;
   for (const std::filesystem::path& path : paths) {
     SCOPED_TRACE(path.string());

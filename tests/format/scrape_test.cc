@@ -6,6 +6,7 @@
 // shared/spec/reference/deployment-metrics-behaviour.md §4.2 ("Expected values derived from the
 // fixtures"), computed the way the reference handler does (Δsum/Δcount in double).
 #include "modelmetrics/scrape.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -23,7 +24,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::string ReadDeployment(const std::string& name) {
-  const std::string path = std::string(MM_SHARED_DIR) + "/fixtures/deployment/" + name;
+  const std::string path = test_paths::Shared("fixtures/deployment/") + name;
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in.good()) << path;
   return std::string(std::istreambuf_iterator<char>(in), {});

@@ -14,6 +14,7 @@
 
 #include "net/http_server.h"
 #include "sim/fault_server.h"
+#include "test_paths.h"
 
 namespace modelmetrics::net {
 namespace {
@@ -26,9 +27,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-std::string Tls(const std::string& file) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + file;
-}
+std::string Tls(const std::string& file) { return test_paths::Tls(file); }
 
 milliseconds Since(Clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - start);

@@ -2,6 +2,7 @@
 // Every client operation is bounded by a timeout, so a broken server fails a test instead of
 // hanging it.
 #include "net/http_server.h"
+#include "test_paths.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -49,9 +50,7 @@ using namespace std::chrono_literals;
 
 constexpr auto kIoTimeout = 5s;
 
-std::string TlsFile(const char* name) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
-}
+std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
 int64_t MillisSince(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();

@@ -32,18 +32,19 @@
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/parser.h"
 #include "pipeline/catalog.h"
+#include "test_paths.h"
 
 namespace modelmetrics::pipeline {
 namespace {
 
-constexpr const char* kReferencePath =
-    MM_SHARED_DIR "/spec/reference/pipeline-metrics-behaviour.md";
-constexpr const char* kDesignPath = MM_SHARED_DIR "/spec/pipeline-metrics-design.md";
-constexpr const char* kPythonApiPath = MM_SHARED_DIR "/spec/reference/vllm-omni-python-api.md";
-constexpr const char* kV1FixturePath =
-    MM_SHARED_DIR "/fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt";
+const std::string kReferencePath =
+    test_paths::Shared("spec/reference/pipeline-metrics-behaviour.md");
+const std::string kDesignPath = test_paths::Shared("spec/pipeline-metrics-design.md");
+const std::string kPythonApiPath = test_paths::Shared("spec/reference/vllm-omni-python-api.md");
+const std::string kV1FixturePath =
+    test_paths::Shared("fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt");
 
-std::string ReadFile(const char* path) {
+std::string ReadFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   EXPECT_TRUE(file.good()) << path;
   return std::string(std::istreambuf_iterator<char>(file), {});
@@ -1065,7 +1066,7 @@ TEST(CatalogInvariantsTest, BoundedReasonSetsAreUniqueAndValidValues) {
 TEST(CatalogDocTest, DocsListEveryFamilyOfBothTables) {
   // docs/pipeline-metrics.md is a view of the tables: its family rows must not drift.
   const std::vector<MdSection> doc =
-      ParseMarkdown(ReadFile(MM_SOURCE_DIR "/docs/pipeline-metrics.md"));
+      ParseMarkdown(ReadFile(test_paths::Source("docs/pipeline-metrics.md")));
   std::set<std::string> listed;
   for (const MdSection& s : doc) {
     for (const MdTable& t : s.tables) {

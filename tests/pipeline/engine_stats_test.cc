@@ -26,14 +26,15 @@
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/parser.h"
 #include "pipeline/catalog.h"
+#include "test_paths.h"
 
 namespace modelmetrics::pipeline {
 namespace {
 
-constexpr const char* kV1FixturePath =
-    MM_SHARED_DIR "/fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt";
+const std::string kV1FixturePath =
+    test_paths::Shared("fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt");
 
-std::string ReadFile(const char* path) {
+std::string ReadFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   EXPECT_TRUE(file.good()) << path;
   return std::string(std::istreambuf_iterator<char>(file), {});

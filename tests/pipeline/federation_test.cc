@@ -26,6 +26,7 @@
 #include "modelmetrics/parser.h"
 #include "modelmetrics/writer.h"
 #include "net/http_server.h"
+#include "test_paths.h"
 
 namespace modelmetrics::pipeline {
 namespace {
@@ -34,8 +35,8 @@ using ::modelmetrics::net::HttpRequest;
 using ::modelmetrics::net::HttpResponse;
 using ::modelmetrics::net::HttpServer;
 
-constexpr char kFixture[] =
-    MM_SHARED_DIR "/fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt";
+const std::string kFixture =
+    test_paths::Shared("fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt");
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

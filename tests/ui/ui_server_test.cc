@@ -22,6 +22,7 @@
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"
+#include "test_paths.h"
 
 namespace modelmetrics::ui {
 namespace {
@@ -178,9 +179,7 @@ TEST(UiServer, ListensOnLoopbackOnly) {
   EXPECT_NE(error.find("loopback only"), std::string::npos) << error;
 }
 
-std::string TlsFile(const char* name) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
-}
+std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
 // The page over the aggregated API: a simulated deployment behind a loopback `serve`-like API
 // (TLS, one token), read with a kubeconfig's credentials as kube-apiserver would be.

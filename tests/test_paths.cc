@@ -1,0 +1,23 @@
+#include "test_paths.h"
+
+namespace modelmetrics::test_paths {
+namespace {
+
+std::string Join(std::string_view folder, std::string_view relative) {
+  std::string path(folder);
+  if (!relative.empty()) {
+    path += '/';
+    path += relative;
+  }
+  return path;
+}
+
+}  // namespace
+
+std::string Shared(std::string_view relative) { return Join(MM_SHARED_DIR, relative); }
+std::string Source(std::string_view relative) { return Join(MM_SOURCE_DIR, relative); }
+std::string Binary(std::string_view relative) { return Join(MM_BINARY_DIR, relative); }
+std::string Modelmetrics() { return MM_MODELMETRICS_BINARY; }
+std::string Tls(std::string_view name) { return Join(MM_SOURCE_DIR "/tests/testdata/tls", name); }
+
+}  // namespace modelmetrics::test_paths
