@@ -18,6 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+namespace test_paths = ::modelmetrics::test_paths;
 
 struct CommandResult {
   int exit_code = -1;
