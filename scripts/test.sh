@@ -33,16 +33,18 @@ bash scripts/setup.sh
 
 # The sanitizer and fuzz trees, one after the other; each writes its name to $work/built when it
 # is ready, so the stage that needs it waits for it and no longer.
-#   ASan+UBSan  gcc, -O0 with line tables: every ctest suite, the CLI and the Python extension
+#   ASan+UBSan  clang (half gcc's compile time at -O0), -O0 with line tables: every ctest suite,
+#               the CLI, the Python extension and the four libFuzzer targets (the libraries they
+#               fuzz, format and deployment, at -O1 with coverage instrumentation)
 #   TSan        gcc, -O1 with line tables: the threaded suites and the CLI they start
-#   fuzz        clang, ASan+UBSan, -O1 with line tables: the four libFuzzer targets
 tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests
   deployment/deployment_tests deployment/deployment_objects_tests deployment/api_server_tests
   deployment/deployment_integration_tests sim/sim_tests ui/ui_tests)
 fuzz_targets=(parser_fuzz_test snapshot_fuzz_test objects_fuzz_test yaml_fuzz_test)
 build_sanitizer_trees() {
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DMODELMETRICS_SANITIZE=address,undefined -DMODELMETRICS_BENCH=OFF -DMODELMETRICS_PYTHON=ON
+  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DMODELMETRICS_SANITIZE=address,undefined -DMODELMETRICS_FUZZ=ON -DMODELMETRICS_BENCH=OFF \
+    -DMODELMETRICS_PYTHON=ON
   ninja -C build-asan -j "$jobs"
   echo asan >>"$work/built"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -50,12 +52,6 @@ build_sanitizer_trees() {
     -DMODELMETRICS_BENCH=OFF -DMODELMETRICS_PYTHON=OFF
   ninja -C build-tsan -j "$jobs" modelmetrics "${tsan_suites[@]##*/}"
   echo tsan >>"$work/built"
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" -DMODELMETRICS_FUZZ=ON \
-    -DMODELMETRICS_SANITIZE=address,undefined -DBUILD_TESTING=OFF -DMODELMETRICS_BENCH=OFF \
-    -DMODELMETRICS_PYTHON=OFF
-  ninja -C build-fuzz -j "$jobs" "${fuzz_targets[@]}"
-  echo fuzz >>"$work/built"
 }
 touch "$work/built"
 set -m # the background builds get their own process group, so a failure stops all of them
@@ -127,7 +123,7 @@ stage "the Python extension under ASan + UBSan (its C API code: references, buff
 # Python itself is not built with ASan: the runtime is preloaded, leak checking (which would
 # report the interpreter's own allocations) is off; the real-Prometheus example is left out.
 (cd "$(mktemp -d)" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+  LD_PRELOAD="$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)" \
   PYTHONPATH="$root/build-asan/python" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   -k "not fastapi" "$root/tests/python")
 
@@ -139,8 +135,6 @@ for suite in "${tsan_suites[@]}"; do
   TSAN_OPTIONS="halt_on_error=1" "./build-tsan/tests/$suite" --gtest_brief=1
 done
 
-stage "fuzz: waiting for the background build" 60
-await_tree fuzz
 background=""
 
 stage "fuzz: parser ${fuzz_seconds}s beside 3 x $((fuzz_seconds / 2))s (clang, libFuzzer, ASan+UBSan)" 100
@@ -150,7 +144,7 @@ fuzz() {
   local target=$1 seconds=$2
   shift 2
   mkdir -p "$work/$target"
-  (cd "$work" && "$root/build-fuzz/fuzz/$target" -max_total_time="$seconds" -max_len=65536 \
+  (cd "$work" && "$root/build-asan/fuzz/$target" -max_total_time="$seconds" -max_len=65536 \
     -timeout=10 -print_final_stats=1 "$work/$target" "$@" >"$work/$target.log" 2>&1)
 }
 # One fuzzer per core: the parser (every format quirk, seeded from the real captures) on one;

@@ -161,7 +161,7 @@ TEST_P(RealStoreAgreement, SnapshotsEqualDirectReadsOfTheSameBodies) {
   PrometheusSourceOptions options;
   options.url = url;
   options.window = 10min;
-  options.now = [at] { return at; };
+  options.now = [at = at] { return at; };
   PrometheusSource source(options);
   for (size_t d = 0; d < deployments_.size(); ++d) {
     const ModelDeployment& md = deployments_[d];

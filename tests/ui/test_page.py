@@ -59,11 +59,15 @@ def demo():
     process = Process([BIN, "demo", "--duration", "240s", "--interval", "5s", "-o", "json"])
     url = process.match(r"web page: (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
     base, token = split_url(url)
-    # Two reads of every deployment, so the page has windows to show.
-    wait_until(lambda: all(item.get("timestamp") for item in
-                           api(base, "/api/v1/deployments", token)["items"]) and
-               len(api(base, "/api/v1/deployments", token)["items"]) == 3, 30, "three reads")
-    time.sleep(INTERVAL_S + 1)
+    # Two reads of every deployment, so the page has windows to show: a first read of all three,
+    # then a newer one of each.
+    def read_times():
+        items = api(base, "/api/v1/deployments", token)["items"]
+        times = {item["name"]: item.get("timestamp") for item in items}
+        return times if len(times) == 3 and all(times.values()) else None
+    first = wait_until(read_times, 30, "three reads")
+    wait_until(lambda: (now := read_times()) and all(now[n] != first[n] for n in first),
+               3 * INTERVAL_S, "a second read of every deployment")
     yield {"url": url, "base": base, "token": token}
     process.stop()
 
