@@ -17,15 +17,14 @@
 #include "sim/api_load.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"
+#include "test_paths.h"
 
 namespace {
 
 using namespace modelmetrics;
 using namespace std::chrono_literals;
 
-std::string TlsFile(const char* name) {
-  return std::string(MM_SOURCE_DIR "/tests/testdata/tls/") + name;
-}
+std::string TlsFile(const char* name) { return modelmetrics::test_paths::Tls(name); }
 
 sim::DeploymentSimOptions Pods(const std::string& name, int count) {
   sim::DeploymentSimOptions options;

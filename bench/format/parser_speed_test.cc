@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "modelmetrics/parser.h"
+#include "test_paths.h"
 
 namespace modelmetrics {
 namespace {
@@ -128,7 +129,8 @@ void RunParse(benchmark::State& state, const std::string& text, bool filtered) {
 void RegisterAll() {
   static std::vector<std::pair<std::string, std::string>> inputs;
   inputs.emplace_back("generated_vllm_16_engines", GenerateVllmScrape(16, 500 * 1024));
-  const std::filesystem::path fixtures = std::filesystem::path(MM_SHARED_DIR) / "fixtures";
+  const std::filesystem::path fixtures =
+      std::filesystem::path(modelmetrics::test_paths::Shared("fixtures"));
   std::vector<std::filesystem::path> files;
   if (std::filesystem::exists(fixtures)) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(fixtures)) {

@@ -1,9 +1,9 @@
-// Where the tests find their files: the shared fixtures and specs, the source tree, the build
-// tree and the built `modelmetrics` binary.
+// Where the tests and benchmarks find their files: the shared fixtures and specs, the source
+// tree, the build tree and the built `modelmetrics` binary.
 //
 // The folders are compiled into one translation unit (test_paths.cc) and nowhere else, so no
-// other test source carries a clone's absolute path: the compiler cache serves every other test
-// object to a clone of the same commit in another folder.
+// other test or benchmark source carries a clone's absolute path: the compiler cache serves every
+// other object to a clone of the same commit in another folder.
 #pragma once
 
 #include <string>
