@@ -108,7 +108,7 @@ stage "Python package (build/venv; tests run from outside the repository)" 120
   -q -p no:cacheprovider "$root/tests/python")
 
 # ---- sanitizers and fuzzing --------------------------------------------------------------------
-stage "ASan + UBSan: waiting for the background build" 240
+stage "ASan + UBSan: waiting for the background build" 120
 await_tree asan
 
 stage "ASan + UBSan (ctest)" 240
@@ -127,7 +127,7 @@ stage "the Python extension under ASan + UBSan (its C API code: references, buff
   PYTHONPATH="$root/build-asan/python" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   -k "not fastapi" "$root/tests/python")
 
-stage "TSan: waiting for the background build" 120
+stage "TSan: waiting for the background build" 180
 await_tree tsan
 
 stage "TSan (threaded code: net, metrics, pipeline, deployment, simulators, API server)" 180
