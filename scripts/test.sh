@@ -5,9 +5,9 @@
 # the threaded ones under TSan, the fuzzers for a bounded time and the format check. Exits
 # non-zero on the first failure, and prints every stage's wall time against its budget at the end.
 #
-# The sanitizer and fuzz trees build in the background at the lowest CPU priority (nice 19) while
-# the stages that mostly wait on servers and browsers run in the foreground; the compiler cache
-# (ccache, see scripts/setup.sh) makes every tree cheap to rebuild.
+# The sanitizer trees (the ASan one holds the fuzzers) build in the background at the lowest CPU
+# priority (nice 19) while the stages that mostly wait on servers and browsers run in the
+# foreground; the compiler cache (ccache, see CMakeLists.txt) makes every tree cheap to rebuild.
 #   FUZZ_SECONDS=60 (default)   how long the parser fuzzer runs (the other three: half each)
 #   JOBS=2 (default)            parallel compile and test jobs
 set -euo pipefail
@@ -31,8 +31,8 @@ trap on_exit EXIT
 stage "setup and build (main tree, Python package)" 330
 bash scripts/setup.sh
 
-# The sanitizer and fuzz trees, one after the other; each writes its name to $work/built when it
-# is ready, so the stage that needs it waits for it and no longer.
+# The sanitizer trees, one after the other; each writes its name to $work/built when it is ready,
+# so the stage that needs it waits for it and no longer.
 #   ASan+UBSan  clang (half gcc's compile time at -O0), -O0 with line tables: every ctest suite,
 #               the CLI, the Python extension and the four libFuzzer targets (the libraries they
 #               fuzz, format and deployment, at -O1 with coverage instrumentation)
@@ -55,8 +55,8 @@ build_sanitizer_trees() {
 }
 touch "$work/built"
 set -m # the background builds get their own process group, so a failure stops all of them
-(nice -n 19 bash -c "$(declare -f build_sanitizer_trees); $(declare -p tsan_suites fuzz_targets \
-  jobs work); set -euo pipefail; build_sanitizer_trees" >"$root/build/sanitizer-builds.log" 2>&1 ||
+(nice -n 19 bash -c "$(declare -f build_sanitizer_trees); $(declare -p tsan_suites jobs work)
+  set -euo pipefail; build_sanitizer_trees" >"$root/build/sanitizer-builds.log" 2>&1 ||
   echo failed >>"$work/built") &
 background=$!
 set +m
