@@ -652,7 +652,14 @@ int RunPipelineSimulator(const PipelineSimOptions& in) {
                << "/metrics (log-stats " << (options.log_stats ? "on" : "off") << ")\n";
   options.out->flush();
   simulation.Start();
-  simulation.Run(Clock::now() + options.duration);
+  if (options.wait) {
+    std::thread runner([&] { simulation.Run(Clock::now() + options.duration); });
+    options.wait(options.duration);
+    simulation.loop().Stop();
+    runner.join();
+  } else {
+    simulation.Run(Clock::now() + options.duration);
+  }
   if (options.before_stop) options.before_stop(server.port());
   server.Stop();
   simulation.PrintTables();

@@ -28,6 +28,8 @@
 #include <ostream>
 #include <string>
 
+#include "sim/stop_wait.h"
+
 namespace modelmetrics {
 class Registry;
 }
@@ -49,6 +51,8 @@ struct PipelineSimOptions {
   // Called on the simulation thread once the duration has passed, while /metrics is still
   // served on `port` (tests scrape the final state here).
   std::function<void(uint16_t port)> before_stop;
+  // Waits out `duration`; a stop it reports ends the run early (tables still printed).
+  StopWait wait;
 };
 
 // Runs the simulation; returns a process exit code (0, or 1 when the server cannot start).
