@@ -150,6 +150,14 @@ struct FamilyOptions {
   std::string unit;                 // OpenMetrics UNIT (must be a suffix of the name)
 };
 
+// Bounds on what label values can make a family hold. A label set past either gets an inert
+// handle (its observations are not recorded) and one line on stderr per family; the Python
+// package raises ValueError for a too-long value. Real label values (model names, stages,
+// reasons, LoRA names) are far shorter and far fewer; an unbounded one (a request id, a prompt)
+// would otherwise grow the process without end.
+inline constexpr size_t kMaxLabelValueBytes = 4096;
+inline constexpr size_t kMaxChildrenPerFamily = size_t{1} << 20;  // 1,048,576 label sets
+
 namespace metrics_internal {
 
 // Shared machinery of the three family kinds; see Family<T>.
@@ -165,9 +173,13 @@ class FamilyBase {
 
  protected:
   FamilyBase(FamilyOptions options, MetricType type, bool enabled);
-  // The series for `values`, created if `create`; nullptr when absent or values mismatch.
+  // The series for `values`, created if `create`; nullptr when absent, when values mismatch, or
+  // when a value or the family is past its bound (kMaxLabelValueBytes, kMaxChildrenPerFamily).
   void* Find(std::span<const std::string_view> values, bool create);
   bool RemoveChild(std::span<const std::string_view> values);
+  // Reports a refused label set on stderr, once per `warned` flag of this family.
+  void Refuse(bool* warned, const char* what);
+  void RefuseLocked(bool* warned, const char* what);
   Counter MakeCounter(void* s) const { return Counter(static_cast<CounterSeries*>(s)); }
   Gauge MakeGauge(void* s) const { return Gauge(static_cast<GaugeSeries*>(s)); }
   Histogram MakeHistogram(void* s) const { return Histogram(static_cast<HistogramSeries*>(s)); }

@@ -16,6 +16,7 @@
 #ifndef MODELMETRICS_SCRAPE_H_
 #define MODELMETRICS_SCRAPE_H_
 
+#include <array>
 #include <map>
 #include <optional>
 #include <span>
@@ -54,9 +55,10 @@ class Scrape {
   // "line:column: message" and leaves the model empty.
   bool Parse(std::string_view body, const ScrapeOptions& options, std::string* error);
 
-  // A model of families built elsewhere (a store's samples, typed by their reader): indexed as
-  // Parse() would, without the duplicate-series check.
-  void Assign(std::vector<MetricFamily> families);
+  // A model of families built elsewhere (a store's samples, typed by their reader): checked for
+  // duplicate series and indexed as Parse() would. On a duplicate returns false with `*error` =
+  // "duplicate series name{labels}" and leaves the model empty.
+  bool Assign(std::vector<MetricFamily> families, std::string* error);
 
   // The family `name`, else `name_total`, else (for `x_total`) `x`; null when none was parsed.
   const MetricFamily* Find(std::string_view name) const;
@@ -71,6 +73,11 @@ class Scrape {
   // non-negative.
   std::optional<HistogramTotals> Histogram(std::string_view name) const;
 
+  // Why Sum() or Histogram() of `name` found nothing though the family is there: the first value
+  // that is NaN, infinite or negative (a gauge's or counter's value series, a histogram's
+  // `_sum`/`_count`). nullopt when there is no such value.
+  std::optional<double> InvalidValue(std::string_view name) const;
+
   // Sum() and Histogram() per distinct tuple of the `by` labels' values (in `by` order); a series
   // lacking one of them is skipped. Histogram groups carry no buckets; a group whose `_sum` or
   // `_count` is missing or invalid is left out. Empty when the family is absent or mistyped.
@@ -83,7 +90,12 @@ class Scrape {
   const std::vector<MetricFamily>& families() const { return families_; }
 
  private:
+  // False (model emptied, `*error` set) when a series appears twice.
+  bool CheckUnique(std::string* error);
   const MetricFamily* FindExact(std::string_view name) const;
+  // The families a value of `name` may be read from, in order: `name`, `name_total`, and `name`
+  // without `_total` (null where absent).
+  std::array<const MetricFamily*, 3> Spellings(std::string_view name) const;
   std::optional<double> SumOf(const MetricFamily& family, std::span<const LabelMatch> match) const;
 
   std::vector<MetricFamily> families_;

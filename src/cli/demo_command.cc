@@ -14,6 +14,7 @@
 // cache hits and rates appear from the second round on.
 #include "cli/demo_command.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "base/duration.h"
+#include "cli/stop_signals.h"
 #include "deployment/aggregator.h"
 #include "deployment/baseline_store.h"
 #include "deployment/object_file.h"
@@ -150,7 +152,28 @@ class CapturedOutput : public std::streambuf {
   bool closed_ = false;
 };
 
+// A stop asked for on one thread and waited for on another.
+class StopFlag {
+ public:
+  void Request() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  // Waits up to `d`; true when a stop was asked for.
+  bool WaitFor(std::chrono::milliseconds d) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, d, [this] { return stopped_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
 int RunDemo(const DemoArgs& args) {
+  const sigset_t signals = BlockStopSignals();  // before any thread starts
   std::chrono::milliseconds duration{};
   std::chrono::milliseconds interval{};
   base::ParseDuration(args.duration, &duration);
@@ -213,7 +236,9 @@ int RunDemo(const DemoArgs& args) {
             << "/apis/worker.gpustack.ai/v1/namespaces/demo/modeldeployments/chat/metrics\n";
   if (page) std::cout << "web page: " << page->url() << "\n";
 
-  // The pipeline half, serving its /metrics beside the deployments for the same duration.
+  // The pipeline half, serving its /metrics beside the deployments for the same duration, or
+  // until the demo stops.
+  StopFlag stop;
   CapturedOutput pipeline_output;
   std::ostream pipeline_stream(&pipeline_output);
   std::thread pipeline;
@@ -224,6 +249,7 @@ int RunDemo(const DemoArgs& args) {
     options.log_interval = std::chrono::milliseconds(0);
     options.seed = args.seed;
     options.out = &pipeline_stream;
+    options.wait = [&stop](std::chrono::milliseconds d) { return stop.WaitFor(d); };
     pipeline = std::thread([options, &pipeline_output] {
       sim::RunPipelineSimulator(options);
       pipeline_output.Close();
@@ -257,8 +283,11 @@ int RunDemo(const DemoArgs& args) {
     std::cout << std::flush;
     const auto next = round_start + interval;
     if (next >= end) break;
-    std::this_thread::sleep_until(next);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        next - std::chrono::steady_clock::now());
+    if (WaitForStop(signals, std::max(left, std::chrono::milliseconds(0)), "demo")) break;
   }
+  stop.Request();
   if (pipeline.joinable()) pipeline.join();
   if (page) page->Stop();
   api.Stop();

@@ -39,6 +39,11 @@ void AddSampleSourceFlags(CLI::App* command, SampleSourceFlags* flags) {
   command->add_option("--prometheus-selector", flags->store.selector,
                       "Extra label matchers for every query, e.g. 'job=\"vllm\"'");
   command
+      ->add_option("--prometheus-replica-label", flags->store.replica_labels,
+                   "A label telling HA replicas' copies of a series apart (one replica's are "
+                   "read); repeat for several, '' for none")
+      ->capture_default_str();
+  command
       ->add_option("--prometheus-pod-limit", flags->store.pod_limit,
                    "The most Pods one snapshot reads from the store")
       ->capture_default_str()

@@ -1,7 +1,7 @@
 // `modelmetrics serve --config FILE [--duration D] [--max-config-bytes N]`: the aggregated API
 // server for ModelDeploymentMetrics. Wires the configuration (deployment/api_server.h) into an
 // object source (a file, or the Kubernetes API), an Aggregator and an ApiServer, prints the URL it
-// listens on, and serves until SIGINT/SIGTERM or the duration ends.
+// listens on, and serves until SIGINT, SIGTERM or SIGHUP (cli/stop_signals.h) or the duration ends.
 //
 // Exit codes: 0 after a clean stop (also when SIGINT/SIGTERM comes during start-up); 2 for a bad
 // configuration (including files it names that do not load); 1 when the server cannot start
@@ -43,12 +43,9 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
              std::optional<std::chrono::milliseconds> duration) {
   // Block the stop signals before anything starts a thread (the API client, the aggregator and
   // the server all do), so every thread inherits the mask and only sigtimedwait receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
   sigset_t previous;
-  pthread_sigmask(SIG_BLOCK, &signals, &previous);
+  pthread_sigmask(SIG_BLOCK, nullptr, &previous);
+  const sigset_t signals = BlockStopSignals();
   // On the way out, stop signals still pending (sent during a failing start-up, or a second one
   // during Stop) are taken first: unblocked, they would kill the process and turn the documented
   // exit code into 143.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/duration.h"
+#include "cli/stop_signals.h"
 #include "sim/deployment_sim.h"
 #include "sim/fleet_sim.h"
 #include "sim/pipeline_sim.h"
@@ -25,6 +26,15 @@ std::string CheckFault(const std::string& text) {
            "counter-reset, restart, untrusted-tls)";
   }
   return "";
+}
+
+// A simulator's wait that a stop signal ends. The signals are blocked here, before the
+// simulator starts any thread.
+sim::StopWait SignalWait(const char* command) {
+  const sigset_t signals = BlockStopSignals();
+  return [signals, command](std::chrono::milliseconds duration) {
+    return WaitForStop(signals, duration, command);
+  };
 }
 
 void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
@@ -106,7 +116,8 @@ void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
     }
     std::chrono::milliseconds duration{0};
     base::ParseDuration(args->duration, &duration);
-    *exit_code = sim::RunDeploymentSimulator(options, duration, std::cout, std::cerr);
+    *exit_code = sim::RunDeploymentSimulator(options, duration, std::cout, std::cerr,
+                                             SignalWait("simulate deployment"));
   });
 }
 
@@ -147,7 +158,8 @@ void AddFleetCommand(CLI::App* simulate, int* exit_code) {
   fleet->callback([args, exit_code] {
     std::chrono::milliseconds duration{0};
     base::ParseDuration(args->duration, &duration);
-    *exit_code = sim::RunFleetSimulator(args->options, duration, std::cout, std::cerr);
+    *exit_code = sim::RunFleetSimulator(args->options, duration, std::cout, std::cerr,
+                                        SignalWait("simulate fleet"));
   });
 }
 
@@ -193,6 +205,7 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
   pipeline->callback([args, exit_code] {
     base::ParseDuration(args->duration, &args->options.duration);
     base::ParseDuration(args->log_interval, &args->options.log_interval);
+    args->options.wait = SignalWait("simulate pipeline");
     *exit_code = sim::RunPipelineSimulator(args->options);
   });
   AddDeploymentCommand(simulate, exit_code);

@@ -1,6 +1,11 @@
-// Stopping a long-running command (serve, ui) on SIGINT/SIGTERM: the signals are blocked in every
-// thread before any starts (BlockStopSignals), then taken synchronously on the main thread, so a
-// stop during start-up stays pending until the next check.
+// Stopping a long-running command (serve, ui, demo, the simulators) on SIGINT, SIGTERM or SIGHUP:
+// the signals are blocked in every thread before any starts (BlockStopSignals), then taken
+// synchronously on the main thread, so a stop during start-up stays pending until the next check
+// and the command always ends through its own clean-up, with exit status 0.
+//
+// SIGHUP stops too: a terminal that closes under `demo` or `ui` sends it, and `serve` reads its
+// configuration once at start (a change is applied by a restart, as a Deployment rollout does).
+// SIGINT is taken even when the shell that started the command ignores it (a background job).
 //
 // Thread-safety: BlockStopSignals before any thread starts; the rest from the main thread.
 #ifndef MODELMETRICS_CLI_STOP_SIGNALS_H_
@@ -14,14 +19,16 @@
 
 namespace modelmetrics::cli {
 
-// Blocks SIGINT and SIGTERM in the calling thread (and the threads it starts); returns the set.
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and the threads it starts), after
+// restoring their default action; returns the set.
 sigset_t BlockStopSignals();
 
-// Waits for SIGINT/SIGTERM or until `duration` passes, if set; says which on stderr.
-void WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration,
+// Waits for a stop signal or until `duration` passes, if set; says which signal on stderr.
+// True when a signal came.
+bool WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration,
                  const char* command);
 
-// Takes a pending SIGINT/SIGTERM without waiting; true (and says so) when there was one.
+// Takes a pending stop signal without waiting; true (and says so) when there was one.
 bool StopPending(const sigset_t& signals, const char* command);
 
 }  // namespace modelmetrics::cli

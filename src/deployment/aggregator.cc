@@ -207,7 +207,7 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
   // 10.
   if (readable == 0) {
     return ApiStatus::Unavailable("all ModelDeployment metrics Pods are unreadable: " +
-                                  reads[0].error);
+                                  reads[0].error.str());
   }
   // 11-12.
   *out = builder.Finish(options.now());

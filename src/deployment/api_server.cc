@@ -662,6 +662,19 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
           sub_ok = scalar(field, value, &p.pod_label);
         } else if (sub == "selector") {
           sub_ok = scalar(field, value, &p.selector);
+        } else if (sub == "replica_labels") {
+          // A list, possibly empty (no deduplication).
+          if (!value.is_array() && !value.is_null()) {
+            return fail(fmt::format("{}: expected a list of label names", field));
+          }
+          p.replica_labels.clear();
+          for (const Json& label : value.is_array() ? value : Json::array()) {
+            std::string name;
+            if (!YamlScalarText(label, &name) || name.empty()) {
+              return fail(fmt::format("{}: expected a list of label names", field));
+            }
+            p.replica_labels.push_back(std::move(name));
+          }
         } else if (sub == "pod_limit") {
           sub_ok = count(100000, &p.pod_limit);
         } else if (sub == "max_in_flight") {

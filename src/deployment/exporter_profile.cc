@@ -25,6 +25,18 @@ std::vector<std::string> ExporterProfile::Families() const {
   return names;
 }
 
+std::vector<std::string_view> ExporterProfile::SplitLabelsOfRows() const {
+  std::vector<std::string_view> out;
+  const auto add = [&out](Split split, std::string_view split_label) {
+    for (const std::string_view label : SplitLabels(split, split_label)) {
+      if (std::find(out.begin(), out.end(), label) == out.end()) out.push_back(label);
+    }
+  };
+  for (const GaugeRow& row : gauges) add(row.split, "");
+  for (const WindowRow& row : windows) add(row.split, row.split_label);
+  return out;
+}
+
 std::vector<std::string_view> ExporterProfile::SplitLabels(Split split,
                                                            std::string_view split_label) {
   switch (split) {

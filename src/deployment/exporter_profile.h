@@ -181,6 +181,9 @@ struct ExporterProfile {
 
   // Every family name the rows and the reader read, each once, in row order.
   std::vector<std::string> Families() const;
+  // The labels the split rows group by, each once: the exporter's own, never a store's replica
+  // or target label.
+  std::vector<std::string_view> SplitLabelsOfRows() const;
   // The labels a split row groups by, in scope order, and the scope of one group's values.
   static std::vector<std::string_view> SplitLabels(Split split, std::string_view split_label);
   static std::string SplitScope(Split split, std::string_view split_label,

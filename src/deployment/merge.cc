@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "deployment/exporter_registry.h"
+#include "modelmetrics/writer.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -62,7 +63,7 @@ SnapshotBuilder::SnapshotBuilder(const ModelDeployment& md, Baselines* store)
   snapshot_.namespace_ = md.metadata.namespace_;
 }
 
-void SnapshotBuilder::AddMissing(std::string pod, std::string source, std::string reason) {
+void SnapshotBuilder::AddMissing(std::string pod, std::string source, Reason reason) {
   snapshot_.missing.push_back({std::move(pod), std::move(source), std::move(reason)});
 }
 
@@ -96,6 +97,21 @@ void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, ReadTime 
   if (!profile->cache.empty()) MergeCacheHits(context, read, idle);
 }
 
+namespace {
+
+// Why an unsplit row's key is absent from the read: its series hold no valid value (say which),
+// or the family is not there.
+Reason AbsentReason(const PodMetrics& read, std::string_view key, bool lazy) {
+  if (const auto bad = read.invalid.find(key); bad != read.invalid.end()) {
+    std::string value;
+    AppendDouble(&value, bad->second);  // as the exposition spells it: NaN, +Inf, -1
+    return fmt::format(fmt::runtime(reason::kInvalidValue), value);
+  }
+  return lazy ? reason::kNotYetObserved : reason::kAbsent;
+}
+
+}  // namespace
+
 void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read) {
   for (const FixedMissing& entry : pod.profile.unsupported) {
     AddMissing(pod.name, std::string(entry.source), std::string(entry.reason));
@@ -114,8 +130,7 @@ void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read)
     }
     const auto value = read.gauges.find(gauge.key);
     if (value == read.gauges.end()) {
-      AddMissing(pod.name, std::string(gauge.family),
-                 std::string(gauge.lazy ? reason::kNotYetObserved : reason::kAbsent));
+      AddMissing(pod.name, std::string(gauge.family), AbsentReason(read, gauge.key, gauge.lazy));
       continue;
     }
     AddGauge(pod, gauge, pod.scope, value->second);
@@ -190,7 +205,9 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
         }
       }
       if (!def.lazy) failed.emplace(def.key);
-      AddMissing(pod.name, std::string(def.family), std::string(why));
+      AddMissing(
+          pod.name, std::string(def.family),
+          read.invalid.contains(def.key) ? AbsentReason(read, def.key, def.lazy) : Reason(why));
       continue;  // an absent series leaves its baseline untouched
     }
     if (!MergeWindow(pod, def, "", value->second, deltas)) failed.emplace(def.key);

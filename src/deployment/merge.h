@@ -43,6 +43,10 @@ inline constexpr std::string_view kErrorsExceedRequests = "error counter exceeds
 // Not upstream's: Go cannot encode such a value at all. A hostile Pod's huge values can overflow
 // a sum or a mean; the entry is reported missing rather than sent as a false zero.
 inline constexpr std::string_view kNotFinite = "value is not a finite number";
+// Not upstream's either (upstream says kAbsent): the family is there, but no series holds a value
+// the spec reads (NaN, infinite and negative values are skipped). A format string: the value.
+inline constexpr std::string_view kInvalidValue =
+    "metric has no valid value: it reads {} (NaN, infinite and negative values are skipped)";
 // Scrape errors (source "scrape").
 inline constexpr std::string_view kNoEndpoint = "pod has no ready advertised metrics endpoint";
 inline constexpr std::string_view kInvalidPort = "pod advertises an invalid metrics port";
@@ -120,7 +124,7 @@ class SnapshotBuilder {
   // `md` and `store` must outlive the builder.
   SnapshotBuilder(const ModelDeployment& md, Baselines* store);
 
-  void AddMissing(std::string pod, std::string source, std::string reason);
+  void AddMissing(std::string pod, std::string source, Reason reason);
   void ForcePartial() { forced_partial_ = true; }
 
   // Merges one successful read of `pod`, taken at `at` (after its body was read and parsed),

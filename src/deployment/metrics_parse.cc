@@ -21,6 +21,8 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
       if (!scoped.empty()) out->scoped_gauges.emplace(gauge.key, std::move(scoped));
     } else if (const std::optional<double> value = scrape.Sum(gauge.family)) {
       out->gauges.emplace(gauge.key, *value);
+    } else if (const std::optional<double> bad = scrape.InvalidValue(gauge.family)) {
+      out->invalid.emplace(gauge.key, *bad);
     }
   }
   for (const CacheRow& pair : profile.cache) {
@@ -58,6 +60,11 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
       }
     } else if (const std::optional<double> value = scrape.Sum(window.family)) {
       out->windows.emplace(window.key, WindowValue{0, *value});
+    }
+    if (!out->windows.contains(window.key)) {
+      if (const std::optional<double> bad = scrape.InvalidValue(window.family)) {
+        out->invalid.emplace(window.key, *bad);
+      }
     }
   }
   if (profile.reader != nullptr) profile.reader(scrape, out);

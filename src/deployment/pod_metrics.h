@@ -34,6 +34,9 @@ struct PodMetrics {
   // Split rows (exporter_profile.h): by row key, then by scope (`stage/0`, `edge/0.1->1.0`, ...).
   std::map<std::string, std::map<std::string, double>, std::less<>> scoped_gauges;
   std::map<std::string, std::map<std::string, WindowValue>, std::less<>> scoped_windows;
+  // Unsplit gauge and window keys that are absent because their series hold no valid value: the
+  // first such value (NaN, an infinity, a negative number), so the reason can say what it is.
+  std::map<std::string, double, std::less<>> invalid;
 };
 
 }  // namespace modelmetrics::deployment

@@ -30,7 +30,7 @@ inline constexpr std::string_view kSampleSourcePrometheus = "prometheus";
 
 struct PodRead {
   std::optional<PodMetrics> metrics;  // none: `error` says why (a missing[] "scrape" entry)
-  std::string error;
+  Reason error;
   ReadTime at;
   // What the read's windows are computed against; null: the aggregator's baseline store.
   std::unique_ptr<Baselines> baselines;

@@ -1,6 +1,7 @@
 // See prometheus_query.h.
 #include "deployment/prometheus_query.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -10,6 +11,13 @@
 
 namespace modelmetrics::deployment {
 namespace {
+
+// The latest sample time accepted: the end of year 9999, the last an RFC 3339 time can spell.
+constexpr double kMaxSampleSeconds = 253402300799;
+
+// The deepest nesting a matrix answer has is 6 (root, data, result, series, values, pair); past
+// this the answer is not one, and its depth would cost memory for nothing.
+constexpr size_t kMaxDepth = 16;
 
 // Where the SAX handler is in the answer.
 enum class Ctx { kTop, kRoot, kData, kResult, kSeries, kMetric, kValues, kPair, kSkip };
@@ -90,6 +98,10 @@ class MatrixHandler : public nlohmann::json_sax<nlohmann::json> {
       *error = fmt::format("the answer's resultType is \"{}\", not \"matrix\"", result_type_);
       return false;
     }
+    if (!have_result_) {
+      *error = "the answer has no \"result\" list";
+      return false;
+    }
     return true;
   }
 
@@ -108,20 +120,28 @@ class MatrixHandler : public nlohmann::json_sax<nlohmann::json> {
     if (stack_.back() != Ctx::kPair) return Scalar();
     if (pair_index_++ != 0) return Fail("a sample is not [time, \"value\"]");
     if (!std::isfinite(v)) return Fail("a sample time is not a number");
+    // Beyond these a time is no scrape's (and its milliseconds would not fit an int64).
+    if (v < 0 || v > kMaxSampleSeconds) {
+      return Fail(fmt::format("a sample time is out of range ({} s since the epoch)", v));
+    }
     ts_ms_ = std::llround(v * 1000);
     have_ts_ = true;
     return true;
   }
 
   bool Open(bool object) {
+    if (stack_.size() > kMaxDepth)
+      return Fail(fmt::format("the answer nests deeper than {}", kMaxDepth));
     const Ctx ctx = stack_.back();
     Ctx next = Ctx::kSkip;
     if (ctx == Ctx::kTop && object) {
       next = Ctx::kRoot;
     } else if (ctx == Ctx::kRoot && object && key_ == "data") {
       next = Ctx::kData;
-    } else if (ctx == Ctx::kData && !object && key_ == "result") {
+    } else if (ctx == Ctx::kData && key_ == "result") {
+      if (object) return Fail("the answer's \"result\" is not a list");
       next = Ctx::kResult;
+      have_result_ = true;
     } else if (ctx == Ctx::kResult && object) {
       if (out_->size() >= limits_.max_series) {
         return Fail(fmt::format("the answer has more than {} series", limits_.max_series));
@@ -147,8 +167,25 @@ class MatrixHandler : public nlohmann::json_sax<nlohmann::json> {
     if (stack_.back() == Ctx::kPair && pair_index_ != 2) {
       return Fail("a sample is not [time, \"value\"]");
     }
+    if (stack_.back() == Ctx::kValues && !SortSamples(out_->back())) return false;
     stack_.pop_back();
     return true;
+  }
+
+  // The code that reads a series finds samples by binary search: a store that answers out of
+  // time order has its samples sorted here, and one with two samples at one time is refused
+  // (which of them is the scrape's is unknowable).
+  bool SortSamples(StoreSeries& series) {
+    auto& samples = series.samples;
+    const auto earlier = [](const StoreSample& a, const StoreSample& b) { return a.ms < b.ms; };
+    if (!std::is_sorted(samples.begin(), samples.end(), earlier)) {
+      std::stable_sort(samples.begin(), samples.end(), earlier);
+    }
+    const auto twice =
+        std::adjacent_find(samples.begin(), samples.end(),
+                           [](const StoreSample& a, const StoreSample& b) { return a.ms == b.ms; });
+    if (twice == samples.end()) return true;
+    return Fail(fmt::format("the series {} has two samples at {} ms", series.name, twice->ms));
   }
 
   const MatrixLimits& limits_;
@@ -160,6 +197,7 @@ class MatrixHandler : public nlohmann::json_sax<nlohmann::json> {
   size_t samples_ = 0;
   int pair_index_ = 0;
   bool have_ts_ = false;
+  bool have_result_ = false;
   int64_t ts_ms_ = 0;
 };
 

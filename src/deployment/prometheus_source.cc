@@ -13,6 +13,7 @@
 #include "base/file.h"
 #include "deployment/exporter_registry.h"
 #include "deployment/metrics_parse.h"
+#include "deployment/store_copies.h"
 #include "modelmetrics/scrape.h"
 #include "net/http_client.h"
 
@@ -141,8 +142,12 @@ const StoreSample* SampleAt(const StoreSeries& series, int64_t ms) {
   return it != series.samples.end() && it->ms == ms ? &*it : nullptr;
 }
 
-// The scrape model of one instant: every series' sample at exactly `ms`, typed by its role.
-Scrape ScrapeAt(std::span<const StoreSeries* const> series, const SeriesRoles& roles, int64_t ms) {
+// The scrape model of one instant: every series' sample at exactly `ms`, typed by its role,
+// without the labels that name the target (constant within it). False, with the reason, when a
+// series is there twice: the check a direct read makes.
+bool ScrapeAt(std::span<const StoreSeries* const> series, const SeriesRoles& roles,
+              std::span<const std::string> target_labels, int64_t ms, Scrape* scrape,
+              std::string* error) {
   std::map<std::string, MetricFamily> families;
   for (const StoreSeries* s : series) {
     const auto role = roles.find(s->name);
@@ -152,14 +157,23 @@ Scrape ScrapeAt(std::span<const StoreSeries* const> series, const SeriesRoles& r
     MetricFamily& family = families[role->second.family];
     family.name = role->second.family;
     family.type = role->second.type;
-    family.samples.push_back({.name = s->name, .labels = s->labels, .value = sample->value});
+    MetricSample& out = family.samples.emplace_back();
+    out.name = s->name;
+    out.value = sample->value;
+    for (const LabelPair& label : s->labels) {
+      if (std::find(target_labels.begin(), target_labels.end(), label.first) ==
+          target_labels.end()) {
+        out.labels.push_back(label);
+      }
+    }
   }
   std::vector<MetricFamily> list;
   list.reserve(families.size());
   for (auto& [name, family] : families) list.push_back(std::move(family));
-  Scrape scrape;
-  scrape.Assign(std::move(list));
-  return scrape;
+  if (scrape->Assign(std::move(list), error)) return true;
+  *error = fmt::format("the store holds a series of the Pod twice at {} ({})",
+                       FormatTime(FromMs(ms)), *error);
+  return false;
 }
 
 // The newest scrape the store holds in full: the newest instant at which every series read at
@@ -196,54 +210,22 @@ std::string DownText(int64_t up_ms) {
                      FormatTime(FromMs(up_ms)));
 }
 
-// One Pod's read from its series in the answer (see the header for T0, T1 and the reasons).
-PodRead ReadPod(std::span<const StoreSeries* const> own, const ExporterProfile* profile,
-                const SeriesRoles& roles, int64_t now_ms, const PrometheusSourceOptions& options) {
-  // Scrape instants: every sample of a family series, and every successful `up`.
-  std::optional<StoreSample> last_up;
-  std::set<int64_t> instants;
-  std::set<std::pair<std::string_view, std::string_view>> targets;
-  for (const StoreSeries* s : own) {
-    const bool up = s->name == "up";
-    if (!up && !roles.contains(s->name)) continue;
-    for (const StoreSample& sample : s->samples) {
-      if (sample.ms > now_ms) continue;
-      if (up && (!last_up || sample.ms >= last_up->ms)) last_up = sample;
-      if (!up || sample.value == 1) instants.insert(sample.ms);
-    }
-    // A target is its job and instance: one port scraped by two jobs doubles the sums too.
-    const std::string_view job = LabelOf(*s, "job"), instance = LabelOf(*s, "instance");
-    if (!job.empty() || !instance.empty()) targets.emplace(job, instance);
-  }
-  if (instants.empty()) {
-    return {.error = last_up ? DownText(last_up->ms)
-                             : NoSampleText(options.window + options.stale_after)};
-  }
-  const int64_t t1 = NewestCompleteScrape(own, roles, instants);
-  if (last_up && last_up->value == 0 && last_up->ms > t1) return {.error = DownText(last_up->ms)};
-  if (now_ms - t1 > options.stale_after.count()) {
-    return {.error = fmt::format("the store's newest sample of the Pod is older than {} (at {})",
-                                 Seconds(options.stale_after), FormatTime(FromMs(t1)))};
-  }
-  if (targets.size() > 1) {
-    const auto& [job_a, instance_a] = *targets.begin();
-    const auto& [job_b, instance_b] = *std::next(targets.begin());
-    return {.error = fmt::format(
-                "the store holds the Pod's series from {} targets (job \"{}\" instance \"{}\" "
-                "and job \"{}\" instance \"{}\"); select one with the source's extra selector",
-                targets.size(), job_a, instance_a, job_b, instance_b)};
-  }
-  const int64_t t0 = *instants.lower_bound(t1 - options.window.count());
-  PodRead read;
-  read.at = ReadTime::Replay(FromMs(t1));
-  if (profile == nullptr) {
-    read.metrics = PodMetrics{};  // merged as an unsupported engine or router
-    return read;
-  }
+// The Pods of one query: they share an exporter profile.
+struct Chunk {
+  const ExporterProfile* profile;
+  SeriesRoles roles;
+  std::vector<std::string_view> exporter_labels;  // the profile's split labels
+  std::vector<size_t> pods;
+  std::string body;
+};
+
+// The Pod's metrics at T1 and its baselines at T0, from one copy of its series.
+PodRead ReadMetrics(std::span<const StoreSeries* const> own, const Chunk& chunk,
+                    std::span<const std::string> target_labels, int64_t t0, int64_t t1) {
   std::set<std::string, std::less<>> resets;
   for (const StoreSeries* s : own) {
-    const auto role = roles.find(s->name);
-    if (role == roles.end() || role->second.reset_id.empty()) continue;
+    const auto role = chunk.roles.find(s->name);
+    if (role == chunk.roles.end() || role->second.reset_id.empty()) continue;
     std::optional<double> previous;
     for (const StoreSample& sample : s->samples) {
       if (sample.ms < t0 || sample.ms > t1 || std::isnan(sample.value)) continue;
@@ -251,16 +233,63 @@ PodRead ReadPod(std::span<const StoreSeries* const> own, const ExporterProfile* 
       previous = sample.value;
     }
   }
+  Scrape last, first_scrape;
+  std::string error;
+  if (!ScrapeAt(own, chunk.roles, target_labels, t1, &last, &error) ||
+      (t0 < t1 && !ScrapeAt(own, chunk.roles, target_labels, t0, &first_scrape, &error))) {
+    return {.error = error};
+  }
+  PodRead read;
+  read.at = ReadTime::Replay(FromMs(t1));
   read.metrics.emplace();
-  ReadPodMetrics(ScrapeAt(own, roles, t1), *profile, &*read.metrics);
+  ReadPodMetrics(last, *chunk.profile, &*read.metrics);
   std::optional<PodMetrics> first;
   if (t0 < t1) {
     first.emplace();
-    ReadPodMetrics(ScrapeAt(own, roles, t0), *profile, &*first);
+    ReadPodMetrics(first_scrape, *chunk.profile, &*first);
   }
   read.baselines = std::make_unique<RangeBaselines>(
-      *profile, std::move(first), ReadTime::Replay(FromMs(t0)), std::move(resets));
+      *chunk.profile, std::move(first), ReadTime::Replay(FromMs(t0)), std::move(resets));
   return read;
+}
+
+// One Pod's read from its series in the answer (see the header for T0, T1 and the reasons).
+PodRead ReadPod(std::span<const StoreSeries* const> all, const Chunk& chunk, int64_t now_ms,
+                const PrometheusSourceOptions& options) {
+  PodCopy copy;
+  const CopyRules rules{options.replica_labels, chunk.exporter_labels, options.namespace_label,
+                        options.pod_label};
+  if (std::string targets = SelectCopy(all, rules, now_ms, &copy); !targets.empty()) {
+    return {.error = targets};
+  }
+  const std::span<const StoreSeries* const> own = copy.series;
+  // Scrape instants: every sample of a family series, and every successful `up`.
+  std::optional<StoreSample> last_up;
+  std::set<int64_t> instants;
+  for (const StoreSeries* s : own) {
+    const bool up = s->name == "up";
+    if (!up && !chunk.roles.contains(s->name)) continue;
+    for (const StoreSample& sample : s->samples) {
+      if (sample.ms > now_ms) continue;
+      if (up && (!last_up || sample.ms >= last_up->ms)) last_up = sample;
+      if (!up || sample.value == 1) instants.insert(sample.ms);
+    }
+  }
+  if (instants.empty()) {
+    return {.error = last_up ? DownText(last_up->ms)
+                             : NoSampleText(options.window + options.stale_after)};
+  }
+  const int64_t t1 = NewestCompleteScrape(own, chunk.roles, instants);
+  if (last_up && last_up->value == 0 && last_up->ms > t1) return {.error = DownText(last_up->ms)};
+  if (now_ms - t1 > options.stale_after.count()) {
+    return {.error = fmt::format("the store's newest sample of the Pod is older than {} (at {})",
+                                 Seconds(options.stale_after), FormatTime(FromMs(t1)))};
+  }
+  const int64_t t0 = *instants.lower_bound(t1 - options.window.count());
+  if (chunk.profile == nullptr) {  // merged as an unsupported engine or router
+    return {.metrics = PodMetrics{}, .at = ReadTime::Replay(FromMs(t1))};
+  }
+  return ReadMetrics(own, chunk, copy.target_labels, t0, t1);
 }
 
 // Base64 for HTTP basic authentication.
@@ -358,12 +387,6 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
   const std::string url = options_.url + "/api/v1/query";
 
   // Chunks of Pods sharing a profile.
-  struct Chunk {
-    const ExporterProfile* profile;
-    SeriesRoles roles;
-    std::vector<size_t> pods;
-    std::string body;
-  };
   std::vector<Chunk> chunks;
   std::map<const ExporterProfile*, std::vector<size_t>> by_profile;
   for (size_t i = 0; i < pods.size(); ++i) {
@@ -375,7 +398,8 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
     for (const auto& [name, role] : roles) names.push_back(name);
     std::sort(names.begin(), names.end());
     for (size_t start = 0; start < indices.size(); start += options_.pods_per_query) {
-      Chunk chunk{profile, roles, {}, ""};
+      Chunk chunk{profile, roles, {}, {}, ""};
+      if (profile != nullptr) chunk.exporter_labels = profile->SplitLabelsOfRows();
       std::vector<std::string> pod_names;
       for (size_t k = start; k < std::min(indices.size(), start + options_.pods_per_query); ++k) {
         chunk.pods.push_back(indices[k]);
@@ -409,11 +433,17 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
   // Each answer is decoded and turned into its Pods' reads as soon as it arrives.
   auto on_result = [&](size_t c, net::FetchResult& result) {
     const Chunk& chunk = chunks[c];
-    auto fail_all = [&](const std::string& error) {
+    // One text per query, shared by its Pods' missing[] entries.
+    auto fail_all = [&](const Reason& error) {
       for (size_t i : chunk.pods) reads[i].error = error;
     };
     if (!result.ok() || result.status != 200) {
       if (result.ok()) result.error = net::FetchError::kHttpStatus;
+      return fail_all(QueryErrorText(url, result));
+    }
+    // An answer that arrives as the budget ends is not decoded: the request has gone.
+    if (SteadyClock::now() >= deadline) {
+      result.error = net::FetchError::kDeadline;
       return fail_all(QueryErrorText(url, result));
     }
     std::vector<StoreSeries> series;
@@ -428,9 +458,8 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
     }
     for (size_t i : chunk.pods) {
       const auto found = by_pod.find(pods[i].metadata.name);
-      reads[i] = found == by_pod.end()
-                     ? PodRead{.error = NoSampleText(range)}
-                     : ReadPod(found->second, chunk.profile, chunk.roles, now_ms, options_);
+      reads[i] = found == by_pod.end() ? PodRead{.error = NoSampleText(range)}
+                                       : ReadPod(found->second, chunk, now_ms, options_);
     }
   };
   client_->FetchAll(requests, deadline, on_result);

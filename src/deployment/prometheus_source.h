@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "deployment/pod_source.h"
 #include "deployment/prometheus_query.h"
@@ -61,6 +62,9 @@ struct PrometheusSourceOptions {
   std::string namespace_label = "namespace";
   std::string pod_label = "pod";
   std::string selector;  // extra matchers, e.g. `job="vllm"`, added to every selector
+  // Labels that tell HA replicas' copies of a series apart (store_copies.h): one replica's are
+  // read. The Prometheus Operator's, and the usual Thanos and VictoriaMetrics ones.
+  std::vector<std::string> replica_labels{"prometheus_replica", "replica", "__replica__"};
   size_t pod_limit = 1000;
   size_t pods_per_query = 100;
   size_t max_in_flight = 4;

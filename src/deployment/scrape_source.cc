@@ -113,7 +113,10 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
   std::vector<net::FetchRequest> requests;
   std::vector<size_t> request_pod;
   for (size_t i = 0; i < pods.size(); ++i) {
-    if (!MetricsUrl(pods[i], &urls[i], &reads[i].error)) continue;
+    if (std::string error; !MetricsUrl(pods[i], &urls[i], &error)) {
+      reads[i].error = error;
+      continue;
+    }
     requests.push_back({.url = urls[i], .headers = {{"Accept", "text/plain;version=0.0.4"}}});
     request_pod.push_back(i);
   }
@@ -127,9 +130,13 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
     const ExporterProfile* profile =
         SelectExporter(md, !pods[i].metadata.Label(kLabelRouter).empty());
     PodMetrics read;
-    const bool parsed = ParsePodMetrics(result.body, profile, &read, &reads[i].error);
+    std::string error;
+    const bool parsed = ParsePodMetrics(result.body, profile, &read, &error);
     std::string().swap(result.body);  // the body is no longer needed: free it now
-    if (!parsed) return;
+    if (!parsed) {
+      reads[i].error = error;
+      return;
+    }
     reads[i].metrics = std::move(read);
     reads[i].at = {options_.now(), options_.steady_now()};  // step 8.10
   };

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "base/text.h"
+
 namespace modelmetrics::deployment {
 namespace {
 
@@ -37,34 +39,6 @@ void AppendGoFloat(std::string* out, double value) {
   out->append(digits);
 }
 
-// The length of the valid UTF-8 sequence at the front of `text` (1-4), or 0 when it is not one:
-// Go's utf8.DecodeRuneInString rules (no overlongs, no surrogates, nothing past U+10FFFF).
-size_t Utf8SequenceLength(std::string_view text) {
-  const auto byte = [&text](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(0);
-  size_t length = 0;
-  unsigned char low = 0x80;  // the second byte's range
-  unsigned char high = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;   // overlong
-    if (lead == 0xED) high = 0x9F;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;   // overlong
-    if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
-  for (size_t i = 2; i < length; ++i) {
-    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
-  }
-  return length;
-}
-
 // encoding/json's string escaping, including its HTML-safe \u003c, \u003e, \u0026, the line
 // separators U+2028/U+2029, and \ufffd for each byte that is not valid UTF-8 (reasons can carry
 // a hostile Pod's bytes).
@@ -73,7 +47,7 @@ void AppendJsonString(std::string* out, std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
-      const size_t length = Utf8SequenceLength(text.substr(i));
+      const size_t length = base::Utf8SequenceLength(text.substr(i));
       if (length == 0) {
         out->append("\\ufffd");
         ++i;

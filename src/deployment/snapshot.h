@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "deployment/reason.h"
+
 namespace modelmetrics::deployment {
 
 using WallClock = std::chrono::system_clock;
@@ -76,7 +78,7 @@ struct CacheHit {
 struct Missing {
   std::string pod;  // "" for deployment-level entries
   std::string source;
-  std::string reason;
+  Reason reason;
 
   bool operator==(const Missing&) const = default;
 };

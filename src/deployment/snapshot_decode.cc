@@ -136,7 +136,9 @@ void ReadCacheHit(Reader& r, CacheHit* h) {
 void ReadMissing(Reader& r, Missing* m) {
   r.String("pod", &m->pod);
   r.String("source", &m->source);
-  r.String("reason", &m->reason);
+  std::string reason;
+  r.String("reason", &reason);
+  m->reason = reason;  // bounded and made valid UTF-8, as every reason
 }
 
 // Reads exactly `n` digits at `*p` as a number.

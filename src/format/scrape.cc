@@ -20,6 +20,13 @@ constexpr std::string_view kTotal = "_total";
 
 bool Valid(double v) { return std::isfinite(v) && v >= 0; }
 
+// The value series of a gauge or counter: `x` or `x_total`, never `x_created`.
+bool IsValueSeries(const MetricFamily& family, const MetricSample& s) {
+  return s.name == family.name ||
+         (family.type == MetricType::kCounter && s.name.size() == family.name.size() + 6 &&
+          s.name.ends_with(kTotal));
+}
+
 bool Matches(const MetricSample& s, std::span<const LabelMatch> match) {
   for (const LabelMatch& m : match) {
     bool found = false;
@@ -112,8 +119,22 @@ bool Scrape::Parse(std::string_view body, const ScrapeOptions& options, std::str
     if (error != nullptr) *error = errors.front().ToString();
     return false;
   }
-  // A series twice in one scrape is ambiguous (which value is current?); Prometheus rejects
-  // the whole scrape, and so does this.
+  if (!CheckUnique(error)) return false;
+  for (size_t i = 0; i < families_.size(); ++i) index_.emplace(families_[i].name, i);
+  return true;
+}
+
+bool Scrape::Assign(std::vector<MetricFamily> families, std::string* error) {
+  families_ = std::move(families);
+  index_.clear();
+  if (!CheckUnique(error)) return false;
+  for (size_t i = 0; i < families_.size(); ++i) index_.emplace(families_[i].name, i);
+  return true;
+}
+
+// A series twice in one scrape is ambiguous (which value is current?); Prometheus rejects the
+// whole scrape, and so does this, whichever source the families came from.
+bool Scrape::CheckUnique(std::string* error) {
   size_t samples = 0;
   for (const MetricFamily& family : families_) samples += family.samples.size();
   std::unordered_multimap<uint64_t, const MetricSample*> seen;
@@ -132,19 +153,18 @@ bool Scrape::Parse(std::string_view body, const ScrapeOptions& options, std::str
       seen.emplace(hash, &sample);
     }
   }
-  for (size_t i = 0; i < families_.size(); ++i) index_.emplace(families_[i].name, i);
   return true;
-}
-
-void Scrape::Assign(std::vector<MetricFamily> families) {
-  families_ = std::move(families);
-  index_.clear();
-  for (size_t i = 0; i < families_.size(); ++i) index_.emplace(families_[i].name, i);
 }
 
 const MetricFamily* Scrape::FindExact(std::string_view name) const {
   auto it = index_.find(std::string(name));
   return it == index_.end() ? nullptr : &families_[it->second];
+}
+
+std::array<const MetricFamily*, 3> Scrape::Spellings(std::string_view name) const {
+  return {
+      FindExact(name), FindExact(std::string(name) + std::string(kTotal)),
+      name.ends_with(kTotal) ? FindExact(name.substr(0, name.size() - kTotal.size())) : nullptr};
 }
 
 const MetricFamily* Scrape::Find(std::string_view name) const {
@@ -160,11 +180,7 @@ std::optional<double> Scrape::SumOf(const MetricFamily& family,
   double sum = 0;
   bool found = false;
   for (const MetricSample& s : family.samples) {
-    // The value series only: `x` or `x_total`, never `x_created`.
-    const bool value_series = s.name == family.name ||
-                              (family.type == MetricType::kCounter &&
-                               s.name.size() == family.name.size() + 6 && s.name.ends_with(kTotal));
-    if (!value_series || !Valid(s.value) || !Matches(s, match)) continue;
+    if (!IsValueSeries(family, s) || !Valid(s.value) || !Matches(s, match)) continue;
     sum += s.value;
     found = true;
   }
@@ -172,12 +188,28 @@ std::optional<double> Scrape::SumOf(const MetricFamily& family,
 }
 
 std::optional<double> Scrape::Sum(std::string_view name, std::span<const LabelMatch> match) const {
-  for (const MetricFamily* f :
-       {FindExact(name), FindExact(std::string(name) + std::string(kTotal)),
-        name.ends_with(kTotal) ? FindExact(name.substr(0, name.size() - kTotal.size()))
-                               : nullptr}) {
+  for (const MetricFamily* f : Spellings(name)) {
     if (f == nullptr) continue;
     if (auto sum = SumOf(*f, match)) return sum;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> Scrape::InvalidValue(std::string_view name) const {
+  if (const MetricFamily* f = FindExact(name); f != nullptr && f->type == MetricType::kHistogram) {
+    for (const MetricSample& s : f->samples) {
+      const bool total = s.name == f->name + "_sum" || s.name == f->name + "_count";
+      if (total && !Valid(s.value)) return s.value;
+    }
+    return std::nullopt;
+  }
+  for (const MetricFamily* f : Spellings(name)) {
+    if (f == nullptr || (f->type != MetricType::kGauge && f->type != MetricType::kCounter)) {
+      continue;
+    }
+    for (const MetricSample& s : f->samples) {
+      if (IsValueSeries(*f, s) && !Valid(s.value)) return s.value;
+    }
   }
   return std::nullopt;
 }
@@ -237,19 +269,13 @@ bool GroupOf(const MetricSample& s, std::span<const std::string_view> by,
 std::map<Scrape::LabelValues, double> Scrape::SumBy(std::string_view name,
                                                     std::span<const std::string_view> by) const {
   std::map<LabelValues, double> sums;
-  for (const MetricFamily* f :
-       {FindExact(name), FindExact(std::string(name) + std::string(kTotal)),
-        name.ends_with(kTotal) ? FindExact(name.substr(0, name.size() - kTotal.size()))
-                               : nullptr}) {
+  for (const MetricFamily* f : Spellings(name)) {
     if (f == nullptr || (f->type != MetricType::kGauge && f->type != MetricType::kCounter)) {
       continue;
     }
     LabelValues group;
     for (const MetricSample& s : f->samples) {
-      const bool value_series =
-          s.name == f->name || (f->type == MetricType::kCounter &&
-                                s.name.size() == f->name.size() + 6 && s.name.ends_with(kTotal));
-      if (!value_series || !Valid(s.value) || !GroupOf(s, by, &group)) continue;
+      if (!IsValueSeries(*f, s) || !Valid(s.value) || !GroupOf(s, by, &group)) continue;
       sums[group] += s.value;
     }
     if (!sums.empty()) break;  // the first spelling with a valid sample, as Sum() takes

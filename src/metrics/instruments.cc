@@ -48,7 +48,7 @@ inline void WriteShard(std::atomic<uint64_t>* shard, size_t bucket, double value
 
 void Counter::AddLive(uint64_t amount) const {
   const int slot = metrics_internal::ThreadSlot();
-  std::atomic<uint64_t>& cell = series_->shards[slot].count;
+  std::atomic<uint64_t>& cell = series_->Shard(slot).count;
   if (slot != kSharedSlot) {
     cell.store(cell.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
   } else {
@@ -59,7 +59,7 @@ void Counter::AddLive(uint64_t amount) const {
 void Counter::AddLive(double amount) const {
   if (!(amount > 0) || std::isinf(amount)) return;
   const int slot = metrics_internal::ThreadSlot();
-  AddDoubleBits(series_->shards[slot].fraction_bits, amount, slot == kSharedSlot);
+  AddDoubleBits(series_->Shard(slot).fraction_bits, amount, slot == kSharedSlot);
 }
 
 double Counter::Value() const {
@@ -68,9 +68,10 @@ double Counter::Value() const {
   double fraction = 0;
   const int slots = metrics_internal::SlotsInUse();
   for (int i = 0; i < slots; ++i) {
-    const auto& shard = series_->shards[i];
-    count += shard.count.load(std::memory_order_relaxed);
-    fraction += BitsToDouble(shard.fraction_bits.load(std::memory_order_relaxed));
+    const metrics_internal::CounterShard* shard = series_->Read(i);
+    if (shard == nullptr) continue;
+    count += shard->count.load(std::memory_order_relaxed);
+    fraction += BitsToDouble(shard->fraction_bits.load(std::memory_order_relaxed));
   }
   return static_cast<double>(count) + fraction;
 }
@@ -107,7 +108,8 @@ Histogram::Snapshot Histogram::Read() const {
   std::vector<uint64_t> copy(n);
   const int slots = metrics_internal::SlotsInUse();
   for (int slot = 0; slot < slots; ++slot) {
-    const std::atomic<uint64_t>* shard = series_->shard(slot);
+    const std::atomic<uint64_t>* shard = series_->Read(slot);
+    if (shard == nullptr) continue;
     double sum;
     for (int attempt = 0;; ++attempt) {
       const uint64_t before = shard[HistogramSeries::kSeq].load(std::memory_order_acquire);

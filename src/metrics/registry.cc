@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
@@ -75,13 +76,27 @@ struct FamilyBase::State {
     double created = 0;     // wall seconds (prometheus_client's `_created`)
   };
   mutable std::mutex mu;
-  std::vector<std::unique_ptr<Child>> children;   // live, in creation order
-  std::vector<std::unique_ptr<Child>> graveyard;  // removed; kept for stale handles
-  std::unordered_map<std::string, Child*> by_key;
-  std::vector<size_t> sorted_labels;  // label indices by name
-  size_t le_position = 0;             // how many sorted labels sort before `le`
-  std::vector<std::string> le_text;   // `le="0.05"` per bound, then `le="+Inf"`
+  std::vector<std::unique_ptr<Child>> children;         // live, in creation order
+  std::vector<std::unique_ptr<Child>> graveyard;        // removed; kept for stale handles
+  std::unordered_map<std::string_view, Child*> by_key;  // views of the children's own keys
+  std::vector<size_t> sorted_labels;                    // label indices by name
+  size_t le_position = 0;                               // how many sorted labels sort before `le`
+  std::vector<std::string> le_text;                     // `le="0.05"` per bound, then `le="+Inf"`
+  bool warned_long = false;                             // a refused label value was reported
+  bool warned_full = false;                             // the children bound was reported
 };
+
+void FamilyBase::RefuseLocked(bool* warned, const char* what) {
+  if (*warned) return;
+  *warned = true;
+  std::fprintf(stderr, "modelmetrics: %s: %s; such label sets are not recorded\n",
+               options_.name.c_str(), what);
+}
+
+void FamilyBase::Refuse(bool* warned, const char* what) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  RefuseLocked(warned, what);
+}
 
 FamilyBase::FamilyBase(FamilyOptions options, MetricType type, bool enabled)
     : options_(std::move(options)), type_(type), enabled_(enabled), state_(new State) {
@@ -105,6 +120,12 @@ FamilyBase::~FamilyBase() = default;
 
 void* FamilyBase::Find(std::span<const std::string_view> values, bool create) {
   if (values.size() != options_.labels.size()) return nullptr;
+  for (std::string_view v : values) {
+    if (v.size() > kMaxLabelValueBytes) {
+      Refuse(&state_->warned_long, "a label value over the 4096-byte bound");
+      return nullptr;
+    }
+  }
   std::string key;
   for (std::string_view v : values) {
     key.append(v);
@@ -116,8 +137,12 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create) {
     return std::visit([](auto& p) -> void* { return p.get(); }, it->second->series);
   }
   if (!create) return nullptr;
+  if (st.children.size() >= kMaxChildrenPerFamily) {
+    RefuseLocked(&st.warned_full, "more than 1048576 label sets (is a label value unbounded?)");
+    return nullptr;
+  }
   auto child = std::make_unique<State::Child>();
-  child->key = key;
+  child->key = std::move(key);
   child->created = WallNow();
   switch (type_) {
     case MetricType::kCounter:
@@ -143,7 +168,7 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create) {
   // Owner first, index second: if either throws, no index entry points at a freed child.
   st.children.push_back(std::move(child));
   try {
-    st.by_key.emplace(std::move(key), st.children.back().get());
+    st.by_key.emplace(st.children.back()->key, st.children.back().get());
   } catch (...) {
     st.children.pop_back();
     throw;

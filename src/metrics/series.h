@@ -1,8 +1,13 @@
 // The storage behind instrument handles. Private to src/metrics.
 //
-// Every series keeps kSlots shards, each on its own cache line(s). Shard `slot` is written only by
-// the thread owning that slot (plain relaxed load + store), except kSharedSlot, which is written
-// with atomic read-modify-writes (counters) or under its spin lock (histograms). Readers only load.
+// Every series keeps up to kSlots shards, each on its own cache line(s), allocated at its slot's
+// first write: a series one thread records costs one shard and a table of kSlots pointers, not
+// kSlots shards (1 KiB per counter, 3 KiB per histogram), so a family of a million children stays
+// within prometheus_client's memory per child. A shard is published with a release CAS (the
+// shared slot's writers may race to make it; one wins) and found with an acquire load; readers
+// skip slots without one. Shard `slot` is written only by the thread owning that slot (plain
+// relaxed load + store), except kSharedSlot, which is written with atomic read-modify-writes
+// (counters) or under its spin lock (histograms). Readers only load.
 //
 // Histogram shards are written under a sequence counter (even: stable, odd: being written); a
 // reader copies a shard and retries until it saw the same even sequence before and after. Writers
@@ -33,7 +38,34 @@ struct alignas(kCacheLine) CounterShard {
 };
 
 struct CounterSeries {
-  CounterShard shards[kSlots];
+  CounterSeries() = default;
+  ~CounterSeries() {
+    for (auto& shard : shards) delete shard.load(std::memory_order_relaxed);
+  }
+  CounterSeries(const CounterSeries&) = delete;
+  CounterSeries& operator=(const CounterSeries&) = delete;
+
+  // The slot's shard, made at its first write.
+  CounterShard& Shard(int slot) {
+    CounterShard* shard = shards[slot].load(std::memory_order_acquire);
+    return shard != nullptr ? *shard : Make(slot);
+  }
+  // The slot's shard, or null when the slot never wrote.
+  const CounterShard* Read(int slot) const { return shards[slot].load(std::memory_order_acquire); }
+
+ private:
+  CounterShard& Make(int slot) {
+    CounterShard* fresh = new CounterShard;
+    CounterShard* expected = nullptr;
+    if (shards[slot].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+      return *fresh;
+    }
+    delete fresh;  // another writer of the shared slot made it first
+    return *expected;
+  }
+
+  std::atomic<CounterShard*> shards[kSlots] = {};
 };
 
 struct alignas(kCacheLine) GaugeSeries {
@@ -48,17 +80,25 @@ struct HistogramSeries {
   HistogramSeries(const std::vector<double>* upper_bounds)
       : bounds(upper_bounds),
         buckets(upper_bounds->size() + 1),
-        stride(((kFirstBucket + buckets) * 8 + kCacheLine - 1) / kCacheLine * kCacheLine / 8),
-        words(static_cast<std::atomic<uint64_t>*>(
-            ::operator new(stride* kSlots * 8, std::align_val_t(kCacheLine)))) {
-    for (size_t i = 0; i < stride * kSlots; ++i) new (&words[i]) std::atomic<uint64_t>(0);
+        stride(((kFirstBucket + buckets) * 8 + kCacheLine - 1) / kCacheLine * kCacheLine / 8) {}
+  ~HistogramSeries() {
+    for (auto& shard : shards) {
+      if (auto* words = shard.load(std::memory_order_relaxed)) {
+        ::operator delete(words, std::align_val_t(kCacheLine));
+      }
+    }
   }
-  ~HistogramSeries() { ::operator delete(words, std::align_val_t(kCacheLine)); }
   HistogramSeries(const HistogramSeries&) = delete;
   HistogramSeries& operator=(const HistogramSeries&) = delete;
 
-  std::atomic<uint64_t>* shard(int slot) const {
-    return words + stride * static_cast<size_t>(slot);
+  // The slot's shard (`stride` words), made at its first write.
+  std::atomic<uint64_t>* shard(int slot) {
+    std::atomic<uint64_t>* words = shards[slot].load(std::memory_order_acquire);
+    return words != nullptr ? words : Make(slot);
+  }
+  // The slot's shard, or null when the slot never wrote.
+  const std::atomic<uint64_t>* Read(int slot) const {
+    return shards[slot].load(std::memory_order_acquire);
   }
 
   // The bucket of `value`: the first bound >= value, or +Inf (also for NaN). A linear scan below
@@ -87,7 +127,22 @@ struct HistogramSeries {
   const std::vector<double>* bounds;  // owned by the family
   const size_t buckets;               // bounds + 1
   const size_t stride;                // words per shard, a whole number of cache lines
-  std::atomic<uint64_t>* const words;
+
+ private:
+  std::atomic<uint64_t>* Make(int slot) {
+    auto* fresh = static_cast<std::atomic<uint64_t>*>(
+        ::operator new(stride * 8, std::align_val_t(kCacheLine)));
+    for (size_t i = 0; i < stride; ++i) new (&fresh[i]) std::atomic<uint64_t>(0);
+    std::atomic<uint64_t>* expected = nullptr;
+    if (shards[slot].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+      return fresh;
+    }
+    ::operator delete(fresh, std::align_val_t(kCacheLine));  // the shared slot's race, lost
+    return expected;
+  }
+
+  std::atomic<std::atomic<uint64_t>*> shards[kSlots] = {};
 };
 
 }  // namespace modelmetrics::metrics_internal

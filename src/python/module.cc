@@ -19,6 +19,7 @@
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
 #include "python/engine_logger.h"
+#include "python/fork_gate.h"
 #include "python/observe_types.h"
 #include "python/process_registry.h"
 #include "python/py_args.h"
@@ -43,14 +44,15 @@ PyObject* Render(PyObject*, PyObject* args, PyObject* kwargs) {
   }
   std::string out;
   bool failed = false;
-  Py_BEGIN_ALLOW_THREADS;  // the render touches no Python object
-  try {
-    ProcessRegistry().Render(openmetrics ? Format::kOpenMetrics : Format::kText, &out,
-                             RenderOptions{.created_series = created != 0});
-  } catch (...) {  // memory: raised below, with the GIL
-    failed = true;
+  {
+    WithoutGil released;  // the render touches no Python object
+    try {
+      ProcessRegistry().Render(openmetrics ? Format::kOpenMetrics : Format::kText, &out,
+                               RenderOptions{.created_series = created != 0});
+    } catch (...) {  // memory: raised below, with the GIL
+      failed = true;
+    }
   }
-  Py_END_ALLOW_THREADS;
   if (failed) return PyErr_NoMemory();
   return PyBytes_FromStringAndSize(out.data(), static_cast<Py_ssize_t>(out.size()));
 }
@@ -94,15 +96,16 @@ PyObject* Collect(PyObject*, PyObject*) {
   };
   std::vector<Family> families;
   bool failed = false;
-  Py_BEGIN_ALLOW_THREADS;
-  try {
-    for (const auto* f : ProcessRegistry().Families()) {
-      families.push_back({&f->options(), f->type(), f->Collect()});
+  {
+    WithoutGil released;
+    try {
+      for (const auto* f : ProcessRegistry().Families()) {
+        families.push_back({&f->options(), f->type(), f->Collect()});
+      }
+    } catch (...) {  // memory: raised below, with the GIL
+      failed = true;
     }
-  } catch (...) {  // memory: raised below, with the GIL
-    failed = true;
   }
-  Py_END_ALLOW_THREADS;
   if (failed) return PyErr_NoMemory();
   PyRef out(PyList_New(0));
   if (!out) return nullptr;
@@ -246,6 +249,7 @@ PyMODINIT_FUNC PyInit__native() {
   using namespace modelmetrics::python;
   PyObject* module = PyModule_Create(&kModule);
   if (module == nullptr) return nullptr;
+  InstallForkGate();
   if (!AddObserveTypes(module) || !AddEngineLogger(module)) {
     Py_DECREF(module);
     return nullptr;

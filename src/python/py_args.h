@@ -19,6 +19,8 @@
 #include <span>
 #include <string_view>
 
+#include "modelmetrics/metrics.h"
+
 namespace modelmetrics::python {
 
 // A strong reference, released on scope exit.
@@ -172,6 +174,8 @@ class LabelValue {
 
  private:
   bool FromStr(PyObject* s) {
+    // Refused before encoding: a 200 MiB str must not cost its UTF-8 copy first.
+    if (static_cast<size_t>(PyUnicode_GET_LENGTH(s)) > kMaxLabelValueBytes) return TooLong(s);
     Py_ssize_t size = 0;
     const char* data = PyUnicode_AsUTF8AndSize(s, &size);
     if (data == nullptr) {
@@ -186,8 +190,17 @@ class LabelValue {
                                static_cast<size_t>(PyBytes_GET_SIZE(encoded_.get())));
       return true;
     }
+    if (static_cast<size_t>(size) > kMaxLabelValueBytes) return TooLong(s);
     view_ = std::string_view(data, static_cast<size_t>(size));
     return true;
+  }
+  // Sets ValueError for a label value over the bound (modelmetrics/metrics.h); returns false.
+  static bool TooLong(PyObject* s) {
+    PyErr_Format(PyExc_ValueError,
+                 "a label value of %zd characters is over modelmetrics' %zu-byte bound on label "
+                 "values",
+                 PyUnicode_GET_LENGTH(s), kMaxLabelValueBytes);
+    return false;
   }
   char buf_[24];
   std::string_view view_;

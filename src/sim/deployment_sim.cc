@@ -868,8 +868,14 @@ size_t DeploymentSim::PeakConcurrentScrapes() const {
   return static_cast<size_t>(impl_->stats->peak.load());
 }
 
+void RemoveOutputFiles(const std::string& objects_file, const std::string& file_sd_file) {
+  for (const std::string* path : {&objects_file, &file_sd_file}) {
+    if (!path->empty()) std::remove(path->c_str());
+  }
+}
+
 int RunDeploymentSimulator(const DeploymentSimOptions& options, std::chrono::milliseconds duration,
-                           std::ostream& out, std::ostream& err) {
+                           std::ostream& out, std::ostream& err, const StopWait& wait) {
   DeploymentSim sim(options);
   std::string error;
   if (!sim.Start(&error)) {
@@ -887,8 +893,9 @@ int RunDeploymentSimulator(const DeploymentSimOptions& options, std::chrono::mil
   if (!options.objects_file.empty()) out << "objects: " << options.objects_file << "\n";
   if (!options.file_sd_file.empty()) out << "file_sd targets: " << options.file_sd_file << "\n";
   out.flush();
-  std::this_thread::sleep_for(duration);
+  WaitOut(wait, duration);
   sim.Stop();
+  RemoveOutputFiles(options.objects_file, options.file_sd_file);
   out << "served " << sim.ScrapesServed() << " scrapes\n";
   return 0;
 }

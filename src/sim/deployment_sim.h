@@ -52,6 +52,7 @@
 
 #include "deployment/object_file.h"
 #include "sim/pipeline_sim.h"
+#include "sim/stop_wait.h"
 
 namespace modelmetrics::sim {
 
@@ -173,10 +174,14 @@ class DeploymentSim {
 // (role name or `router`) and `__scheme__`.
 std::string FileSdJson(const DeploymentSimOptions& options, const std::vector<SimPodInfo>& pods);
 
+// Removes a run's objects and file_sd files ("" paths are skipped): they name Pods that are gone.
+void RemoveOutputFiles(const std::string& objects_file, const std::string& file_sd_file);
+
 // `modelmetrics simulate deployment`: starts the simulator, prints each Pod's URL (and where the
-// objects file is) to `out`, serves for `duration`, stops. Returns a process exit code.
+// objects file is) to `out`, serves for `duration` (or until `wait` says stop), stops and removes
+// the objects and file_sd files (their Pods are gone). Returns a process exit code.
 int RunDeploymentSimulator(const DeploymentSimOptions& options, std::chrono::milliseconds duration,
-                           std::ostream& out, std::ostream& err);
+                           std::ostream& out, std::ostream& err, const StopWait& wait = {});
 
 }  // namespace modelmetrics::sim
 

@@ -67,7 +67,7 @@ size_t FleetSim::PodCount() const {
 }
 
 int RunFleetSimulator(const FleetSimOptions& options, std::chrono::milliseconds duration,
-                      std::ostream& out, std::ostream& err) {
+                      std::ostream& out, std::ostream& err, const StopWait& wait) {
   FleetSim fleet(options);
   std::string error;
   if (!fleet.Start(&error)) {
@@ -79,8 +79,9 @@ int RunFleetSimulator(const FleetSimOptions& options, std::chrono::milliseconds 
   if (!options.objects_file.empty()) out << "objects: " << options.objects_file << "\n";
   if (!options.file_sd_file.empty()) out << "file_sd targets: " << options.file_sd_file << "\n";
   out.flush();
-  std::this_thread::sleep_for(duration);
+  WaitOut(wait, duration);
   fleet.Stop();
+  RemoveOutputFiles(options.objects_file, options.file_sd_file);
   return 0;
 }
 

@@ -49,9 +49,10 @@ class FleetSim {
   std::vector<std::unique_ptr<DeploymentSim>> sims_;
 };
 
-// `modelmetrics simulate fleet`: starts the fleet, prints a summary, serves for `duration`.
+// `modelmetrics simulate fleet`: starts the fleet, prints a summary, serves for `duration` (or
+// until `wait` says stop), stops and removes the objects and file_sd files.
 int RunFleetSimulator(const FleetSimOptions& options, std::chrono::milliseconds duration,
-                      std::ostream& out, std::ostream& err);
+                      std::ostream& out, std::ostream& err, const StopWait& wait = {});
 
 }  // namespace modelmetrics::sim
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/random_token.h"
+#include "base/text.h"
 #include "deployment/snapshot.h"
 #include "net/http_server.h"
 #include "ui/assets.h"
@@ -49,8 +50,14 @@ net::HttpResponse JsonResponse(int status, std::string body) {
   return WithHeaders(std::move(response));
 }
 
+// JSON text with any byte that is not UTF-8 written as U+FFFD: one bad byte from one Pod must not
+// fail the page for every deployment (texts are made valid where they are made; this is the net).
+std::string Dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 net::HttpResponse Error(int status, std::string_view message) {
-  return JsonResponse(status, Json{{"error", message}}.dump());
+  return JsonResponse(status, Dump(Json{{"error", message}}));
 }
 
 bool IsLoopback(std::string_view address) {
@@ -142,7 +149,8 @@ struct UiServer::Impl {
     if (it == entries.end()) return;
     Entry& e = it->second;
     if (!status.ok()) {
-      e.last_error = fmt::format("{} {}: {}", status.code, status.reason, status.message);
+      e.last_error =
+          base::ValidUtf8(fmt::format("{} {}: {}", status.code, status.reason, status.message));
       return;
     }
     e.last_error.clear();
@@ -205,7 +213,7 @@ struct UiServer::Impl {
                  {"namespace", options.ns},
                  {"leftOut", left_out},
                  {"listError", list_error}};
-    return JsonResponse(200, body.dump());
+    return JsonResponse(200, Dump(body));
   }
 
   net::HttpResponse Detail(std::string_view rest) {
@@ -214,15 +222,20 @@ struct UiServer::Impl {
         rest.find('/', slash + 1) != std::string_view::npos) {
       return Error(404, "not found");
     }
+    // The page encodes each part (encodeURIComponent): a name may hold any character.
+    std::string ns, name;
+    if (!base::PercentDecode(rest.substr(0, slash), &ns) ||
+        !base::PercentDecode(rest.substr(slash + 1), &name)) {
+      return Error(400, "malformed percent-encoding in the deployment's path");
+    }
     std::lock_guard lock(mu);
-    const auto it =
-        entries.find({std::string(rest.substr(0, slash)), std::string(rest.substr(slash + 1))});
+    const auto it = entries.find({ns, name});
     if (it == entries.end()) return Error(404, "no such deployment");
     const Entry& e = it->second;
-    std::string body = "{\"engine\":" + Json(e.md.engine).dump();
-    body += ",\"status\":" + Status(e, Clock::now()).dump();
+    std::string body = "{\"engine\":" + Dump(Json(e.md.engine));
+    body += ",\"status\":" + Dump(Status(e, Clock::now()));
     body += ",\"snapshot\":" + (e.snapshot ? e.snapshot_json : std::string("null"));
-    body += ",\"history\":" + e.history.ToJson().dump();
+    body += ",\"history\":" + Dump(e.history.ToJson());
     body += ",\"pollIntervalMs\":" + std::to_string(options.interval.count()) + "}";
     return JsonResponse(200, std::move(body));
   }

@@ -26,6 +26,7 @@ using ::modelmetrics::testing::CliProcess;
 using ::modelmetrics::testing::CliResult;
 using ::modelmetrics::testing::RunModelmetrics;
 using ::modelmetrics::testing::ScratchDir;
+using ::modelmetrics::testing::ServeConfig;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -35,8 +36,6 @@ constexpr long kMaxRssKib = 256 * 1024;
 // Generous: a loaded CI machine must not fail these; a hang still does (it used to run forever).
 constexpr std::chrono::seconds kDeadline{20};
 
-std::string TlsFile(const char* name) { return test_paths::Tls(name); }
-
 // A 1 GiB file that takes no disk: only its size is ever looked at.
 std::string SparseFile(const ScratchDir& dir) {
   const std::string path = dir.File("sparse-1gib.yaml");
@@ -45,26 +44,6 @@ std::string SparseFile(const ScratchDir& dir) {
   EXPECT_EQ(::ftruncate(fd, off_t{1} << 30), 0);
   ::close(fd);
   return path;
-}
-
-// A valid serve configuration in `dir` whose objects come from `objects_file`.
-std::string ServeConfig(const ScratchDir& dir, const std::string& objects_file,
-                        const std::string& extra = "") {
-  dir.Write("tokens.csv", "alice-token,alice,uid-alice\n");
-  dir.Write("policy.yaml",
-            "rules:\n- users: [alice]\n  namespaces: ['*']\n  verbs: [get]\n  resources: ['*']\n");
-  return dir.Write("serve.yaml",
-                   "port: 0\n"
-                   "tls_cert_file: " +
-                       TlsFile("server.pem") +
-                       "\n"
-                       "tls_key_file: " +
-                       TlsFile("server-key.pem") +
-                       "\n"
-                       "token_file: tokens.csv\n"
-                       "policy_file: policy.yaml\n"
-                       "objects_file: " +
-                       objects_file + "\n" + extra);
 }
 
 void ExpectOneLineError(const CliResult& r, const std::string& starts_with) {
@@ -178,8 +157,8 @@ TEST(BadInputTest, ServeConfigAndKubeconfigCapIsMaxConfigBytes) {
   ExpectOneLineError(r, "serve: " + config + ": file is " + std::to_string(config_bytes) +
                             " bytes, over the 64-byte limit");
   // A kubeconfig instead of the objects file: its own cap, the same flag.
-  config = dir.Write("serve.yaml", "port: 0\ntls_cert_file: " + TlsFile("server.pem") +
-                                       "\ntls_key_file: " + TlsFile("server-key.pem") +
+  config = dir.Write("serve.yaml", "port: 0\ntls_cert_file: " + test_paths::Tls("server.pem") +
+                                       "\ntls_key_file: " + test_paths::Tls("server-key.pem") +
                                        "\ntoken_file: tokens.csv\npolicy_file: policy.yaml\n"
                                        "kubeconfig: " +
                                        sparse + "\n");

@@ -180,6 +180,26 @@ inline CliResult RunModelmetrics(const ScratchDir& dir, const std::vector<std::s
   return result;
 }
 
+// A valid serve configuration in `dir` whose objects come from `objects_file`.
+inline std::string ServeConfig(const ScratchDir& dir, const std::string& objects_file,
+                               const std::string& extra = "") {
+  dir.Write("tokens.csv", "alice-token,alice,uid-alice\n");
+  dir.Write("policy.yaml",
+            "rules:\n- users: [alice]\n  namespaces: ['*']\n  verbs: [get]\n  resources: ['*']\n");
+  return dir.Write("serve.yaml",
+                   "port: 0\n"
+                   "tls_cert_file: " +
+                       test_paths::Tls("server.pem") +
+                       "\n"
+                       "tls_key_file: " +
+                       test_paths::Tls("server-key.pem") +
+                       "\n"
+                       "token_file: tokens.csv\n"
+                       "policy_file: policy.yaml\n"
+                       "objects_file: " +
+                       objects_file + "\n" + extra);
+}
+
 }  // namespace modelmetrics::testing
 
 #endif  // MODELMETRICS_TESTS_CLI_CLI_RUNNER_H_

@@ -1013,7 +1013,7 @@ TEST(Aggregator, ScrapeFailuresAreReportedPerPod) {
   ASSERT_EQ(scrape.size(), 3u);
   EXPECT_EQ(scrape[0], M("b-redirect", "scrape", "metrics endpoint returned HTTP 302"));
   EXPECT_EQ(scrape[1].pod, "c-garbage");
-  EXPECT_TRUE(scrape[1].reason.starts_with("parse Prometheus metrics: ")) << scrape[1].reason;
+  EXPECT_TRUE(scrape[1].reason.str().starts_with("parse Prometheus metrics: ")) << scrape[1].reason;
   EXPECT_EQ(scrape[2], M("d-missing", "scrape", "metrics endpoint returned HTTP 404"));
   EXPECT_EQ(snapshot.processing.at(0).pod_count, 1);
 }

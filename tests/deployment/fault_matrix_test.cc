@@ -241,7 +241,7 @@ TEST(FaultMatrix, PodsQueuedBehindTimedOutOnesAreStillRead) {
   int timed_out = 0;
   for (const Missing& m : read.snapshot.missing) {
     if (m.source == "scrape" &&
-        m.reason.find("context deadline exceeded (Client.Timeout") != std::string::npos) {
+        m.reason.str().find("context deadline exceeded (Client.Timeout") != std::string::npos) {
       ++timed_out;
     }
   }

@@ -17,6 +17,7 @@
 
 #include "deployment/aggregator.h"
 #include "deployment/exporter_registry.h"
+#include "deployment/fake_store.h"
 #include "deployment/merge.h"
 #include "deployment/metrics_parse.h"
 #include "deployment/object_file.h"
@@ -31,128 +32,19 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::DropLines;
+using testing::FakeStore;
 using testing::Fixture;
+using testing::FromStore;
 using testing::MetricsEnginePod;
 using testing::MetricsModelDeployment;
 using testing::MetricsPDModelDeployment;
 using testing::MetricsRouterPod;
 using testing::SetSample;
 using testing::SGLangPDResponse;
+using testing::StoreOptions;
 using testing::T0;
 
 using testing::Ms;
-
-// /api/v1/query over a fixed set of series, answering every query with all of them (the source
-// must pick its own Pods' series out).
-class FakeStore {
- public:
-  FakeStore() : server_(net::ServerOptions{}) {
-    server_.Route("POST", "/api/v1/query", [this](const net::HttpRequest& request) {
-      std::lock_guard lock(mu_);
-      bodies_.push_back(request.body);
-      authorization_ = std::string(request.headers.Get("Authorization"));
-      if (status_ != 200) return net::HttpResponse{status_, "application/json", {}, answer_};
-      return net::HttpResponse{200, "application/json", {}, Answer()};
-    });
-    std::string error;
-    EXPECT_TRUE(server_.Start(&error)) << error;
-  }
-  ~FakeStore() { server_.Stop(); }
-
-  std::string url() const { return fmt::format("http://127.0.0.1:{}", server_.port()); }
-
-  // Every sample of `body`, and up == 1, stamped `at` for Pod `pod` of namespace `ns`.
-  void AddScrape(const std::string& pod, WallTime at, const std::string& body,
-                 const std::string& instance = "127.0.0.1:1", const std::string& ns = "team",
-                 const std::string& job = "pods") {
-    std::lock_guard lock(mu_);
-    const std::vector<MetricFamily> families = ParseFamilies(body, ParseOptions{});
-    for (const MetricFamily& family : families) {
-      for (const MetricSample& sample : family.samples) {
-        Add(sample.name, sample.labels, pod, ns, instance, Ms(at), sample.value, job);
-      }
-    }
-    Add("up", {}, pod, ns, instance, Ms(at), 1, job);
-  }
-  void AddUp(const std::string& pod, WallTime at, double value) {
-    std::lock_guard lock(mu_);
-    Add("up", {}, pod, "team", "127.0.0.1:1", Ms(at), value);
-  }
-  void Fail(int status, std::string answer) {
-    std::lock_guard lock(mu_);
-    status_ = status;
-    answer_ = std::move(answer);
-  }
-  std::vector<std::string> bodies() {
-    std::lock_guard lock(mu_);
-    return bodies_;
-  }
-  std::string authorization() {
-    std::lock_guard lock(mu_);
-    return authorization_;
-  }
-
- private:
-  struct Series {
-    std::string name;
-    std::map<std::string, std::string> labels;
-    std::map<int64_t, double> samples;
-  };
-
-  void Add(const std::string& name, const std::vector<LabelPair>& labels, const std::string& pod,
-           const std::string& ns, const std::string& instance, int64_t ms, double value,
-           const std::string& job = "pods") {
-    std::map<std::string, std::string> all(labels.begin(), labels.end());
-    all["namespace"] = ns;
-    all["pod"] = pod;
-    all["instance"] = instance;
-    all["job"] = job;
-    for (Series& s : series_) {
-      if (s.name == name && s.labels == all) {
-        s.samples[ms] = value;
-        return;
-      }
-    }
-    series_.push_back({name, all, {{ms, value}}});
-  }
-
-  std::string Answer() const {
-    nlohmann::json result = nlohmann::json::array();
-    for (const Series& s : series_) {
-      nlohmann::json metric = s.labels;
-      metric["__name__"] = s.name;
-      nlohmann::json values = nlohmann::json::array();
-      for (const auto& [ms, value] : s.samples) {
-        values.push_back({static_cast<double>(ms) / 1000.0, fmt::format("{}", value)});
-      }
-      result.push_back({{"metric", metric}, {"values", values}});
-    }
-    return nlohmann::json{{"status", "success"},
-                          {"data", {{"resultType", "matrix"}, {"result", result}}}}
-        .dump();
-  }
-
-  net::HttpServer server_;
-  std::mutex mu_;
-  std::vector<Series> series_;
-  std::vector<std::string> bodies_;
-  std::string authorization_;
-  int status_ = 200;
-  std::string answer_;
-};
-
-PrometheusSourceOptions StoreOptions(const FakeStore& store, WallTime now) {
-  PrometheusSourceOptions options;
-  options.url = store.url();
-  options.now = [now] { return now; };
-  return options;
-}
-
-Snapshot FromStore(const ModelDeployment& md, const std::vector<Pod>& pods,
-                   PrometheusSourceOptions options, WallTime timestamp) {
-  PrometheusSource source(std::move(options));
-  return testing::FromSource(source, md, pods, timestamp);
-}
 
 // Both ways for one deployment: scrapes at T0() and T0() + 15 s, read 5 s later.
 void ExpectAgreement(const ModelDeployment& md, const std::vector<Pod>& pods,

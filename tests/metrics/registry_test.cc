@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/parser.h"
@@ -146,6 +148,46 @@ TEST(Registry, LabelValuesAreEscaped) {
   Registry registry;
   registry.AddGauge({.name = "g", .labels = {"path"}})->Labels({"C:\\a \"b\"\nc"}).Set(1);
   EXPECT_THAT(registry.Render(Format::kText), HasSubstr("g{path=\"C:\\\\a \\\"b\\\"\\nc\"} 1.0"));
+}
+
+TEST(Registry, ALabelValueOverTheBoundGetsAnInertHandle) {
+  Registry registry;
+  Family<Counter>* c = registry.AddCounter({.name = "c", .labels = {"reason"}});
+  const std::string at_bound(kMaxLabelValueBytes, 'a'), over(kMaxLabelValueBytes + 1, 'b');
+  Counter kept = c->Labels({at_bound});
+  Counter refused = c->Labels({over});
+  EXPECT_TRUE(kept.live());
+  EXPECT_FALSE(refused.live());
+  kept.Inc();
+  refused.Inc();  // a no-op, never a crash
+  const std::string text = registry.Render(Format::kText);
+  EXPECT_THAT(text, HasSubstr("c_total{reason=\"" + at_bound + "\"} 1.0"));
+  EXPECT_THAT(text, Not(HasSubstr(over)));
+}
+
+// Shards are made at a slot's first write: counts from several threads, the shared slot's racing
+// writers included, all arrive, and a child one thread wrote reads the same.
+TEST(Registry, ShardsMadeOnFirstWriteLoseNothing) {
+  Registry registry;
+  Family<Counter>* c = registry.AddCounter({.name = "c", .labels = {"k"}});
+  Family<Histogram>* h = registry.AddHistogram({.name = "h", .labels = {"k"}, .buckets = {1, 2}});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 24; ++t) {  // more threads than owned slots: some share kSharedSlot
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 1000; ++i) {
+        c->Labels({std::to_string(i % 10)}).Inc();
+        h->Labels({std::to_string(i % 10)}).Observe(t % 3);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  double counted = 0, observed = 0;
+  for (int k = 0; k < 10; ++k) {
+    counted += c->Labels({std::to_string(k)}).Value();
+    observed += static_cast<double>(h->Labels({std::to_string(k)}).Read().count);
+  }
+  EXPECT_EQ(counted, 24 * 1000);
+  EXPECT_EQ(observed, 24 * 1000);
 }
 
 TEST(Registry, RejectsDuplicatesCollisionsAndBadDefinitions) {

@@ -524,7 +524,9 @@ TEST(HttpServerTest, HeaderLimitIsExactlyMaxHeaderBytes) {
     Client client;
     ASSERT_FALSE(client.Connect(server.port()));
     const Response r = client.RoundTrip(request_of(options.max_header_bytes + 1));
-    if (r.result_int() != 0) EXPECT_EQ(r.result_int(), 431);
+    if (r.result_int() != 0) {
+      EXPECT_EQ(r.result_int(), 431);
+    }
     EXPECT_TRUE(client.WaitClosed(3s));
   }
 }

@@ -101,7 +101,9 @@ def test_label_objects_whose_str_raises_or_lies(model):
         p.request_succeeded(1.0, Raises())
     with pytest.raises(TypeError):
         p.request_succeeded(1.0, Lies())
-    p.observe_stage_gen_time("s" * 10000, "llm", 1.0)  # a long label value is recorded
+    p.observe_stage_gen_time("s" * 4096, "llm", 1.0)  # a long label value is recorded
+    with pytest.raises(ValueError, match="4096-byte bound"):
+        p.observe_stage_gen_time("s" * 10000, "llm", 1.0)
     text = exposition()
     ok = f'vllm_omni:requests_success_total{{finished_reason="stop",model_name="{model}"}}'
     assert sample(text, ok) == 1.0
@@ -152,3 +154,15 @@ def test_import_hook_keeps_our_module_identity_and_reload(tmp_path):
                             env=dict(os.environ, PYTHONPATH=root), timeout=60, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_a_label_value_over_the_bound_raises_and_records_nothing(model):
+    p = OmniPrometheusMetrics(model)
+    p.inc_requests_failed("r" * 4096)  # at the bound: recorded
+    with pytest.raises(ValueError, match="4096-byte bound"):
+        p.inc_requests_failed("r" * 4097)
+    with pytest.raises(ValueError, match="4096-byte bound"):
+        p.inc_requests_failed("x" * (64 << 20))  # refused before it is encoded
+    text = exposition()
+    assert sample(text, f'vllm_omni:requests_failed_total{{model_name="{model}",reason="{"r" * 4096}"}}') == 1
+    assert "r" * 4097 not in text

@@ -251,3 +251,135 @@ def test_fifty_deployments_render_within_a_second(browser, tmp_path):
             page.stop()
     finally:
         fleet.stop()
+
+
+# ---- hostile Pods and addresses: one deployment's bytes never take the page down ----
+
+SHARED = pathlib.Path(os.environ.get("MODELMETRICS_SHARED_DIR", ROOT.parent / "shared"))
+BAD_BYTE = b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\xe9\n"
+HUGE_REPLICA = (b'# TYPE vllm_omni:num_requests_running gauge\n'
+                b'vllm_omni:num_requests_running{model_name="m"} 1\n'
+                b'# TYPE vllm:num_requests_running gauge\n'
+                b'vllm:num_requests_running{model_name="m",replica="0",stage="0"} 1\n'
+                b'vllm:num_requests_running{model_name="m",replica="99999999",stage="0"} 2\n')
+ODD_NAME = "chat über+1 %x"  # every character here needs percent-encoding in an address
+
+
+def serve_body(body):
+    """A loopback Pod answering /metrics with `body`; returns (server, port)."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    import threading
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+def objects_for(deployments):
+    """A kubectl-style List: per (name, engine, port), a ModelDeployment and its one Pod."""
+    items = []
+    for i, (name, engine, port) in enumerate(deployments):
+        uid = f"00000000-0000-0000-0000-{i:012d}"
+        items.append({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+                      "metadata": {"name": name, "namespace": "team", "uid": uid},
+                      "spec": {"model": {"name": "m"}, "engine": {"name": engine},
+                               "roles": [{"name": "server", "kind": "server", "replicas": 1,
+                                          "size": 1}]}})
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": f"pod-{i}", "namespace": "team", "uid": f"pod-{uid}",
+                                   "labels": {"app.kubernetes.io/component": "server",
+                                              "app.kubernetes.io/instance": name,
+                                              "app.kubernetes.io/name": "model-deployment"},
+                                   "annotations": {"prometheus.io/path": "/metrics",
+                                                   "prometheus.io/port": str(port),
+                                                   "prometheus.io/scrape": "true"},
+                                   "ownerReferences": [{
+                                       "apiVersion": "worker.gpustack.ai/v1alpha1",
+                                       "kind": "ModelDeployment", "name": name, "uid": uid,
+                                       "controller": True}]},
+                      "spec": {"containers": [{"name": "engine", "ports": [
+                          {"name": "http", "containerPort": port, "protocol": "TCP"}]}]},
+                      "status": {"podIP": "127.0.0.1", "phase": "Running"}})
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    good_body = (SHARED / "fixtures" / "deployment" / "vllm_server_busy_first.prom").read_bytes()
+    servers = [serve_body(body) for body in (good_body, BAD_BYTE, HUGE_REPLICA, good_body)]
+    path = tmp_path_factory.mktemp("hostile") / "objects.json"
+    path.write_text(json.dumps(objects_for([
+        ("good", "vLLM", servers[0][1]), ("bad", "vLLM", servers[1][1]),
+        ("voice", "vLLM-Omni", servers[2][1]), (ODD_NAME, "vLLM", servers[3][1])])))
+    page = Process([BIN, "ui", "--objects", str(path), "-n", "team", "--interval", "1s",
+                    "--duration", "120s"])
+    url = page.match(r"open (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
+    base, token = split_url(url)
+    wait_until(lambda: {i["name"]: i for i in api(base, "/api/v1/deployments", token)["items"]}
+               .get("bad", {}).get("status", {}).get("error"), 20, "the bad Pod's read")
+    yield {"url": url, "base": base, "token": token}
+    page.stop()
+    for server, _ in servers:
+        server.shutdown()
+
+
+def test_a_bad_byte_from_one_pod_leaves_every_deployment_on_the_page(browser, hostile):
+    items = {i["name"]: i for i in api(hostile["base"], "/api/v1/deployments",
+                                       hostile["token"])["items"]}
+    assert set(items) == {"good", "bad", "voice", ODD_NAME}
+    assert "\ufffd" in items["bad"]["status"]["error"], items["bad"]
+    wait_until(lambda: api(hostile["base"], "/api/v1/deployments/team/good",
+                           hostile["token"])["snapshot"], 10, "the good deployment's read")
+    browser.get("about:blank")
+    browser.get(hostile["url"])
+    rows = wait_until(lambda: (lambda r: r if len(r) == 4 else None)(
+        browser.find_elements(By.CSS_SELECTOR, "#deployments tbody tr")), 15, "four rows")
+    assert {row.get_attribute("data-deployment") for row in rows} == {
+        "team/good", "team/bad", "team/voice", f"team/{ODD_NAME}"}
+    browser.get(f"{hostile['base']}/#/d/team/bad")
+    banner = wait_until(lambda: browser.find_elements(By.ID, "stale"), 15, "the bad one's page")
+    assert "\ufffd" in banner[0].text, banner[0].text
+    assert console_errors(browser) == []
+
+
+def test_a_pod_labelled_replica_99999999_draws_only_its_replicas(browser, hostile):
+    browser.get("about:blank")
+    browser.get(f"{hostile['base']}/#/d/team/voice")
+    grid = wait_until(lambda: browser.find_elements(By.ID, "pipeline-grid"), 10, "the grid")
+    cells = grid[0].find_elements(By.CSS_SELECTOR, "[data-cell]")
+    names = {c.get_attribute("data-cell") for c in cells}
+    assert {"0.0", "0.99999999"} <= names and len(names) < 10, names
+    rendered_ms = float(browser.find_element(By.ID, "main").get_attribute("data-rendered-ms"))
+    print(f"the 100-million-replica Pod's page rendered {rendered_ms:.0f} ms after navigation")
+    assert rendered_ms <= 1000
+    assert console_errors(browser) == []
+
+
+def test_a_name_that_needs_percent_encoding_opens_from_the_list(browser, hostile):
+    browser.get("about:blank")
+    browser.get(hostile["url"])
+    link = wait_until(lambda: browser.find_elements(
+        By.CSS_SELECTOR, f'#deployments tr[data-deployment="team/{ODD_NAME}"] a'), 15, "its link")
+    link[0].click()
+    wait_until(lambda: browser.find_elements(By.ID, "summary"), 15, "its page")
+    assert browser.find_element(By.ID, "crumb").text == f"team/{ODD_NAME}"
+    assert console_errors(browser) == []
+
+
+def test_a_malformed_address_shows_an_error_not_an_exception(browser, hostile):
+    browser.get("about:blank")
+    browser.get(f"{hostile['base']}/#/d/%E0%A4%A/x")
+    error = wait_until(lambda: browser.find_elements(By.ID, "route-error"), 10, "the error")
+    assert "not a deployment's address" in error[0].text
+    assert console_errors(browser) == []

@@ -121,14 +121,26 @@ function markFailed(error) {
 function route() {
   const hash = location.hash || '#/';
   const match = hash.match(/^#\/d\/([^/]+)\/([^/]+)$/);
-  return match ? { ns: decodeURIComponent(match[1]), name: decodeURIComponent(match[2]) } : null;
+  if (!match) return null;
+  try {
+    return { ns: decodeURIComponent(match[1]), name: decodeURIComponent(match[2]) };
+  } catch (error) {  // a malformed escape (URIError): say so instead of failing the page
+    return { error: `This link is not a deployment's address: ${hash} (${error.message}).` };
+  }
+}
+
+function renderRouteError(target) {
+  document.getElementById('main').replaceChildren(
+    el('p', { class: 'note', id: 'route-error', role: 'alert' }, target.error),
+    el('p', {}, el('a', { href: '#/' }, 'All deployments')));
 }
 
 async function poll() {
   if (state.inFlight >= MAX_IN_FLIGHT) return;  // the previous poll is still out
+  const target = route();
+  if (target && target.error) return renderRouteError(target);
   state.inFlight++;
   try {
-    const target = route();
     if (target) {
       const detail = await api(`/api/v1/deployments/${encodeURIComponent(target.ns)}/${encodeURIComponent(target.name)}`);
       renderDeployment(target, detail);
@@ -169,7 +181,8 @@ function onRoute() {
   state.charts.clear();
   document.getElementById('main').replaceChildren(el('p', { class: 'note' }, 'Loading…'));
   const target = route();
-  document.getElementById('crumb').textContent = target ? `${target.ns}/${target.name}` : 'deployments';
+  document.getElementById('crumb').textContent =
+    target ? (target.error ? 'bad link' : `${target.ns}/${target.name}`) : 'deployments';
   poll();
 }
 
@@ -303,14 +316,18 @@ function renderPipeline(s) {
   }
   const stageIds = [...new Set([...stages.keys(), ...[...cells.keys()].map((k) => k.split('.')[0])])]
     .sort((a, b) => a - b);
-  const replicas = Math.max(1, ...[...cells.keys()].map((k) => Number(k.split('.')[1]) + 1));
+  // The replicas that report something (a value or a missing entry), not every number up to the
+  // largest: a Pod labelled replica="99999999" must not make the page draw 100 million cells.
+  const replicaIds = [...new Set([...cells.keys(), ...missingFor.keys()]
+    .filter((k) => /^\d+\.\d+$/.test(k)).map((k) => Number(k.split('.')[1])))].sort((a, b) => a - b);
+  if (!replicaIds.length) replicaIds.push(0);
   const grid = el('div', { class: 'grid', id: 'pipeline-grid' });
-  grid.style.gridTemplateColumns = `120px repeat(${replicas}, 1fr)`;  // CSSOM: allowed by the CSP
+  grid.style.gridTemplateColumns = `120px repeat(${replicaIds.length}, 1fr)`;  // CSSOM: allowed by the CSP
   for (const stage of stageIds) {
     const info = stages.get(stage) || {};
     grid.append(el('div', { class: 'stage-label', 'data-stage': stage }, `stage ${stage}`,
       ...Object.entries(info).map(([k, v]) => el('div', { class: 'kv' }, el('span', { text: k }), el('span', { class: 'num' }, formatValue(v.value, v.unit))))));
-    for (let r = 0; r < replicas; r++) {
+    for (const r of replicaIds) {
       const key = `${stage}.${r}`;
       const values = cells.get(key);
       const cell = el('div', { class: 'cell', 'data-cell': key }, el('h4', {}, `replica ${r}`));
