@@ -44,9 +44,13 @@ namespace modelmetrics {
 
 namespace metrics_internal {
 struct CounterSeries;
-struct GaugeSeries;
 struct HistogramSeries;
 class FamilyBase;
+
+// A gauge is one atomic double, on a cache line of its own; defined here so Set() inlines.
+struct alignas(64) GaugeSeries {
+  std::atomic<double> value{0};
+};
 }  // namespace metrics_internal
 
 // A monotonically increasing count. Inc()/Add(uint64) take the integer path; Add(double) keeps a
@@ -65,6 +69,12 @@ class Counter {
   void Add(double amount) const {
     if (series_ != nullptr) AddLive(amount);
   }
+  // prometheus_client's float accumulator: any amount > 0 is added on the double path, NaN and
+  // +Inf included (the value then reads NaN or +Inf, as `_value += amount` would make it); the
+  // caller refuses negative amounts. For the drop-in instruments (modelmetrics.prometheus_client).
+  void AddFloat(double amount) const {
+    if (series_ != nullptr) AddFloatLive(amount);
+  }
   double Value() const;  // sum over all shards; 0 for an inert handle
   bool live() const { return series_ != nullptr; }
 
@@ -73,6 +83,7 @@ class Counter {
   explicit Counter(metrics_internal::CounterSeries* s) : series_(s) {}
   void AddLive(uint64_t amount) const;
   void AddLive(double amount) const;
+  void AddFloatLive(double amount) const;
   metrics_internal::CounterSeries* series_ = nullptr;
 };
 
@@ -80,7 +91,7 @@ class Gauge {
  public:
   Gauge() = default;  // inert
   void Set(double value) const {
-    if (series_ != nullptr) SetLive(value);
+    if (series_ != nullptr) series_->value.store(value, std::memory_order_relaxed);
   }
   void Add(double amount) const {
     if (series_ != nullptr) AddLive(amount);
@@ -93,7 +104,6 @@ class Gauge {
  private:
   friend class metrics_internal::FamilyBase;
   explicit Gauge(metrics_internal::GaugeSeries* s) : series_(s) {}
-  void SetLive(double value) const;
   void AddLive(double amount) const;
   metrics_internal::GaugeSeries* series_ = nullptr;
 };
@@ -105,6 +115,11 @@ class Histogram {
   Histogram() = default;  // inert
   void Observe(double value) const {
     if (series_ != nullptr) ObserveLive(value);
+  }
+  // prometheus_client's observe: as Observe, except that NaN reaches `_sum` and no bucket (so
+  // `_count` does not count it). For the drop-in instruments.
+  void ObserveFloat(double value) const {
+    if (series_ != nullptr) ObserveFloatLive(value);
   }
   bool live() const { return series_ != nullptr; }
 
@@ -119,6 +134,7 @@ class Histogram {
   friend class metrics_internal::FamilyBase;
   explicit Histogram(metrics_internal::HistogramSeries* s) : series_(s) {}
   void ObserveLive(double value) const;
+  void ObserveFloatLive(double value) const;
   metrics_internal::HistogramSeries* series_ = nullptr;
 };
 
@@ -173,10 +189,17 @@ class FamilyBase {
 
  protected:
   FamilyBase(FamilyOptions options, MetricType type, bool enabled);
-  // The series for `values`, created if `create`; nullptr when absent, when values mismatch, or
-  // when a value or the family is past its bound (kMaxLabelValueBytes, kMaxChildrenPerFamily).
-  void* Find(std::span<const std::string_view> values, bool create);
+  // The series for `values`, created if `create` (with `_created` = `created` wall seconds, or now
+  // when NaN); nullptr when absent, when values mismatch, or when a value or the family is past
+  // its bound (kMaxLabelValueBytes, kMaxChildrenPerFamily).
+  void* Find(std::span<const std::string_view> values, bool create, double created = kNow);
   bool RemoveChild(std::span<const std::string_view> values);
+  // Frees a removed child's series; false when `series` is live or unknown.
+  bool ForgetRemoved(const void* series);
+  static constexpr double kNow = __builtin_nan("");
+  static const void* SeriesOf(Counter h) { return h.series_; }
+  static const void* SeriesOf(Gauge h) { return h.series_; }
+  static const void* SeriesOf(Histogram h) { return h.series_; }
   // Reports a refused label set on stderr, once per `warned` flag of this family.
   void Refuse(bool* warned, const char* what);
   void RefuseLocked(bool* warned, const char* what);
@@ -208,6 +231,11 @@ class Family : public metrics_internal::FamilyBase {
   T Labels(std::span<const std::string_view> values) {
     return enabled() ? Make(Find(values, true)) : T();
   }
+  // The same with the child's `_created` given (wall seconds), for callers that take the time
+  // from their own clock (the Python instruments read `time.time()`, as prometheus_client does).
+  T Labels(std::span<const std::string_view> values, double created) {
+    return enabled() ? Make(Find(values, true, created)) : T();
+  }
   // Eagerly bound child: created now even when disabled (it then renders as zero); the handle is
   // inert when disabled.
   T Bind(std::initializer_list<std::string_view> values) {
@@ -218,6 +246,10 @@ class Family : public metrics_internal::FamilyBase {
   bool Remove(std::initializer_list<std::string_view> values) {
     return RemoveChild(std::span(values.begin(), values.size()));
   }
+  bool Remove(std::span<const std::string_view> values) { return RemoveChild(values); }
+  // Frees the memory of a removed child once its owner knows no handle to it is left (the
+  // Python instruments: one object per child); the handle must not be used again.
+  bool Forget(T handle) { return ForgetRemoved(SeriesOf(handle)); }
 
   Family(FamilyOptions options, MetricType type, bool enabled)
       : FamilyBase(std::move(options), type, enabled) {}

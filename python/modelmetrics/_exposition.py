@@ -31,9 +31,23 @@ def render(openmetrics: bool = False) -> bytes:
     """Every modelmetrics family in the Prometheus text format (or OpenMetrics), as bytes.
 
     The text equals what ``prometheus_client.generate_latest`` prints for the same families
-    (including their ``_created`` series), without prometheus_client's own families.
+    (including their ``_created`` series), without prometheus_client's own families; the
+    ``modelmetrics.prometheus_client`` instruments registered in prometheus_client's default
+    ``REGISTRY`` come after the package's own families.
     """
-    return _native.render(openmetrics=bool(openmetrics), created=created_series_enabled())
+    openmetrics = bool(openmetrics)
+    text = _native.render(openmetrics=openmetrics, created=created_series_enabled())
+    # modelmetrics.prometheus_client instruments in prometheus_client's default REGISTRY follow
+    # (only once that module is in use: importing it here would import prometheus_client).
+    exposition = sys.modules.get("modelmetrics.prometheus_client.exposition")
+    if exposition is None:
+        return text
+    instruments = exposition.render_registered(openmetrics=openmetrics)
+    if not instruments:
+        return text
+    if openmetrics and text.endswith(b"# EOF\n"):
+        return text[:-6] + instruments + b"# EOF\n"
+    return text + instruments
 
 
 def _wants_openmetrics(scope) -> bool:

@@ -1,5 +1,6 @@
 #include "modelmetrics/writer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -206,6 +207,15 @@ void ExpositionWriter::SampleWithExemplar(std::string_view name, std::span<const
 
 void ExpositionWriter::AppendValue(double value) {
   if (style_ == FloatStyle::kPython) {
+    // floatToGoString takes Go's exponent form (from 1e6) for positive values only; a negative
+    // one keeps Python's repr, positional below 1e16 in magnitude.
+    if (value <= -1e6 && value > -1e16) {
+      char buf[32];
+      const auto r = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::fixed);
+      out_->append(buf, r.ptr);
+      if (std::find(buf, r.ptr, '.') == r.ptr) out_->append(".0");
+      return;
+    }
     AppendCanonicalDouble(out_, value);
   } else {
     AppendDouble(out_, value);

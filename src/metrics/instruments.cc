@@ -62,6 +62,15 @@ void Counter::AddLive(double amount) const {
   AddDoubleBits(series_->Shard(slot).fraction_bits, amount, slot == kSharedSlot);
 }
 
+void Counter::AddFloatLive(double amount) const {
+  if (!(amount > 0) && !std::isnan(amount)) return;
+  if (std::isfinite(amount)) {
+    AddLive(amount);
+    return;
+  }
+  AddDoubleBits(series_->non_finite_bits, amount, true);
+}
+
 double Counter::Value() const {
   if (series_ == nullptr) return 0;
   uint64_t count = 0;
@@ -73,10 +82,9 @@ double Counter::Value() const {
     count += shard->count.load(std::memory_order_relaxed);
     fraction += BitsToDouble(shard->fraction_bits.load(std::memory_order_relaxed));
   }
-  return static_cast<double>(count) + fraction;
+  const double non_finite = BitsToDouble(series_->non_finite_bits.load(std::memory_order_relaxed));
+  return static_cast<double>(count) + fraction + non_finite;
 }
-
-void Gauge::SetLive(double value) const { series_->value.store(value, std::memory_order_relaxed); }
 
 void Gauge::AddLive(double amount) const {
   series_->value.fetch_add(amount, std::memory_order_relaxed);
@@ -98,6 +106,14 @@ void Histogram::ObserveLive(double value) const {
   while (lock.exchange(1, std::memory_order_acquire) != 0) CpuRelax();
   WriteShard(shard, bucket, value);
   lock.store(0, std::memory_order_release);
+}
+
+void Histogram::ObserveFloatLive(double value) const {
+  if (std::isnan(value)) {
+    AddDoubleBits(series_->nan_sum_bits, value, true);
+    return;
+  }
+  ObserveLive(value);
 }
 
 Histogram::Snapshot Histogram::Read() const {
@@ -132,6 +148,7 @@ Histogram::Snapshot Histogram::Read() const {
     snap.sum += sum;
   }
   for (uint64_t c : snap.buckets) snap.count += c;
+  snap.sum += BitsToDouble(series_->nan_sum_bits.load(std::memory_order_relaxed));
   return snap;
 }
 

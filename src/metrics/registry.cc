@@ -118,7 +118,7 @@ FamilyBase::FamilyBase(FamilyOptions options, MetricType type, bool enabled)
 
 FamilyBase::~FamilyBase() = default;
 
-void* FamilyBase::Find(std::span<const std::string_view> values, bool create) {
+void* FamilyBase::Find(std::span<const std::string_view> values, bool create, double created) {
   if (values.size() != options_.labels.size()) return nullptr;
   for (std::string_view v : values) {
     if (v.size() > kMaxLabelValueBytes) {
@@ -143,7 +143,7 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create) {
   }
   auto child = std::make_unique<State::Child>();
   child->key = std::move(key);
-  child->created = WallNow();
+  child->created = std::isnan(created) ? WallNow() : created;
   switch (type_) {
     case MetricType::kCounter:
       child->series = std::make_unique<CounterSeries>();
@@ -193,6 +193,21 @@ bool FamilyBase::RemoveChild(std::span<const std::string_view> values) {
   st.graveyard.push_back(std::move(*pos));
   st.children.erase(pos);
   return true;
+}
+
+bool FamilyBase::ForgetRemoved(const void* series) {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mu);
+  auto is_it = [&](const std::unique_ptr<State::Child>& c) {
+    return std::visit([&](const auto& p) -> bool { return p.get() == series; }, c->series);
+  };
+  // Newest first: the Python instruments forget a child soon after removing it.
+  for (auto it = st.graveyard.rbegin(); it != st.graveyard.rend(); ++it) {
+    if (!is_it(*it)) continue;
+    st.graveyard.erase(std::next(it).base());
+    return true;
+  }
+  return false;
 }
 
 namespace {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "metrics/thread_slot.h"
+#include "modelmetrics/metrics.h"
 
 namespace modelmetrics::metrics_internal {
 
@@ -66,11 +67,14 @@ struct CounterSeries {
   }
 
   std::atomic<CounterShard*> shards[kSlots] = {};
+
+ public:
+  // NaN and +Inf amounts of Counter::AddFloat, summed as double bits (CAS): rare, so one word per
+  // series rather than one per shard.
+  std::atomic<uint64_t> non_finite_bits{0};
 };
 
-struct alignas(kCacheLine) GaugeSeries {
-  std::atomic<double> value{0};
-};
+static_assert(alignof(GaugeSeries) == kCacheLine);  // GaugeSeries is in modelmetrics/metrics.h
 
 // Words of one histogram shard: [0] sequence, [1] spin lock (shared slot only), [2] sum bits,
 // [3 .. 3+buckets) per-bucket counts (the last bucket is +Inf).
@@ -143,6 +147,11 @@ struct HistogramSeries {
   }
 
   std::atomic<std::atomic<uint64_t>*> shards[kSlots] = {};
+
+ public:
+  // NaN observations of Histogram::ObserveFloat, summed as double bits: they reach `_sum` and no
+  // bucket, as prometheus_client counts them.
+  std::atomic<uint64_t> nan_sum_bits{0};
 };
 
 }  // namespace modelmetrics::metrics_internal

@@ -8,6 +8,8 @@
 //                                      bridge builds its Metric objects from them)
 //   catalog() -> tuple                 the vllm_omni catalog rows (definitions.py reads them)
 //   remove_prefix(prefix) -> int       scoped unregister of `vllm:` families (§4.10)
+//   render_instruments(cores, ...)     the prometheus_client-compatible instruments
+//                                      (client_instruments.h)
 //   continuity_stats(...)              the player simulation (§4.1), for the streaming finalize
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -18,6 +20,7 @@
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
+#include "python/client_instruments.h"
 #include "python/engine_logger.h"
 #include "python/fork_gate.h"
 #include "python/observe_types.h"
@@ -232,6 +235,9 @@ PyMethodDef kFunctions[] = {
     {"render", AsCFunction(&Render), METH_VARARGS | METH_KEYWORDS,
      "render(openmetrics=False, created=True) -> bytes: the whole exposition."},
     {"collect", Collect, METH_NOARGS, "Every family's children as values."},
+    {"render_instruments", AsCFunction(&RenderInstruments), METH_VARARGS | METH_KEYWORDS,
+     "render_instruments(cores, openmetrics=False, created=True) -> bytes: the families of "
+     "modelmetrics.prometheus_client instruments."},
     {"catalog", Catalog, METH_NOARGS, "The vllm_omni catalog rows."},
     {"remove_prefix", RemovePrefix, METH_O,
      "Stops rendering families whose name starts with the prefix (not vllm_omni:)."},
@@ -250,7 +256,7 @@ PyMODINIT_FUNC PyInit__native() {
   PyObject* module = PyModule_Create(&kModule);
   if (module == nullptr) return nullptr;
   InstallForkGate();
-  if (!AddObserveTypes(module) || !AddEngineLogger(module)) {
+  if (!AddObserveTypes(module) || !AddEngineLogger(module) || !AddClientInstruments(module)) {
     Py_DECREF(module);
     return nullptr;
   }

@@ -32,6 +32,25 @@ TEST(Counter, NeverGoesDown) {
   EXPECT_EQ(c.Value(), 2.0);
 }
 
+TEST(Counter, AddFloatKeepsNaNAndInfAsAFloatAccumulatorWould) {
+  Registry registry;
+  auto* family = registry.AddCounter({.name = "c", .labels = {"k"}});
+  Counter inf = family->Labels({"inf"});
+  inf.AddFloat(1.5);
+  inf.AddFloat(std::numeric_limits<double>::infinity());
+  inf.AddFloat(2.0);
+  EXPECT_EQ(inf.Value(), std::numeric_limits<double>::infinity());
+  Counter nan = family->Labels({"nan"});
+  nan.AddFloat(std::numeric_limits<double>::infinity());
+  nan.AddFloat(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_TRUE(std::isnan(nan.Value()));
+  Counter plain = family->Labels({"plain"});
+  plain.AddFloat(0.1);
+  plain.AddFloat(0.2);
+  plain.AddFloat(-1.0);  // refused by the caller in practice; never subtracted
+  EXPECT_EQ(plain.Value(), 0.1 + 0.2);
+}
+
 TEST(Gauge, SetAddIncDec) {
   Registry registry;
   Gauge g = registry.AddGauge({.name = "g"})->Labels({});
@@ -67,6 +86,18 @@ TEST(Histogram, NaNGoesToInfAndPoisonsTheSum) {
   Histogram::Snapshot s = h.Read();
   EXPECT_EQ(s.buckets, (std::vector<uint64_t>{1, 1}));
   EXPECT_TRUE(std::isnan(s.sum));
+}
+
+TEST(Histogram, ObserveFloatCountsNaNInTheSumOnly) {
+  Registry registry;
+  Histogram h = registry.AddHistogram({.name = "h", .buckets = {1, 2}})->Labels({});
+  h.ObserveFloat(1.5);
+  h.ObserveFloat(std::numeric_limits<double>::quiet_NaN());
+  h.ObserveFloat(-std::numeric_limits<double>::infinity());
+  Histogram::Snapshot snap = h.Read();
+  EXPECT_EQ(snap.buckets, (std::vector<uint64_t>{1, 1, 0}));
+  EXPECT_EQ(snap.count, 2u);
+  EXPECT_TRUE(std::isnan(snap.sum));
 }
 
 TEST(Histogram, ManyBoundsUseTheSameRuleAsFew) {

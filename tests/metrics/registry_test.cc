@@ -262,6 +262,23 @@ TEST(Registry, FamilyRemoveDropsOneChild) {
   EXPECT_EQ(waiting->Labels({"0"}).Value(), 0);  // a new series
 }
 
+TEST(Registry, ChildrenTakeAGivenCreatedTimeAndRemovedOnesCanBeForgotten) {
+  Registry registry;
+  auto* family = registry.AddGauge({.name = "g", .labels = {"k"}});
+  const std::string_view a[] = {"a"};
+  Gauge g = family->Labels(std::span<const std::string_view>(a), 1234.5);
+  g.Set(3);
+  std::vector<CollectedChild> children = family->Collect();
+  ASSERT_EQ(children.size(), 1u);
+  EXPECT_EQ(children[0].created, 1234.5);
+  EXPECT_FALSE(family->Forget(g));  // live: not forgotten
+  EXPECT_TRUE(family->Remove(std::span<const std::string_view>(a)));
+  EXPECT_TRUE(family->Forget(g));
+  EXPECT_FALSE(family->Forget(g));
+  Gauge again = family->Labels({"a"});
+  EXPECT_EQ(again.Value(), 0);  // a fresh child, as prometheus_client makes after remove()
+}
+
 TEST(Registry, CollectorsRenderAfterFamilies) {
   Registry registry;
   registry.AddGauge({.name = "a"})->Labels({}).Set(1);
