@@ -81,6 +81,12 @@ void AppendDouble(std::string* out, double value);
 // Appends `value` in canonical `le`/`quantile` form: as AppendDouble, plus `.0` on integers.
 void AppendCanonicalDouble(std::string* out, double value);
 
+// Appends `value` as Python's prometheus_client spells sample values (floatToGoString): the
+// canonical form, except that positive values from 1e6 to 1e16 take "e+0" and the exponent's
+// digits ("1.5e+06", "5e+012") and negative ones there stay positional ("-12345678.0").
+// FloatStyle::kPython writes values this way.
+void AppendPythonClientDouble(std::string* out, double value);
+
 // Appends a label value with `\\`, `\"` and `\n` escaped.
 void AppendEscapedLabelValue(std::string* out, std::string_view value);
 

@@ -205,18 +205,35 @@ void ExpositionWriter::SampleWithExemplar(std::string_view name, std::span<const
   out_->push_back('\n');
 }
 
+void AppendPythonClientDouble(std::string* out, double value) {
+  // Where Python's repr is positional (magnitude 1e6 to 1e16), floatToGoString switches a
+  // positive value to an exponent spelled "e+0" plus the exponent's digits ("5e+06", and also
+  // "5e+012"); a negative value keeps the repr.
+  const double magnitude = std::fabs(value);
+  if (!(magnitude >= 1e6 && magnitude < 1e16)) {
+    AppendCanonicalDouble(out, value);
+    return;
+  }
+  char buf[40];
+  if (value < 0) {
+    const auto r = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::fixed);
+    out->append(buf, r.ptr);
+    if (std::find(buf, r.ptr, '.') == r.ptr) out->append(".0");
+    return;
+  }
+  const auto r = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::scientific);
+  const char* end = r.ptr;
+  const char* e = std::find(static_cast<const char*>(buf), end, 'e');
+  out->append(static_cast<const char*>(buf), e);
+  out->append("e+0");
+  const char* digits = e + 2;  // past "e+"
+  while (digits + 1 < end && *digits == '0') ++digits;
+  out->append(digits, end);
+}
+
 void ExpositionWriter::AppendValue(double value) {
   if (style_ == FloatStyle::kPython) {
-    // floatToGoString takes Go's exponent form (from 1e6) for positive values only; a negative
-    // one keeps Python's repr, positional below 1e16 in magnitude.
-    if (value <= -1e6 && value > -1e16) {
-      char buf[32];
-      const auto r = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::fixed);
-      out_->append(buf, r.ptr);
-      if (std::find(buf, r.ptr, '.') == r.ptr) out_->append(".0");
-      return;
-    }
-    AppendCanonicalDouble(out_, value);
+    AppendPythonClientDouble(out_, value);
   } else {
     AppendDouble(out_, value);
   }

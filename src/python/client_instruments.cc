@@ -501,6 +501,25 @@ PyObject* MakeType(PyObject* module, const char* name, PyMethodDef* methods, PyO
   return PyType_FromModuleAndSpec(module, &spec, bases);
 }
 
+const PyMethodDef* const kAllTables[] = {kCoreMethods, kCounterMethods, kGaugeMethods,
+                                         kHistogramMethods};
+
+bool IsOurs(const PyMethodDef* def) {
+  for (const PyMethodDef* table : kAllTables) {
+    for (const PyMethodDef* d = table; d->ml_name != nullptr; ++d) {
+      if (d == def) return true;
+    }
+  }
+  return false;
+}
+
+// A method descriptor of one of the core tables, or null.
+const PyMethodDef* OurMethod(PyObject* attr) {
+  if (!PyObject_TypeCheck(attr, &PyMethodDescr_Type)) return nullptr;
+  const PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(attr)->d_method;
+  return IsOurs(def) ? def : nullptr;
+}
+
 bool Add(PyObject* module, const char* attr, PyObject* type) {
   if (type == nullptr) return false;
   if (PyModule_AddObject(module, attr, type) == 0) return true;
@@ -530,6 +549,28 @@ bool AddClientInstruments(PyObject* module) {
          Add(module, "HistogramCore",
              MakeType<Kind::kHistogram>(module, "modelmetrics._native.HistogramCore",
                                         kHistogramMethods, bases.get()));
+}
+
+PyObject* RebindMethods(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), g_core_type)) {
+    PyErr_SetString(PyExc_TypeError, "rebind_methods: not an instrument class");
+    return nullptr;
+  }
+  for (const PyMethodDef* table : kAllTables) {
+    for (const PyMethodDef* def = table; def->ml_name != nullptr; ++def) {
+      if (def->ml_name[0] == '_') continue;  // the set-up methods are not hot
+      PyRef attr(PyObject_GetAttrString(cls, def->ml_name));
+      if (!attr) {
+        PyErr_Clear();  // not a method of this kind
+        continue;
+      }
+      if (OurMethod(attr.get()) != def) continue;  // overridden in Python, or another kind's
+      PyRef descr(
+          PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls), const_cast<PyMethodDef*>(def)));
+      if (!descr || PyObject_SetAttrString(cls, def->ml_name, descr.get()) < 0) return nullptr;
+    }
+  }
+  Py_RETURN_NONE;
 }
 
 PyObject* RenderInstruments(PyObject*, PyObject* args, PyObject* kwargs) {

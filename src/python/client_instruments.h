@@ -20,6 +20,10 @@
 //   when the child object is.
 // Module function `render_instruments(cores, openmetrics, created) -> bytes` renders the
 // families of the given parents/unlabelled metrics, in order, with the GIL released.
+// `rebind_methods(cls)` gives a subclass its own descriptors of the hot methods it inherits
+// unchanged: CPython 3.11 runs a C method through its specialised fast call only when the
+// instance's type is exactly the descriptor's (a subclass instance takes the generic path,
+// about 2 ns slower per call); a method overridden in Python is left alone.
 //
 // Thread-safety: every method runs with the GIL held, except the render (fork-gated, see
 // fork_gate.h); observations are lock-free writes to the calling thread's shard.
@@ -37,6 +41,9 @@ bool AddClientInstruments(PyObject* module);
 
 // render_instruments(cores, openmetrics=False, created=True) -> bytes.
 PyObject* RenderInstruments(PyObject* module, PyObject* args, PyObject* kwargs);
+
+// rebind_methods(cls) -> None.
+PyObject* RebindMethods(PyObject* module, PyObject* cls);
 
 }  // namespace modelmetrics::python
 

@@ -238,6 +238,8 @@ PyMethodDef kFunctions[] = {
     {"render_instruments", AsCFunction(&RenderInstruments), METH_VARARGS | METH_KEYWORDS,
      "render_instruments(cores, openmetrics=False, created=True) -> bytes: the families of "
      "modelmetrics.prometheus_client instruments."},
+    {"rebind_methods", RebindMethods, METH_O,
+     "rebind_methods(cls): a subclass's own descriptors of the inherited hot methods."},
     {"catalog", Catalog, METH_NOARGS, "The vllm_omni catalog rows."},
     {"remove_prefix", RemovePrefix, METH_O,
      "Stops rendering families whose name starts with the prefix (not vllm_omni:)."},

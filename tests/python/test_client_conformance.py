@@ -275,3 +275,20 @@ def test_a_label_value_over_the_bound_is_refused_and_nothing_is_recorded():
         c.labels("x" * 5000)
     assert c._metrics == {}
     assert "c_total{" not in mpc.generate_latest(r).decode()
+
+
+def test_every_value_is_spelled_as_float_to_go_string():
+    import random
+
+    from prometheus_client.utils import floatToGoString
+
+    rng = random.Random(21)
+    values = [5e12, 1.5e10, 1234567.0, 1e6, 999999.0, -12345678.9, 9.99e15, 1e16, -1e16, 2.0 ** 53,
+              1e22, 1e-5, 1e-4, -0.0, 0.0, 3.0]
+    values += [rng.uniform(-1, 1) * 10 ** rng.randint(-12, 20) for _ in range(2000)]
+    r = pc.CollectorRegistry()
+    g = mpc.Gauge("spelled", "S.", ["i"], registry=r)
+    for i, v in enumerate(values):
+        g.labels(str(i)).set(v)
+    lines = mpc.generate_latest(r).decode().splitlines()[2:]
+    assert [line.rsplit(" ", 1)[1] for line in lines] == [floatToGoString(v) for v in values]

@@ -468,6 +468,16 @@ def test_accumulate_diffusion_metrics_renames_ms_to_s_and_sums() -> None:
     }
 
 
+def test_stage_record_from_an_aggregator_made_without_init() -> None:
+    # Upstream's newest test_modality builds its aggregator with object.__new__: no buckets, so
+    # the denoise latency falls back to the stage time (1200 ms / 20 steps).
+    agg = object.__new__(OrchestratorAggregator)
+    stats = agg._as_stage_request_stats(0, "req", _stage(stage_gen_time_ms=1200.0, num_inference_steps=20,
+                                                         output_unit_type="image"), "image")  # fmt: skip
+    assert stats.diffusion_metrics is None
+    assert stats.denoise_step_latency_ms == pytest.approx(60.0)
+
+
 def test_on_stage_metrics_pops_bucket_and_computes_denoise_latency() -> None:
     agg = _agg()
     agg.accumulate_diffusion_metrics("diffusion", "r", SimpleNamespace(metrics={"forward_time_ms": 1000.0}))

@@ -105,6 +105,12 @@ class MetricWrapperBase:
     _type = None
     _reserved_labelnames = ()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if issubclass(cls, _native.InstrumentCore):
+            # The class's own descriptors of the native hot methods (client_instruments.h).
+            _native.rebind_methods(cls)
+
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
                  registry=REGISTRY, _labelvalues=None):
         self._name = _full_name(self._type, name, namespace, subsystem, unit)

@@ -21,6 +21,8 @@ import sys
 import threading
 import types
 
+from .._import_hooks import PatchingLoader, find_elsewhere
+
 _PACKAGE = __name__  # "modelmetrics.vllm_omni"
 _ALIASED = ("vllm_omni.metrics", "vllm_omni.benchmarks.audio_continuity")
 _VLLM_PROMETHEUS = "vllm.v1.metrics.prometheus"
@@ -53,25 +55,12 @@ class _AliasLoader(importlib.abc.Loader):
             module.__spec__ = self._spec  # keeps reload(), importlib.resources and our name
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    """Runs vLLM's module, then scopes its unregister_vllm_metrics to `vllm:` (§4.10). Anything
-    else is the wrapped loader's (get_code, get_source, is_package, resource readers)."""
+def _scope_unregister(module):
+    """vLLM's unregister_vllm_metrics, once its module has run, scoped to `vllm:` (§4.10)."""
+    from .metrics import unregister_vllm_metrics
 
-    def __init__(self, loader):
-        self._loader = loader
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        from .metrics import unregister_vllm_metrics
-
-        if hasattr(module, "unregister_vllm_metrics"):
-            module.unregister_vllm_metrics = unregister_vllm_metrics
+    if hasattr(module, "unregister_vllm_metrics"):
+        module.unregister_vllm_metrics = unregister_vllm_metrics
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
@@ -84,23 +73,12 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
             return importlib.util.spec_from_loader(
                 fullname, _AliasLoader(aliased), is_package=ours.submodule_search_locations is not None)
         if fullname == _VLLM_PROMETHEUS:
-            spec = self._find_elsewhere(fullname, path, target)
+            spec = find_elsewhere(
+                lambda f: f is self or isinstance(f, (_AliasFinder, _StandInFinder)), fullname,
+                path, target)
             if spec is not None and spec.loader is not None:
-                spec.loader = _PatchingLoader(spec.loader)
+                spec.loader = PatchingLoader(spec.loader, _scope_unregister)
             return spec
-        return None
-
-    def _find_elsewhere(self, fullname, path, target):
-        """What the other finders on sys.meta_path (editable installs included) would find."""
-        for finder in sys.meta_path:
-            if finder is self or isinstance(finder, (_AliasFinder, _StandInFinder)):
-                continue
-            find = getattr(finder, "find_spec", None)
-            if find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                return spec
         return None
 
 
@@ -136,10 +114,8 @@ def install():
         sys.meta_path.append(stand_in)
         _finders.extend([alias, stand_in])
         vllm_prometheus = sys.modules.get(_VLLM_PROMETHEUS)
-        if vllm_prometheus is not None and hasattr(vllm_prometheus, "unregister_vllm_metrics"):
-            from .metrics import unregister_vllm_metrics
-
-            vllm_prometheus.unregister_vllm_metrics = unregister_vllm_metrics
+        if vllm_prometheus is not None:
+            _scope_unregister(vllm_prometheus)
 
 
 def uninstall():

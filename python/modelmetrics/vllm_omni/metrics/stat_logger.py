@@ -1,12 +1,23 @@
-"""The per-engine ``vllm:*`` families by stage and replica: the drop-in's counterpart of
-vLLM-Omni's ``vllm_omni.metrics.stat_logger.OmniPrometheusStatLogger`` (§3.6, §4.8-§4.12 of
-pipeline-metrics-behaviour.md).
+"""The per-engine ``vllm:*`` families by stage and replica: vLLM-Omni's
+``vllm_omni.metrics.stat_logger`` (§3.6, §4.8-§4.12 of pipeline-metrics-behaviour.md), built the
+way upstream builds it.
 
-Upstream subclasses vLLM's ``PrometheusStatLogger`` and rewrites its prometheus_client families;
-here the families are the C++ engine table (the real vLLM V1 scrape's names, HELP, labels and
-buckets, ``engine`` replaced by ``stage, replica``), and ``record()`` reads vLLM's
-``SchedulerStats`` / ``IterationStats`` objects duck-typed -- only the attributes named below,
-each optional -- so it works without vLLM installed. What differs from upstream's logger:
+**With vLLM importable**, ``OmniPrometheusStatLogger`` subclasses vLLM's own
+``PrometheusStatLogger`` and fills its class slots with ``_RelabelGauge``,
+``_RelabelCounter`` and ``_RelabelHistogram`` (modelmetrics.prometheus_client's native
+instruments with ``engine`` rewritten to ``stage, replica``) and the ``_Omni*Prom`` helper
+subclasses: every family, HELP text, bucket list and ``record()`` behaviour is the installed
+vLLM's, so the catalog follows vLLM releases by construction, and each observation costs what a
+native instrument costs. Upstream's bug is fixed rather than copied: its ``_rewrite_labelnames``
+rebuilds the container's type, which raises ``TypeError: cannot create 'dict_keys' instances``
+for ``labelnames=metrics_info.keys()``, so upstream never exports ``vllm:cache_config_info``;
+here any container that is not a tuple becomes a list, and the family is exported.
+
+**Without vLLM** (tools, tests, a pipeline process that runs no vLLM engine), the same names
+exist and ``OmniPrometheusStatLogger`` is the native fallback: the C++ engine table (the real
+vLLM V1 scrape's names, HELP, labels and buckets, ``engine`` replaced by ``stage, replica``),
+whose ``record()`` reads vLLM's ``SchedulerStats`` / ``IterationStats`` objects duck-typed. What
+the fallback does differently from vLLM's logger:
 
 * counters that vLLM updates inside the 1 Hz throttled ``make_stats()`` (prefix cache, KV
   connector, perf) are added on every ``record()``; only the scheduler gauges are throttled per
@@ -15,8 +26,8 @@ each optional -- so it works without vLLM installed. What differs from upstream'
 * an engine index outside the map raises KeyError, as upstream's ``_engine_to_stage_replica``.
 
 Building a logger drops the previous logger's ``vllm:*`` families and keeps every
-``vllm_omni:*`` family (the scoped unregister, §4.10). With ``log_stats=False`` nothing is
-registered and every method returns at once (upstream builds no logger then).
+``vllm_omni:*`` family (the scoped unregister, §4.10). With ``log_stats=False`` the fallback
+registers nothing and every method returns at once (upstream builds no logger then).
 """
 
 from __future__ import annotations
@@ -27,8 +38,164 @@ from collections.abc import Mapping
 
 from modelmetrics import _native
 
-# Flat engine index -> (stage, replica) label values; refilled by each logger (§4.12).
+try:  # the fast instruments need prometheus_client (its registry and exposition)
+    from modelmetrics.prometheus_client import Counter as _Counter
+    from modelmetrics.prometheus_client import Gauge as _Gauge
+    from modelmetrics.prometheus_client import Histogram as _Histogram
+except ImportError:
+    _Counter = _Gauge = _Histogram = None
+
+try:
+    from vllm.distributed.kv_transfer.kv_connector.v1.metrics import KVConnectorProm
+    from vllm.v1.metrics.loggers import PrometheusStatLogger
+    from vllm.v1.metrics.perf import PerfMetricsProm
+    from vllm.v1.spec_decode.metrics import SpecDecodingProm
+
+    VLLM_AVAILABLE = _Gauge is not None
+except ImportError:
+    VLLM_AVAILABLE = False
+
+# Flat engine index -> (stage, replica) label values; refilled by each logger (§4.12). A module
+# global because the instruments upstream's __init__ builds never see their logger.
 _ENGINE_INDEX_MAP: dict[int, tuple[str, str]] = {}
+
+
+def _rewrite_labelnames(labelnames):
+    """``engine`` replaced in place by ``stage, replica``. A tuple stays a tuple and any other
+    container becomes a list (upstream rebuilds the container's own type, which fails for the
+    ``dict_keys`` vLLM passes for cache_config_info); None and names without ``engine`` pass
+    through unchanged."""
+    if labelnames is None:
+        return None
+    names = list(labelnames)
+    if "engine" not in names:
+        return labelnames
+    out = []
+    for name in names:
+        out.extend(("stage", "replica") if name == "engine" else (name,))
+    return tuple(out) if isinstance(labelnames, tuple) else out
+
+
+def _engine_to_stage_replica(engine_value) -> tuple[str, str]:
+    """The (stage, replica) of a flat engine index (int or decimal str); KeyError if unknown."""
+    return _ENGINE_INDEX_MAP[int(engine_value)]
+
+
+class _RelabelMixin:
+    """Rewrites ``labelnames`` at family creation and translates ``labels()`` calls in every
+    shape vLLM's loggers use: positional values already of the rewritten length (the
+    ``per_engine_labelvalues`` children) pass through; positional values of the original shape
+    get ``(stage, replica)`` spliced in for the engine value; an ``engine=`` keyword becomes
+    ``stage=`` and ``replica=``; families without ``engine`` pass through."""
+
+    def __init__(self, *args, **kwargs):
+        if "labelnames" in kwargs:
+            original = kwargs["labelnames"]
+        elif len(args) > 2:
+            original = args[2]
+        else:
+            original = None
+        names = [] if original is None else list(original)
+        self._engine_label_index = names.index("engine") if "engine" in names else -1
+        if self._engine_label_index >= 0:
+            if "labelnames" in kwargs:
+                kwargs["labelnames"] = _rewrite_labelnames(original)
+            else:
+                args = (*args[:2], _rewrite_labelnames(original), *args[3:])
+        super().__init__(*args, **kwargs)
+
+    def labels(self, *args, **kwargs):
+        index = self._engine_label_index
+        if index >= 0:
+            if args:
+                if len(args) != len(self._labelnames) and index < len(args):
+                    stage, replica = _engine_to_stage_replica(args[index])
+                    args = (*args[:index], stage, replica, *args[index + 1:])
+            elif "engine" in kwargs:
+                kwargs["stage"], kwargs["replica"] = _engine_to_stage_replica(kwargs.pop("engine"))
+        return super().labels(*args, **kwargs)
+
+
+if _Gauge is not None:
+
+    class _RelabelGauge(_RelabelMixin, _Gauge):
+        pass
+
+    class _RelabelCounter(_RelabelMixin, _Counter):
+        pass
+
+    class _RelabelHistogram(_RelabelMixin, _Histogram):
+        pass
+
+else:  # no prometheus_client: the names exist, the native fallback needs none of them
+    _RelabelGauge = _RelabelCounter = _RelabelHistogram = None
+
+
+# vLLM's three helpers build their own families through their own slots, with the raw
+# ["model_name", "engine"] label names and the rewritten per-engine values: their slots must
+# relabel too.
+class _OmniPerfMetricsProm(PerfMetricsProm if VLLM_AVAILABLE else object):
+    _counter_cls = _RelabelCounter
+
+
+class _OmniSpecDecodingProm(SpecDecodingProm if VLLM_AVAILABLE else object):
+    _counter_cls = _RelabelCounter
+
+
+class _OmniKVConnectorProm(KVConnectorProm if VLLM_AVAILABLE else object):
+    _gauge_cls = _RelabelGauge
+    _counter_cls = _RelabelCounter
+    _histogram_cls = _RelabelHistogram
+
+
+class _OmniLoggerSlots:
+    """What both variants of OmniPrometheusStatLogger share: upstream's class slots and the
+    stage/replica properties."""
+
+    _gauge_cls = _RelabelGauge
+    _counter_cls = _RelabelCounter
+    _histogram_cls = _RelabelHistogram
+    _perf_metrics_cls = _OmniPerfMetricsProm
+    _spec_decoding_cls = _OmniSpecDecodingProm
+    _kv_connector_cls = _OmniKVConnectorProm
+
+    @property
+    def stage_replica_map(self) -> dict[int, tuple[str, str]]:
+        return self._stage_replica_map
+
+    @property
+    def per_engine_labelvalues(self) -> dict[int, list[object]]:
+        return self._omni_per_engine_labelvalues
+
+    @per_engine_labelvalues.setter
+    def per_engine_labelvalues(self, value) -> None:
+        # vLLM's {idx: [model_name, str(idx)]} -> {idx: [model_name, stage, replica]}, which
+        # create_metric_per_engine fans into labels(*values) of the rewritten families.
+        rewritten = {}
+        for idx, values in dict(value).items():
+            stage, replica = self._stage_replica_map[idx]
+            rewritten[idx] = [values[0], stage, replica]
+        self._omni_per_engine_labelvalues = rewritten
+
+
+def _fill_engine_index_map(stage_replica_map):
+    _ENGINE_INDEX_MAP.clear()
+    _ENGINE_INDEX_MAP.update(
+        {int(k): (str(v[0]), str(v[1])) for k, v in dict(stage_replica_map).items()})
+
+
+if VLLM_AVAILABLE:
+
+    class OmniPrometheusStatLogger(_OmniLoggerSlots, PrometheusStatLogger):
+        """vLLM's PrometheusStatLogger with ``engine`` replaced by ``stage, replica``, on native
+        instruments. ``stage_replica_map`` is {flat engine index: (stage, replica)}, the
+        orchestrator's numbering (build_stage_replica_map)."""
+
+        def __init__(self, vllm_config, stage_replica_map):
+            self._stage_replica_map = stage_replica_map
+            _fill_engine_index_map(stage_replica_map)
+            super().__init__(vllm_config=vllm_config,
+                             engine_indexes=list(stage_replica_map.keys()))
 
 SCHEDULER_STATS_INTERVAL_S = 1.0
 
@@ -171,46 +338,27 @@ def _served_model_name(vllm_config):
     return name
 
 
-class OmniPrometheusStatLogger:
-    """Per-engine ``vllm:*`` families, relabelled to (stage, replica) by ``stage_replica_map``
-    ({flat engine index: (stage, replica)}, the orchestrator's numbering)."""
+class _NativeOmniPrometheusStatLogger(_OmniLoggerSlots):
+    """The fallback without vLLM: the C++ engine table, relabelled to (stage, replica) by
+    ``stage_replica_map`` ({flat engine index: (stage, replica)}, the orchestrator's
+    numbering)."""
 
     def __init__(self, vllm_config=None, stage_replica_map=None, *, model_name: str | None = None,
                  log_stats: bool = True):
-        stage_replica_map = dict(stage_replica_map or {0: ("0", "0")})
+        stage_replica_map = stage_replica_map or {0: ("0", "0")}
+        self._stage_replica_map = stage_replica_map
         self.vllm_config = vllm_config
         self.log_stats = bool(log_stats)
         self._model = model_name or _served_model_name(vllm_config) or "unknown"
-        self._map = {int(k): (str(v[0]), str(v[1])) for k, v in stage_replica_map.items()}
-        _ENGINE_INDEX_MAP.clear()
-        _ENGINE_INDEX_MAP.update(self._map)
+        _fill_engine_index_map(stage_replica_map)
+        self._map = dict(_ENGINE_INDEX_MAP)
         self.engine_indexes = sorted(self._map)
         self._dense = {flat: i for i, flat in enumerate(self.engine_indexes)}
         self._logger = None
         if self.log_stats:
             self._logger = _native.EngineStatsLogger(
                 self._model, [self._map[flat] for flat in self.engine_indexes])
-        self._per_engine = {}
         self.per_engine_labelvalues = {flat: [self._model, str(flat)] for flat in self.engine_indexes}
-
-    @property
-    def stage_replica_map(self) -> dict[int, tuple[str, str]]:
-        return dict(self._map)
-
-    @property
-    def per_engine_labelvalues(self):
-        return self._per_engine
-
-    @per_engine_labelvalues.setter
-    def per_engine_labelvalues(self, value):
-        # Upstream's {idx: [model_name, str(idx)]} -> {idx: [model_name, stage, replica]}.
-        out = {}
-        for idx, labels in dict(value).items():
-            labels = list(labels)
-            if len(labels) == 2 and int(idx) in self._map:
-                labels = [labels[0], *self._map[int(idx)]]
-            out[idx] = labels
-        self._per_engine = out
 
     def _index(self, engine_idx):
         try:
@@ -248,11 +396,23 @@ class OmniPrometheusStatLogger:
             self._logger.log_engine_initialized([(k, str(v)) for k, v in info().items()])
 
 
+if not VLLM_AVAILABLE:
+    OmniPrometheusStatLogger = _NativeOmniPrometheusStatLogger
+
 __all__ = [
     "OmniPrometheusStatLogger",
     "OmniSchedulerStatsMixin",
     "SchedulerStatsThrottle",
     "build_stage_replica_map",
+    "VLLM_AVAILABLE",
+    "_ENGINE_INDEX_MAP",
+    "_OmniKVConnectorProm",
+    "_OmniPerfMetricsProm",
+    "_OmniSpecDecodingProm",
+    "_RelabelCounter",
+    "_RelabelGauge",
+    "_RelabelHistogram",
+    "_RelabelMixin",
     "_engine_to_stage_replica",
     "_rewrite_labelnames",
 ]

@@ -498,8 +498,10 @@ class OrchestratorAggregator:
         if final_output_type is not None:
             stats.final_output_type = final_output_type
         rid = str(req_id)
-        if rid in self.diffusion_metrics:
-            stats.diffusion_metrics = dict(self.diffusion_metrics.pop(rid))
+        # An aggregator made with object.__new__ (upstream's tests build one so) has no buckets.
+        buckets = getattr(self, "diffusion_metrics", None)
+        if buckets is not None and rid in buckets:
+            stats.diffusion_metrics = dict(buckets.pop(rid))
         dm = stats.diffusion_metrics if isinstance(stats.diffusion_metrics, Mapping) else {}
         steps = int(_num(getattr(stats, "num_inference_steps", 0))) or int(_num(dm.get("num_inference_steps")))
         is_image = getattr(stats, "output_unit_type", None) == "image" or (
