@@ -246,6 +246,11 @@ constexpr FamilySpec kVllmEngineFamilies[] = {
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
     {"vllm:num_requests_waiting", K::kGauge, "Number of requests waiting to be processed.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {"vllm:num_requests_waiting_by_reason", K::kGauge,
+     "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
+     "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
+     "status). Sum of all reasons equals vllm:num_requests_waiting.",
+     kEngineWaitingReasonLabels, kNoBuckets, kEager, Group::kEngine},
     {"vllm:engine_sleep_state", K::kGauge,
      "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
      "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
@@ -280,9 +285,6 @@ constexpr FamilySpec kVllmEngineFamilies[] = {
      kPromptSourceLabels, kNoBuckets, kEager, Group::kEngine},
     {"vllm:prompt_tokens_cached", K::kCounter, "Number of cached prompt tokens (local + external).",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:prompt_tokens_recomputed", K::kCounter,
-     "Number of cached tokens recomputed for forward pass.", kEngineLabels, kNoBuckets, kEager,
-     Group::kEngine},
     {"vllm:generation_tokens", K::kCounter, "Number of generation tokens processed.", kEngineLabels,
      kNoBuckets, kEager, Group::kEngine},
     {"vllm:request_success", K::kCounter, "Count of successfully processed requests.",

@@ -200,6 +200,15 @@ inline constexpr std::array<std::string_view, 3> kEngineSleepStates = {"awake", 
                                                                        "discard_all"};
 inline constexpr std::array<std::string_view, 3> kEnginePromptTokenSources = {
     "local_compute", "local_cache_hit", "external_kv_transfer"};
+// num_requests_waiting_by_reason{reason} (vLLM main; newer than the fixture).
+inline constexpr std::array<std::string_view, 2> kEngineWaitingReasons = {"capacity", "deferred"};
+// The token-count histograms whose buckets vLLM derives from max_model_len (build_1_2_5).
+inline constexpr std::array<std::string_view, 5> kEngineTokenCountFamilies = {
+    "vllm:request_prompt_tokens", "vllm:request_generation_tokens",
+    "vllm:request_max_num_generation_tokens", "vllm:request_params_max_tokens",
+    "vllm:request_prefill_kv_computed_tokens"};
+// NIXL's connector families: registered only when NIXL is the configured connector.
+inline constexpr std::string_view kEngineNixlPrefix = "vllm:nixl_";
 
 // ---- Label sets (§2.3) ----
 
@@ -224,6 +233,8 @@ inline constexpr std::array<std::string_view, 2> kRealtimeVadErrorLabels = {"mod
 inline constexpr std::array<std::string_view, 2> kSpeechAbortedLabels = {"model_name", "reason"};
 // `vllm:*` per-engine families: upstream's (model_name, engine) with engine -> stage, replica.
 inline constexpr std::array<std::string_view, 3> kEngineLabels = {"model_name", "stage", "replica"};
+inline constexpr std::array<std::string_view, 4> kEngineWaitingReasonLabels = {
+    "model_name", "stage", "replica", "reason"};
 
 // ---- Tables ----
 
@@ -232,7 +243,9 @@ inline constexpr std::array<std::string_view, 3> kEngineLabels = {"model_name", 
 // that order.
 std::span<const FamilySpec> OmniFamilies();
 
-// Every upstream per-engine `vllm:*` family of the V1 fixture (43), in fixture order.
+// Every upstream per-engine `vllm:*` family vLLM main has in a plain set-up plus NIXL's (43):
+// the V1 fixture's, in fixture order, without prompt_tokens_recomputed (removed upstream in April
+// 2026) and with num_requests_waiting_by_reason (added after the fixture).
 std::span<const FamilySpec> VllmEngineFamilies();
 
 // Look-ups by exact name (counters without `_total`); nullptr when absent.

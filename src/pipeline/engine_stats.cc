@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 
 #include "pipeline/catalog.h"
 
@@ -14,7 +13,6 @@ namespace {
 constexpr std::string_view kStageLabel = "stage";
 constexpr std::string_view kReplicaLabel = "replica";
 constexpr std::string_view kCacheConfigInfo = "vllm:cache_config_info";
-constexpr std::string_view kNone = "None";
 
 std::string UnknownEngine(size_t index, size_t size) {
   return "unknown engine index " + std::to_string(index) + " (the stage layout has " +
@@ -41,16 +39,16 @@ bool SchedulerStatsThrottle::Admit(double now_s) {
 
 // Per (stage, replica): every handle Record touches, bound once.
 struct EngineStatsLogger::EngineHandles {
-  SchedulerStatsThrottle throttle;
   // Scheduler stats.
   Gauge running, waiting, kv_cache_usage;
+  std::array<Gauge, kEngineWaitingReasons.size()> waiting_by_reason;
   Counter prefix_queries, prefix_hits, external_prefix_queries, external_prefix_hits;
   Histogram nixl_xfer_time, nixl_post_time, nixl_bytes, nixl_descriptors;
   Counter nixl_failed_transfers, nixl_failed_notifications, nixl_kv_expired;
   Counter flops, read_bytes, write_bytes;
   Counter mm_queries, mm_hits;
   // Iteration stats.
-  Counter preemptions, prompt_tokens, prompt_cached, prompt_recomputed, generation_tokens;
+  Counter preemptions, prompt_tokens, prompt_cached, generation_tokens;
   std::array<Counter, kEnginePromptTokenSources.size()> prompt_by_source;
   std::array<Counter, kEngineFinishedReasons.size()> request_success;
   Histogram iteration_tokens, max_generation_tokens, params_n, params_max_tokens;
@@ -75,9 +73,21 @@ std::string_view EngineStatsLogger::ReplicaLabel(size_t engine) const {
                                         : std::string_view(options_.engine_labels[engine].second);
 }
 
-double EngineStatsLogger::Now() const {
-  if (options_.clock) return options_.clock();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+std::vector<double> BuildOneTwoFiveBuckets(uint64_t max_value) {
+  std::vector<double> buckets;
+  for (uint64_t scale = 1;; scale *= 10) {
+    for (uint64_t mantissa : {1, 2, 5}) {
+      if (mantissa * scale > max_value) return buckets;
+      buckets.push_back(static_cast<double>(mantissa * scale));
+    }
+    if (scale > UINT64_MAX / 100) return buckets;  // the next decade would overflow
+  }
+}
+
+bool EngineStatsLogger::Registered(const FamilySpec& spec) const {
+  if (spec.name == kCacheConfigInfo) return false;  // by LogEngineInitialized, with its keys
+  if (spec.name.starts_with(kEngineNixlPrefix)) return options_.kv_connector == KvConnector::kNixl;
+  return true;
 }
 
 std::unique_ptr<EngineStatsLogger> EngineStatsLogger::Create(Registry& registry,
@@ -98,7 +108,13 @@ bool EngineStatsLogger::Register(std::string* error) {
   // Upstream's constructor unregisters the previous logger's families; scoped to `vllm:` (§4.10).
   registry_.RemovePrefix(kEnginePrefix);
   for (const FamilySpec& spec : VllmEngineFamilies()) {
+    if (!Registered(spec)) continue;
     FamilyOptions family = OptionsOf(spec);
+    if (options_.max_model_len &&
+        std::find(kEngineTokenCountFamilies.begin(), kEngineTokenCountFamilies.end(), spec.name) !=
+            kEngineTokenCountFamilies.end()) {
+      family.buckets = BuildOneTwoFiveBuckets(*options_.max_model_len);
+    }
     std::string why;
     bool ok = false;
     switch (spec.kind) {
@@ -136,18 +152,25 @@ bool EngineStatsLogger::Register(std::string* error) {
   for (size_t e = 0; e < options_.engines.size(); ++e) {
     auto h = std::make_unique<EngineHandles>();
     // Fixture order.
-    h->nixl_xfer_time = histogram("vllm:nixl_xfer_time_seconds", e);
-    h->nixl_post_time = histogram("vllm:nixl_post_time_seconds", e);
-    h->nixl_bytes = histogram("vllm:nixl_bytes_transferred", e);
-    h->nixl_descriptors = histogram("vllm:nixl_num_descriptors", e);
-    h->nixl_failed_transfers = counter("vllm:nixl_num_failed_transfers", e);
-    h->nixl_failed_notifications = counter("vllm:nixl_num_failed_notifications", e);
-    h->nixl_kv_expired = counter("vllm:nixl_num_kv_expired_reqs", e);
+    if (options_.kv_connector == KvConnector::kNixl) {
+      h->nixl_xfer_time = histogram("vllm:nixl_xfer_time_seconds", e);
+      h->nixl_post_time = histogram("vllm:nixl_post_time_seconds", e);
+      h->nixl_bytes = histogram("vllm:nixl_bytes_transferred", e);
+      h->nixl_descriptors = histogram("vllm:nixl_num_descriptors", e);
+      h->nixl_failed_transfers = counter("vllm:nixl_num_failed_transfers", e);
+      h->nixl_failed_notifications = counter("vllm:nixl_num_failed_notifications", e);
+      h->nixl_kv_expired = counter("vllm:nixl_num_kv_expired_reqs", e);
+    }
     h->flops = counter("vllm:estimated_flops_per_gpu", e);
     h->read_bytes = counter("vllm:estimated_read_bytes_per_gpu", e);
     h->write_bytes = counter("vllm:estimated_write_bytes_per_gpu", e);
     h->running = gauge("vllm:num_requests_running", e);
     h->waiting = gauge("vllm:num_requests_waiting", e);
+    for (size_t i = 0; i < kEngineWaitingReasons.size(); ++i) {
+      h->waiting_by_reason[i] =
+          gauges_.at("vllm:num_requests_waiting_by_reason")
+              ->Bind({model, StageLabel(e), ReplicaLabel(e), kEngineWaitingReasons[i]});
+    }
     for (size_t i = 0; i < kEngineSleepStates.size(); ++i) {
       h->sleep_state[i] =
           gauges_.at("vllm:engine_sleep_state")
@@ -168,7 +191,6 @@ bool EngineStatsLogger::Register(std::string* error) {
           counter_x("vllm:prompt_tokens_by_source", e, kEnginePromptTokenSources[i]);
     }
     h->prompt_cached = counter("vllm:prompt_tokens_cached", e);
-    h->prompt_recomputed = counter("vllm:prompt_tokens_recomputed", e);
     h->generation_tokens = counter("vllm:generation_tokens", e);
     for (size_t i = 0; i < kEngineFinishedReasons.size(); ++i) {
       h->request_success[i] = counter_x("vllm:request_success", e, kEngineFinishedReasons[i]);
@@ -216,20 +238,21 @@ bool EngineStatsLogger::Record(size_t engine_index, const SchedulerStats* schedu
   EngineHandles& h = *handles_[engine_index];
 
   if (scheduler != nullptr) {
-    // Gauges: a sample at most once per second per (stage, replica) (§4.9).
-    if (h.throttle.Admit(Now())) {
-      h.running.Set(static_cast<double>(scheduler->num_running_reqs));
-      h.waiting.Set(static_cast<double>(scheduler->num_waiting_reqs));
-      h.kv_cache_usage.Set(scheduler->kv_cache_usage);
-    }
-    // Counters and histograms: every step, so nothing is lost under the throttle (#4802).
+    // The scheduler already gated these stats (make_stats(), §4.9): every one is recorded.
+    h.running.Set(static_cast<double>(scheduler->num_running_reqs));
+    h.waiting.Set(
+        static_cast<double>(scheduler->num_waiting_reqs + scheduler->num_skipped_waiting_reqs));
+    h.waiting_by_reason[0].Set(static_cast<double>(scheduler->num_waiting_reqs));
+    h.waiting_by_reason[1].Set(static_cast<double>(scheduler->num_skipped_waiting_reqs));
+    h.kv_cache_usage.Set(scheduler->kv_cache_usage);
     h.prefix_queries.Add(scheduler->prefix_cache_stats.queries);
     h.prefix_hits.Add(scheduler->prefix_cache_stats.hits);
     if (const auto& external = scheduler->connector_prefix_cache_stats) {
       h.external_prefix_queries.Add(external->queries);
       h.external_prefix_hits.Add(external->hits);
     }
-    if (const auto& kv = scheduler->kv_connector_stats) {
+    const auto& kv = scheduler->kv_connector_stats;
+    if (kv && options_.kv_connector == KvConnector::kNixl) {
       for (double v : kv->transfer_duration_s) h.nixl_xfer_time.Observe(v);
       for (double v : kv->post_duration_s) h.nixl_post_time.Observe(v);
       for (double v : kv->bytes_transferred) h.nixl_bytes.Observe(v);
@@ -259,9 +282,9 @@ bool EngineStatsLogger::Record(size_t engine_index, const SchedulerStats* schedu
   h.prompt_by_source[1].Add(pts.local_cache_hit);
   h.prompt_by_source[2].Add(pts.external_kv_transfer);
   h.prompt_cached.Add(pts.cached_tokens);
-  h.prompt_recomputed.Add(pts.recomputed_tokens);
   h.generation_tokens.Add(it.num_generation_tokens);
-  h.iteration_tokens.Observe(static_cast<double>(it.num_prompt_tokens + it.num_generation_tokens));
+  // Computed prompt tokens only: cache hits cost the step nothing (vLLM main).
+  h.iteration_tokens.Observe(static_cast<double>(pts.computed + it.num_generation_tokens));
   for (uint64_t v : it.max_num_generation_tokens_iter) {
     h.max_generation_tokens.Observe(static_cast<double>(v));
   }
@@ -312,28 +335,34 @@ bool EngineStatsLogger::LogEngineInitialized(
     SetError(error, "the catalog has no vllm:cache_config_info");
     return false;
   }
-  // Values in the family's label order; stage and replica filled per engine.
-  std::vector<std::string_view> values(spec->labels.size(), kNone);
-  size_t stage_at = spec->labels.size();
-  size_t replica_at = spec->labels.size();
-  for (size_t i = 0; i < spec->labels.size(); ++i) {
-    if (spec->labels[i] == kStageLabel) stage_at = i;
-    if (spec->labels[i] == kReplicaLabel) replica_at = i;
-  }
+  // Labels: the keys in the order given (upstream's metrics_info().keys()), then the engine's
+  // stage and replica (upstream appends `engine`).
+  FamilyOptions family{.name = std::string(kCacheConfigInfo), .help = std::string(spec->help)};
+  std::vector<std::string_view> values;
   for (const auto& [key, value] : info) {
-    const auto it = std::find(spec->labels.begin(), spec->labels.end(), key);
-    if (it == spec->labels.end() || key == kStageLabel || key == kReplicaLabel) {
-      SetError(error, "cache_config_info has no label " + std::string(key));
+    if (key == kStageLabel || key == kReplicaLabel) {
+      SetError(error, "cache_config_info key " + std::string(key) + " is an engine label");
       return false;
     }
-    values[static_cast<size_t>(it - spec->labels.begin())] = value;
+    family.labels.emplace_back(key);
+    values.push_back(value);
   }
+  family.labels.emplace_back(kStageLabel);
+  family.labels.emplace_back(kReplicaLabel);
   if (!enabled_) return true;
-  Family<Gauge>* family = gauges_.at(kCacheConfigInfo);
+  // A second call (new keys) replaces the family, as upstream's re-registration would.
+  registry_.RemovePrefix(kCacheConfigInfo);
+  std::string why;
+  Family<Gauge>* gauge = registry_.AddGauge(std::move(family), &why);
+  if (gauge == nullptr) {
+    SetError(error, "cannot register vllm:cache_config_info: " + why);
+    return false;
+  }
+  values.resize(values.size() + 2);
   for (size_t e = 0; e < options_.engines.size(); ++e) {
-    values[stage_at] = StageLabel(e);
-    values[replica_at] = ReplicaLabel(e);
-    family->Labels(std::span<const std::string_view>(values)).Set(1.0);
+    values[values.size() - 2] = StageLabel(e);
+    values[values.size() - 1] = ReplicaLabel(e);
+    gauge->Labels(std::span<const std::string_view>(values)).Set(1.0);
   }
   return true;
 }

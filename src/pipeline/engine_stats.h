@@ -6,44 +6,46 @@
 // and hands them to EngineStatsLogger::Record with its flat engine index (EngineMap order: stages
 // in order, replicas within a stage; pools {1,2,1} -> 0:(0,0) 1:(1,0) 2:(1,1) 3:(2,0)).
 //
-// Contract.
-// - Families: every VllmEngineFamilies() entry (the real V1 scrape's names, types, HELP, labels,
-//   buckets), registered by EngineStatsLogger::Create only when the registry is enabled. A
-//   disabled registry (log-stats off) registers nothing: /metrics has no `vllm:*` (§4.8); Record
-//   then still validates the engine index and records nothing.
+// Contract: vLLM main's PrometheusStatLogger (shared/spec/reference/vllm-stat-logger.md).
+// - Families: the VllmEngineFamilies() rows, registered by EngineStatsLogger::Create only when
+//   the registry is enabled. A disabled registry (log-stats off) registers nothing: /metrics has
+//   no `vllm:*` (§4.8); Record then still validates the engine index and records nothing. As in
+//   vLLM, the KV-connector families exist only for the configured connector (NIXL's
+//   `vllm:nixl_*` with KvConnector::kNixl, none without one), and the token-count histograms
+//   (kEngineTokenCountFamilies) take build_1_2_5 buckets up to max_model_len when it is given.
 // - Create first drops every family named `vllm:*` from the registry (upstream's scoped
 //   unregister, §4.10: `vllm_omni:*` families are kept), so a re-created logger takes over the
 //   names; the old logger's handles stay safe and become invisible.
 // - Children are bound eagerly per (stage, replica), as upstream's create_metric_per_engine does:
 //   every family renders zeros at once. Extra labels bind their whole bounded set:
 //   finished_reason (stop, length, abort, error, repetition), sleep_state (awake=1,
-//   weights_offloaded=0, discard_all=0) and source (local_compute, local_cache_hit,
-//   external_kv_transfer). cache_config_info appears once LogEngineInitialized is called.
+//   weights_offloaded=0, discard_all=0), source (local_compute, local_cache_hit,
+//   external_kv_transfer) and reason (capacity, deferred). cache_config_info appears once
+//   LogEngineInitialized is called, labelled with whatever keys it is given.
 // - Relabel (§4.12): the EngineMap is static; an index outside it is an error (Record returns
 //   false, sets *error, records nothing): labels are never guessed.
-// - Throttle (§4.9): scheduler-stats gauges (num_requests_running, num_requests_waiting,
-//   kv_cache_usage_perc) are set at most once per second per (stage, replica), never globally:
-//   `now - last < 1.0` skips them, else last = now (last starts at 0.0, as upstream's
-//   _last_stats_time). Counters and histograms carried by SchedulerStats (prefix cache, KV
-//   connector, perf) are added on every Record, throttled or not, so they sum every step
-//   (upstream's throttle made them read 0, #4802). IterationStats are recorded on every call.
-//   A call with only SchedulerStats is never dropped; a call with neither is a no-op.
+// - No throttle here: every Record with SchedulerStats sets the gauges and adds the counters.
+//   The 1 Hz gate is the scheduler's (vLLM-Omni's make_stats(), §4.9; SchedulerStatsThrottle
+//   below is that gate, for engines that produce stats).
 //
 // Field -> family (per (stage, replica); counters are exposed with `_total`):
-//   SchedulerStats   num_running_reqs -> num_requests_running, num_waiting_reqs ->
-//                    num_requests_waiting, kv_cache_usage -> kv_cache_usage_perc (gauges,
-//                    throttled); prefix_cache_stats.{queries,hits} -> prefix_cache_{queries,hits};
+//   SchedulerStats   num_running_reqs -> num_requests_running; num_waiting_reqs +
+//                    num_skipped_waiting_reqs -> num_requests_waiting; num_waiting_reqs ->
+//                    num_requests_waiting_by_reason{reason="capacity"}, num_skipped_waiting_reqs
+//                    -> {reason="deferred"}; kv_cache_usage -> kv_cache_usage_perc;
+//                    prefix_cache_stats.{queries,hits} -> prefix_cache_{queries,hits};
 //                    connector_prefix_cache_stats.{queries,hits} ->
-//                    external_prefix_cache_{queries,hits}; kv_connector_stats (NIXL) ->
-//                    nixl_xfer_time_seconds, nixl_post_time_seconds, nixl_bytes_transferred,
-//                    nixl_num_descriptors (one observation per transfer), nixl_num_failed_
-//                    {transfers,notifications}, nixl_num_kv_expired_reqs; perf_stats ->
+//                    external_prefix_cache_{queries,hits}; kv_connector_stats (NIXL, when
+//                    configured) -> nixl_xfer_time_seconds, nixl_post_time_seconds,
+//                    nixl_bytes_transferred, nixl_num_descriptors (one observation per
+//                    transfer), nixl_num_failed_{transfers,notifications},
+//                    nixl_num_kv_expired_reqs; perf_stats ->
 //                    estimated_{flops,read_bytes,write_bytes}_per_gpu.
 //   MultiModalCacheStats (upstream's separate mm_cache_stats argument) -> mm_cache_{queries,hits}.
 //   IterationStats   num_preempted_reqs -> num_preemptions; num_prompt_tokens -> prompt_tokens;
-//                    prompt_token_stats -> prompt_tokens_by_source{source}, prompt_tokens_cached,
-//                    prompt_tokens_recomputed; num_generation_tokens -> generation_tokens;
-//                    prompt + generation tokens of the step -> iteration_tokens_total;
+//                    prompt_token_stats -> prompt_tokens_by_source{source}, prompt_tokens_cached;
+//                    num_generation_tokens -> generation_tokens; computed prompt tokens (cache
+//                    hits excluded) + generation tokens of the step -> iteration_tokens_total;
 //                    max_num_generation_tokens_iter -> request_max_num_generation_tokens;
 //                    n_params_iter -> request_params_n; time_to_first_tokens_iter ->
 //                    time_to_first_token_seconds; inter_token_latencies_iter ->
@@ -56,12 +58,13 @@
 //                    request_time_per_output_token_seconds; max(num_prompt_tokens -
 //                    max(num_cached_tokens, 0), 0) -> request_prefill_kv_computed_tokens;
 //                    max_tokens_param (when set and non-zero) -> request_params_max_tokens.
-// Families of the fixture without a source in SchedulerStats/IterationStats:
+// Families without a source in SchedulerStats/IterationStats:
 //   engine_sleep_state{sleep_state} -> SetSleepState (upstream's record_sleep_state);
 //   cache_config_info -> LogEngineInitialized (upstream's log_engine_initialized; CacheConfig
 //   metrics_info() key/value strings, value 1 for every engine).
-// Not rendered (no family in the V1 fixture): spec decoding, LoRA, KV-cache residency,
-// corrupted requests.
+// Not rendered (vLLM creates them only when configured; a C++ engine has no source for them):
+// spec decoding, LoRA, KV-cache residency, corrupted requests. With vLLM installed the Python
+// package wraps vLLM's own logger instead, which has them all.
 //
 // Thread-safety: Record, SetSleepState and LogEngineInitialized may be called from any thread
 // concurrently; the hot path is lock-free (cached handles, one atomic compare-exchange for the
@@ -85,6 +88,7 @@
 #include <vector>
 
 #include "modelmetrics/metrics.h"
+#include "pipeline/catalog.h"
 #include "pipeline/engine_map.h"
 
 namespace modelmetrics::pipeline {
@@ -116,8 +120,9 @@ struct PerfStats {
 
 struct SchedulerStats {
   uint64_t num_running_reqs = 0;
-  uint64_t num_waiting_reqs = 0;
-  double kv_cache_usage = 0;  // 0..1
+  uint64_t num_waiting_reqs = 0;          // waiting for capacity
+  uint64_t num_skipped_waiting_reqs = 0;  // deferred (LoRA budget, KV transfer, blocked)
+  double kv_cache_usage = 0;              // 0..1
   PrefixCacheStats prefix_cache_stats;
   std::optional<PrefixCacheStats> connector_prefix_cache_stats;  // external (KV connector)
   std::optional<KvConnectorStats> kv_connector_stats;
@@ -152,7 +157,6 @@ struct PromptTokenStats {
   uint64_t local_cache_hit = 0;       // source="local_cache_hit"
   uint64_t external_kv_transfer = 0;  // source="external_kv_transfer"
   uint64_t cached_tokens = 0;         // prompt_tokens_cached (local + external)
-  uint64_t recomputed_tokens = 0;     // prompt_tokens_recomputed
 };
 
 struct IterationStats {
@@ -171,8 +175,9 @@ struct IterationStats {
 
 inline constexpr double kSchedulerStatsIntervalS = 1.0;
 
-// One scheduler's make_stats() gate (§4.9): Admit(now) is false while now - last < interval,
-// else it sets last = now and is true. `last` starts at 0.0. Lock-free; thread-safe.
+// One scheduler's make_stats() gate (§4.9), for an engine that produces stats: Admit(now) is
+// false while now - last < interval, else it sets last = now and is true. `last` starts at 0.0.
+// Lock-free; thread-safe. The logger itself does not throttle.
 class SchedulerStatsThrottle {
  public:
   explicit SchedulerStatsThrottle(double interval_s = kSchedulerStatsIntervalS)
@@ -186,6 +191,13 @@ class SchedulerStatsThrottle {
 
 // ---- The logger ----
 
+// vLLM's kv_transfer_config.kv_connector, for the connector families (vLLM builds them only for
+// the configured connector; this logger knows NIXL's).
+enum class KvConnector : uint8_t { kNone, kNixl };
+
+// vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to and including max_value.
+std::vector<double> BuildOneTwoFiveBuckets(uint64_t max_value);
+
 struct EngineStatsOptions {
   std::string model_name;
   EngineMap engines;  // static stage layout
@@ -193,8 +205,10 @@ struct EngineStatsOptions {
   // stage_replica_map may name stages, e.g. {"thinker", "0"}); empty: the decimal ids. When
   // given, its size must equal engines.size() (Create fails otherwise).
   std::vector<std::pair<std::string, std::string>> engine_labels;
-  // Monotonic seconds; steady_clock when empty. Injectable for tests.
-  std::function<double()> clock;
+  // vLLM's model_config.max_model_len: the token-count histograms' buckets (build_1_2_5 up to
+  // it). Empty: the catalog's buckets (those of a 2048-token model).
+  std::optional<uint64_t> max_model_len;
+  KvConnector kv_connector = KvConnector::kNone;
 };
 
 class EngineStatsLogger {
@@ -239,7 +253,7 @@ class EngineStatsLogger {
  private:
   EngineStatsLogger(Registry& registry, EngineStatsOptions options);
   bool Register(std::string* error);
-  double Now() const;
+  bool Registered(const FamilySpec& spec) const;
   std::string_view StageLabel(size_t engine) const;
   std::string_view ReplicaLabel(size_t engine) const;
 

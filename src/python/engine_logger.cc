@@ -48,18 +48,19 @@ bool List(PyObject* seq, std::vector<T>* out) {
   return true;
 }
 
-// (num_running, num_waiting, kv_cache_usage, prefix_queries, prefix_hits,
+// (num_running, num_waiting, num_skipped_waiting, kv_cache_usage, prefix_queries, prefix_hits,
 //  connector (queries, hits) | None,
 //  kv_connector (durations, post_durations, bytes, descriptors, failed_transfers,
 //                failed_notifications, expired) | None,
 //  perf (flops, read_bytes, write_bytes) | None)
 bool Scheduler(PyObject* t, pipeline::SchedulerStats* s) {
-  PyObject *running, *waiting, *queries, *hits, *connector, *kv, *perf;
-  if (!PyArg_ParseTuple(t, "OOdOOOOO:scheduler", &running, &waiting, &s->kv_cache_usage, &queries,
-                        &hits, &connector, &kv, &perf)) {
+  PyObject *running, *waiting, *skipped, *queries, *hits, *connector, *kv, *perf;
+  if (!PyArg_ParseTuple(t, "OOOdOOOOO:scheduler", &running, &waiting, &skipped, &s->kv_cache_usage,
+                        &queries, &hits, &connector, &kv, &perf)) {
     return false;
   }
   if (!Count(running, &s->num_running_reqs) || !Count(waiting, &s->num_waiting_reqs) ||
+      !Count(skipped, &s->num_skipped_waiting_reqs) ||
       !Count(queries, &s->prefix_cache_stats.queries) ||
       !Count(hits, &s->prefix_cache_stats.hits)) {
     return false;
@@ -134,7 +135,7 @@ bool Finished(PyObject* t, pipeline::FinishedRequestStats* f) {
 }
 
 // (generation_tokens, prompt_tokens, preempted, prompt_token_stats (computed, local_cache_hit,
-//  external_kv_transfer, cached, recomputed) | None, finished [tuple], max_generation_tokens
+//  external_kv_transfer, cached) | None, finished [tuple], max_generation_tokens
 //  [int], n_params [int], ttfts [s], inter_token_latencies [s])
 bool Iteration(PyObject* t, pipeline::IterationStats* it) {
   PyObject *generation, *prompt, *preempted, *sources, *finished, *max_gen, *n_params, *ttft, *itl;
@@ -147,15 +148,14 @@ bool Iteration(PyObject* t, pipeline::IterationStats* it) {
     return false;
   }
   if (sources != Py_None) {
-    PyObject *computed, *local, *external, *cached, *recomputed;
-    if (!PyArg_ParseTuple(sources, "OOOOO:prompt_token_stats", &computed, &local, &external,
-                          &cached, &recomputed)) {
+    PyObject *computed, *local, *external, *cached;
+    if (!PyArg_ParseTuple(sources, "OOOO:prompt_token_stats", &computed, &local, &external,
+                          &cached)) {
       return false;
     }
     pipeline::PromptTokenStats& p = it->prompt_token_stats;
     if (!Count(computed, &p.computed) || !Count(local, &p.local_cache_hit) ||
-        !Count(external, &p.external_kv_transfer) || !Count(cached, &p.cached_tokens) ||
-        !Count(recomputed, &p.recomputed_tokens)) {
+        !Count(external, &p.external_kv_transfer) || !Count(cached, &p.cached_tokens)) {
       return false;
     }
   }
@@ -180,10 +180,13 @@ PyObject* New(PyTypeObject* type, PyObject*, PyObject*) {
 
 int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
   auto* self = reinterpret_cast<LoggerObject*>(obj);
-  static const char* kKeywords[] = {"model_name", "engine_labels", nullptr};
-  PyObject *model, *labels;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:EngineStatsLogger",
-                                   const_cast<char**>(kKeywords), &model, &labels)) {
+  static const char* kKeywords[] = {"model_name", "engine_labels", "max_model_len", "kv_connector",
+                                    nullptr};
+  PyObject *model, *labels, *max_model_len = Py_None;
+  const char* connector = nullptr;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|Oz:EngineStatsLogger",
+                                   const_cast<char**>(kKeywords), &model, &labels, &max_model_len,
+                                   &connector)) {
     return -1;
   }
   LabelValue model_text;
@@ -192,6 +195,15 @@ int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
   if (!fast) return -1;
   pipeline::EngineStatsOptions options;
   options.model_name = std::string(model_text.view());
+  if (max_model_len != Py_None) {
+    uint64_t n = 0;
+    if (!Count(max_model_len, &n)) return -1;
+    if (n > 0) options.max_model_len = n;
+  }
+  // vLLM builds connector families only for the configured connector; this table knows NIXL's.
+  if (connector != nullptr && std::string_view(connector) == "NixlConnector") {
+    options.kv_connector = pipeline::KvConnector::kNixl;
+  }
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fast.get()); ++i) {
     PyObject *stage, *replica;
     if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fast.get(), i), "OO:engine_labels", &stage, &replica)) {

@@ -4,8 +4,11 @@
 // vLLM's SchedulerStats / IterationStats objects and hands this type plain tuples.
 //
 // Contract.
-//   EngineStatsLogger(model_name, engine_labels)  engine_labels[flat] = (stage, replica) label
-//       values. Building one drops every `vllm:*` family of the process registry first
+//   EngineStatsLogger(model_name, engine_labels, max_model_len=None, kv_connector=None)
+//       engine_labels[flat] = (stage, replica) label values; max_model_len sets the token-count
+//       buckets; kv_connector "NixlConnector" adds NIXL's families (vLLM's
+//       kv_transfer_config.kv_connector). Building one drops every `vllm:*` family of the process
+//       registry first
 //       (upstream's scoped unregister, §4.10: `vllm_omni:*` stays), then registers and binds the
 //       engine families for every engine (zeros at once).
 //   record(engine, scheduler, iteration, mm_cache)  scheduler, iteration, mm_cache: the tuples

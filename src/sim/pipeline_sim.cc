@@ -154,7 +154,9 @@ class Simulation {
                          }});
       vad_.emplace(registry, kSpeechModel);
       engines_ = pipeline::EngineStatsLogger::Create(
-          registry, {.model_name = kSpeechModel, .engines = pipeline::EngineMap{2, 1}});
+          registry, {.model_name = kSpeechModel,
+                     .engines = pipeline::EngineMap{2, 1},
+                     .kv_connector = pipeline::KvConnector::kNixl});
     }
     if (Image()) image_.emplace(registry, ImageOptions());
   }
@@ -472,6 +474,7 @@ class Simulation {
       // queues longer than the requests in flight would read as nothing running. The talker
       // always has one request queued behind the thinkers' hand-offs.
       sched.num_waiting_reqs = static_cast<uint64_t>(thinker ? Pick(2) : 1 + Pick(2));
+      sched.num_skipped_waiting_reqs = static_cast<uint64_t>(Pick(3) == 0 ? 1 : 0);  // deferred
       sched.kv_cache_usage = Uniform(0.05, 0.8);
       sched.prefix_cache_stats = {.queries = 200, .hits = static_cast<uint64_t>(Pick(200))};
       pipeline::IterationStats iter;
@@ -483,14 +486,13 @@ class Simulation {
       iter.n_params_iter = {Chance(0.9) ? uint64_t{1} : uint64_t{2}};
       iter.max_num_generation_tokens_iter = {static_cast<uint64_t>(128 << Pick(4))};
       // Where the step's prompt tokens came from: local compute, the prefix cache, or (talker)
-      // KV received over the connector; a few cached tokens recomputed now and then.
+      // KV received over the connector.
       pipeline::PromptTokenStats& source = iter.prompt_token_stats;
       source.local_cache_hit = iter.num_prompt_tokens / 4;
       source.external_kv_transfer = thinker ? 0 : iter.num_prompt_tokens / 4;
       source.computed =
           iter.num_prompt_tokens - source.local_cache_hit - source.external_kv_transfer;
       source.cached_tokens = source.local_cache_hit + source.external_kv_transfer;
-      source.recomputed_tokens = Chance(0.2) ? static_cast<uint64_t>(1 + Pick(16)) : 0;
       // A preemption under KV pressure every 3 s, staggered across engines.
       if (step % 30 == 10 * engine + 5) iter.num_preempted_reqs = 1;
       // Analytic FLOPs and memory traffic of a 7B model: ~2 x params per token processed.
@@ -512,9 +514,10 @@ class Simulation {
           nixl.num_descriptors = {static_cast<double>(16 + Pick(400))};
         }
         // Rare connector faults on a cadence (each once in 6 s, first within 3 s).
-        nixl.num_failed_transfers = step % 60 == 20 + engine ? 1 : 0;
-        nixl.num_failed_notifications = step % 60 == 25 + engine ? 1 : 0;
-        nixl.num_kv_expired_reqs = step % 60 == 30 + engine ? 1 : 0;
+        // Once a minute each, on steps the scheduler reports (every tenth, below).
+        nixl.num_failed_transfers = step % 60 == 20 ? 1 : 0;
+        nixl.num_failed_notifications = step % 60 == 30 ? 1 : 0;
+        nixl.num_kv_expired_reqs = step % 60 == 40 ? 1 : 0;
         sched.kv_connector_stats = std::move(nixl);
       } else {
         sched.connector_prefix_cache_stats =
@@ -537,7 +540,12 @@ class Simulation {
         done.num_cached_tokens = static_cast<int64_t>(done.num_prompt_tokens / 4);
         iter.finished_requests.push_back(done);
       }
-      if (engines_) (void)engines_->Record(engine, &sched, &iter, thinker ? &mm_cache : nullptr);
+      // Each scheduler's make_stats() reports once a second (§4.9); iteration stats every step.
+      const bool admitted = step % 10 == 0;
+      if (engines_) {
+        (void)engines_->Record(engine, admitted ? &sched : nullptr, &iter,
+                               thinker ? &mm_cache : nullptr);
+      }
       speech_->OnWaitingSnapshot(engine < 2 ? 0 : 1, engine < 2 ? static_cast<int>(engine) : 0,
                                  static_cast<int64_t>(sched.num_waiting_reqs));
     }

@@ -58,14 +58,18 @@ def finished(**kw):
 
 def test_record_reads_vllm_shaped_objects():
     model = "stat-logger-record"
-    logger = OmniPrometheusStatLogger(NS(model_config=NS(served_model_name=model)),
-                                      build_stage_replica_map([2, 1]))
-    sched = NS(num_running_reqs=3, num_waiting_reqs=1, kv_cache_usage=0.5,
+    config = NS(model_config=NS(served_model_name=model, max_model_len=100000),
+                kv_transfer_config=NS(kv_connector="NixlConnector"))
+    logger = OmniPrometheusStatLogger(config, build_stage_replica_map([2, 1]))
+    sched = NS(num_running_reqs=3, num_waiting_reqs=1, num_skipped_waiting_reqs=2,
+               kv_cache_usage=0.5,
                prefix_cache_stats=NS(queries=100, hits=40),
                kv_connector_stats=NS(data={"transfer_duration": [0.01, 0.02],
                                            "post_duration": [0.001], "bytes_transferred": [4096],
                                            "num_descriptors": [12], "num_failed_transfers": [1]}))
     it = NS(num_generation_tokens=10, num_prompt_tokens=50, num_preempted_reqs=1,
+            prompt_token_stats=NS(computed=30, local_cache_hit=20, external_kv_transfer=0,
+                                  cached_tokens=20),
             finished_requests=[finished(), finished(finish_reason="length")],
             max_num_generation_tokens_iter=[128], n_params_iter=[1],
             time_to_first_tokens_iter=[0.2], inter_token_latencies_iter=[0.01, 0.02])
@@ -74,6 +78,12 @@ def test_record_reads_vllm_shaped_objects():
     text = exposition()
     lab = f'model_name="{model}",replica="0",stage="1"'
     assert sample(text, f"vllm:num_requests_running{{{lab}}}") == 3.0
+    assert sample(text, f"vllm:num_requests_waiting{{{lab}}}") == 3.0  # waiting + deferred
+    deferred = f'model_name="{model}",reason="deferred",replica="0",stage="1"'
+    assert sample(text, f"vllm:num_requests_waiting_by_reason{{{deferred}}}") == 2.0
+    assert sample(text, f"vllm:iteration_tokens_total_sum{{{lab}}}") == 80.0  # computed + generated
+    assert sample(text, f'vllm:request_prompt_tokens_bucket{{le="100000.0",{lab}}}') == 4.0
+    assert "vllm:prompt_tokens_recomputed" not in text
     assert sample(text, f"vllm:kv_cache_usage_perc{{{lab}}}") == 0.5
     assert sample(text, f"vllm:prefix_cache_queries_total{{{lab}}}") == 100.0
     assert sample(text, f"vllm:prefix_cache_hits_total{{{lab}}}") == 40.0
@@ -96,19 +106,39 @@ def test_record_reads_vllm_shaped_objects():
         logger.record(NS(num_running_reqs="three"), None, engine_idx=0)
 
 
-def test_scheduler_gauges_are_throttled_per_engine_counters_are_not():
-    model = "stat-logger-throttle"
+def test_every_record_is_recorded_and_no_connector_means_no_connector_families():
+    # vLLM main's logger has no throttle (the scheduler's make_stats() gates stats), and builds
+    # connector families only for the configured connector.
+    model = "stat-logger-no-throttle"
     logger = OmniPrometheusStatLogger(None, build_stage_replica_map([2]), model_name=model)
     for running in (1, 2, 3):
-        logger.record(NS(num_running_reqs=running, prefix_cache_stats=NS(queries=10, hits=1)), None,
+        logger.record(NS(num_running_reqs=running, prefix_cache_stats=NS(queries=10, hits=1),
+                         kv_connector_stats=NS(data={"num_failed_transfers": 1})), None,
                       engine_idx=0)
-    logger.record(NS(num_running_reqs=7), None, engine_idx=1)  # another engine: its own gate
+    logger.record(NS(num_running_reqs=7), None, engine_idx=1)
     text = exposition()
     lab0 = f'model_name="{model}",replica="0",stage="0"'
     lab1 = f'model_name="{model}",replica="1",stage="0"'
-    assert sample(text, f"vllm:num_requests_running{{{lab0}}}") == 1.0  # first admitted only
-    assert sample(text, f"vllm:prefix_cache_queries_total{{{lab0}}}") == 30.0  # every step
+    assert sample(text, f"vllm:num_requests_running{{{lab0}}}") == 3.0  # the latest
+    assert sample(text, f"vllm:prefix_cache_queries_total{{{lab0}}}") == 30.0
     assert sample(text, f"vllm:num_requests_running{{{lab1}}}") == 7.0
+    assert "vllm:nixl_" not in text
+
+
+def test_cache_config_info_takes_whatever_keys_the_config_has():
+    model = "stat-logger-cache-info"
+
+    class CacheConfig:
+        def metrics_info(self):
+            return {"block_size": "16", "kv_cache_size_tokens": "438960",
+                    "user_specified_mamba_block_size": "None"}
+
+    logger = OmniPrometheusStatLogger(NS(cache_config=CacheConfig()), build_stage_replica_map([1]),
+                                      model_name=model)
+    logger.log_engine_initialized()
+    rows = lines_with(exposition(), "vllm:cache_config_info{")
+    assert rows == ['vllm:cache_config_info{block_size="16",kv_cache_size_tokens="438960",'
+                    'replica="0",stage="0",user_specified_mamba_block_size="None"} 1.0']
 
 
 def test_throttle_helper_and_mixin():

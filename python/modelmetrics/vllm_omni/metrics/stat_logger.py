@@ -14,16 +14,18 @@ for ``labelnames=metrics_info.keys()``, so upstream never exports ``vllm:cache_c
 here any container that is not a tuple becomes a list, and the family is exported.
 
 **Without vLLM** (tools, tests, a pipeline process that runs no vLLM engine), the same names
-exist and ``OmniPrometheusStatLogger`` is the native fallback: the C++ engine table (the real
-vLLM V1 scrape's names, HELP, labels and buckets, ``engine`` replaced by ``stage, replica``),
-whose ``record()`` reads vLLM's ``SchedulerStats`` / ``IterationStats`` objects duck-typed. What
-the fallback does differently from vLLM's logger:
+exist and ``OmniPrometheusStatLogger`` is the native fallback: the C++ engine table, which
+follows vLLM main's logger (shared/spec/reference/vllm-stat-logger.md: waiting by reason,
+skipped waiting, computed-only iteration tokens, token-count buckets from ``max_model_len``,
+NIXL's families only with a NIXL connector configured, ``cache_config_info`` with whatever keys
+``metrics_info()`` returns, no throttle in the logger), with ``engine`` replaced by ``stage,
+replica``; its ``record()`` reads vLLM's ``SchedulerStats`` / ``IterationStats`` objects
+duck-typed. What the fallback does differently from vLLM's logger:
 
-* counters that vLLM updates inside the 1 Hz throttled ``make_stats()`` (prefix cache, KV
-  connector, perf) are added on every ``record()``; only the scheduler gauges are throttled per
-  (stage, replica) (issue #4802);
 * ``record_sleep_state`` may name one engine (a stage can sleep alone);
-* an engine index outside the map raises KeyError, as upstream's ``_engine_to_stage_replica``.
+* an engine index outside the map raises KeyError, as upstream's ``_engine_to_stage_replica``;
+* no spec-decoding, LoRA, kv-block-lifetime or corrupted-request families (the engine table has
+  no source for them; vLLM's own logger, used when vLLM is installed, has them).
 
 Building a logger drops the previous logger's ``vllm:*`` families and keeps every
 ``vllm_omni:*`` family (the scoped unregister, §4.10). With ``log_stats=False`` the fallback
@@ -292,7 +294,7 @@ def _scheduler_tuple(s):
     perf = _get(s, "perf_stats")
     return (
         _get(s, "num_running_reqs", 0), _get(s, "num_waiting_reqs", 0),
-        float(_get(s, "kv_cache_usage", 0.0) or 0.0),
+        _get(s, "num_skipped_waiting_reqs", 0), float(_get(s, "kv_cache_usage", 0.0) or 0.0),
         _get(_get(s, "prefix_cache_stats"), "queries", 0), _get(_get(s, "prefix_cache_stats"), "hits", 0),
         _cache_pair(_get(s, "connector_prefix_cache_stats")),
         _kv_connector(_get(s, "kv_connector_stats")),
@@ -320,8 +322,7 @@ def _iteration_tuple(it):
         _get(it, "num_preempted_reqs", 0),
         None if sources is None else (
             _get(sources, "computed", 0), _get(sources, "local_cache_hit", 0),
-            _get(sources, "external_kv_transfer", 0), _get(sources, "cached_tokens", 0),
-            _get(sources, "recomputed_tokens", 0)),
+            _get(sources, "external_kv_transfer", 0), _get(sources, "cached_tokens", 0)),
         [_finished_tuple(f) for f in (_get(it, "finished_requests", ()) or ())],
         list(_get(it, "max_num_generation_tokens_iter", ()) or ()),
         list(_get(it, "n_params_iter", ()) or ()),
@@ -356,8 +357,11 @@ class _NativeOmniPrometheusStatLogger(_OmniLoggerSlots):
         self._dense = {flat: i for i, flat in enumerate(self.engine_indexes)}
         self._logger = None
         if self.log_stats:
+            transfer = _get(vllm_config, "kv_transfer_config")
             self._logger = _native.EngineStatsLogger(
-                self._model, [self._map[flat] for flat in self.engine_indexes])
+                self._model, [self._map[flat] for flat in self.engine_indexes],
+                max_model_len=_get(_get(vllm_config, "model_config"), "max_model_len"),
+                kv_connector=_get(transfer, "kv_connector"))
         self.per_engine_labelvalues = {flat: [self._model, str(flat)] for flat in self.engine_indexes}
 
     def _index(self, engine_idx):
@@ -367,9 +371,9 @@ class _NativeOmniPrometheusStatLogger(_OmniLoggerSlots):
             raise KeyError(f"engine {engine_idx!r} is not in the stage/replica map") from None
 
     def record(self, scheduler_stats, iteration_stats, mm_cache_stats=None, engine_idx: int = 0):
-        """One engine step: SchedulerStats (gauges throttled to 1 Hz per engine; the cache,
-        connector and perf counters always), IterationStats (tokens, finished requests, TTFT,
-        ITL, ...), and vLLM's separate multimodal cache stats."""
+        """One engine step: SchedulerStats (already gated by the scheduler's make_stats()),
+        IterationStats (tokens, finished requests, TTFT, ITL, ...), and vLLM's separate
+        multimodal cache stats."""
         if self._logger is None:
             return
         index = self._index(engine_idx)
