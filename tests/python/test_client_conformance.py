@@ -292,3 +292,17 @@ def test_every_value_is_spelled_as_float_to_go_string():
         g.labels(str(i)).set(v)
     lines = mpc.generate_latest(r).decode().splitlines()[2:]
     assert [line.rsplit(" ", 1)[1] for line in lines] == [floatToGoString(v) for v in values]
+
+
+def test_prometheus_client_multiprocess_mode_is_warned_about():
+    from conftest import run_isolated
+
+    result = run_isolated("""
+import os, warnings
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = "/tmp"
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    import modelmetrics.prometheus_client
+assert any("PROMETHEUS_MULTIPROC_DIR" in str(w.message) for w in seen), seen
+""")
+    assert result.returncode == 0, result.stderr[-2000:]

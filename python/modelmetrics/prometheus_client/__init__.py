@@ -12,6 +12,9 @@ prometheus_client's own exposition helpers print them too (through its Python wr
 (Debian's python3-prometheus-client, 0.16 or later).
 """
 
+import os as _os
+import warnings as _warnings
+
 import prometheus_client as _pc
 from prometheus_client import *  # noqa: F401,F403 - the rest of prometheus_client's API
 
@@ -19,3 +22,10 @@ from .exposition import generate_latest
 from .metrics import Counter, Gauge, Histogram
 
 __all__ = tuple(_pc.__all__)
+
+if _os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    # prometheus_client's multiprocess mode merges per-process files at each scrape; these
+    # instruments keep their values in this process, where that collector does not look.
+    _warnings.warn("modelmetrics.prometheus_client: PROMETHEUS_MULTIPROC_DIR is set, but its "
+                   "Counter, Gauge and Histogram keep values in this process only (a "
+                   "MultiProcessCollector does not see them)", stacklevel=2)
