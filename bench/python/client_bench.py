@@ -142,7 +142,9 @@ def main():
             for side, env in sides.items():
                 t = timeit.timeit(stmt, globals=env, number=number) / number
                 best[(case, side)] = min(best[(case, side)], t)
-    print(f"prometheus_client {pc.__version__ if hasattr(pc, '__version__') else ''}, "
+    from importlib.metadata import version
+
+    print(f"prometheus_client {version('prometheus_client')}, "
           f"best of {args.repeat} rounds; the Omni wrap's generate_latest prints "
           f"{len(ours.splitlines())} lines")
     print(f"{'call':38} {'prometheus_client':>18} {'modelmetrics':>14} {'ratio':>7} {'target':>7}")
