@@ -194,12 +194,8 @@ class FamilyBase {
   // its bound (kMaxLabelValueBytes, kMaxChildrenPerFamily).
   void* Find(std::span<const std::string_view> values, bool create, double created = kNow);
   bool RemoveChild(std::span<const std::string_view> values);
-  // Frees a removed child's series; false when `series` is live or unknown.
-  bool ForgetRemoved(const void* series);
   static constexpr double kNow = __builtin_nan("");
-  static const void* SeriesOf(Counter h) { return h.series_; }
-  static const void* SeriesOf(Gauge h) { return h.series_; }
-  static const void* SeriesOf(Histogram h) { return h.series_; }
+
   // Reports a refused label set on stderr, once per `warned` flag of this family.
   void Refuse(bool* warned, const char* what);
   void RefuseLocked(bool* warned, const char* what);
@@ -247,9 +243,6 @@ class Family : public metrics_internal::FamilyBase {
     return RemoveChild(std::span(values.begin(), values.size()));
   }
   bool Remove(std::span<const std::string_view> values) { return RemoveChild(values); }
-  // Frees the memory of a removed child once its owner knows no handle to it is left (the
-  // Python instruments: one object per child); the handle must not be used again.
-  bool Forget(T handle) { return ForgetRemoved(SeriesOf(handle)); }
 
   Family(FamilyOptions options, MetricType type, bool enabled)
       : FamilyBase(std::move(options), type, enabled) {}

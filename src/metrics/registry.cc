@@ -109,7 +109,7 @@ FamilyBase::FamilyBase(FamilyOptions options, MetricType type, bool enabled)
   if (type_ == MetricType::kHistogram) {
     for (double bound : options_.buckets) {
       std::string text = "le=\"";
-      AppendCanonicalDouble(&text, bound);
+      AppendPythonClientDouble(&text, bound);  // floatToGoString, as prometheus_client writes `le`
       st.le_text.push_back(text + "\"");
     }
     st.le_text.push_back("le=\"+Inf\"");
@@ -193,21 +193,6 @@ bool FamilyBase::RemoveChild(std::span<const std::string_view> values) {
   st.graveyard.push_back(std::move(*pos));
   st.children.erase(pos);
   return true;
-}
-
-bool FamilyBase::ForgetRemoved(const void* series) {
-  State& st = *state_;
-  std::lock_guard<std::mutex> lock(st.mu);
-  auto is_it = [&](const std::unique_ptr<State::Child>& c) {
-    return std::visit([&](const auto& p) -> bool { return p.get() == series; }, c->series);
-  };
-  // Newest first: the Python instruments forget a child soon after removing it.
-  for (auto it = st.graveyard.rbegin(); it != st.graveyard.rend(); ++it) {
-    if (!is_it(*it)) continue;
-    st.graveyard.erase(std::next(it).base());
-    return true;
-  }
-  return false;
 }
 
 namespace {

@@ -239,16 +239,18 @@ class EngineStatsLogger {
   // for that engine only (false when unknown).
   bool SetSleepState(int sleep, int level, std::optional<size_t> engine_index = std::nullopt);
 
-  // cache_config_info: one series per engine, value 1, labelled with `metrics_info` (upstream's
-  // CacheConfig.metrics_info() as strings; keys the catalog has but `metrics_info` lacks read
-  // "None"). False (with *error) when a key is not one of the family's labels.
+  // cache_config_info: one series per engine, value 1, labelled with the keys of `metrics_info`
+  // (upstream's CacheConfig.metrics_info() as strings) in order, then stage and replica. A
+  // later call replaces the family. False (with *error) when a key is `stage`/`replica` or not
+  // a valid label name; the previous family is gone then. Calls race with each other (the last
+  // one wins); call it once per engine start, as upstream does.
   bool LogEngineInitialized(std::span<const std::pair<std::string_view, std::string_view>> info,
                             std::string* error = nullptr);
 
   bool enabled() const { return enabled_; }
   const EngineMap& engines() const { return options_.engines; }
 
-  struct EngineHandles;  // per (stage, replica) cached handles and throttle
+  struct EngineHandles;  // per (stage, replica) cached handles
 
  private:
   EngineStatsLogger(Registry& registry, EngineStatsOptions options);

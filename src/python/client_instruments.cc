@@ -27,7 +27,8 @@ struct CoreObject {
   PyObject* metrics;  // a parent's children: {labelvalues tuple: child}
   Kind kind;
   bool observable;  // a child, or an unlabelled metric, once bound
-  bool detached;    // removed from its family: its series is freed with the object
+  bool detached;    // removed from its family (the family keeps the series: another object
+                    // bound to the same label values may still write to it)
 };
 
 PyTypeObject* g_core_type = nullptr;  // InstrumentCore, for render_instruments' type check
@@ -87,29 +88,11 @@ int Clear(PyObject* obj) {
   return 0;
 }
 
-// A detached child's series is no longer in its family: free it now that no handle is left.
-void ForgetDetached(CoreObject* self) {
-  if (!self->detached || self->family == nullptr) return;
-  metrics_internal::FamilyBase* family = self->family->get();
-  switch (self->kind) {
-    case Kind::kCounter:
-      static_cast<Family<Counter>*>(family)->Forget(self->counter);
-      break;
-    case Kind::kGauge:
-      static_cast<Family<Gauge>*>(family)->Forget(self->gauge);
-      break;
-    default:
-      static_cast<Family<Histogram>*>(family)->Forget(self->histogram);
-      break;
-  }
-}
-
 void Dealloc(PyObject* obj) {
   CoreObject* self = Core(obj);
   PyTypeObject* type = Py_TYPE(obj);
   PyObject_GC_UnTrack(obj);
   Clear(obj);
-  ForgetDetached(self);
   delete self->family;
   type->tp_free(obj);
   Py_DECREF(type);
@@ -195,13 +178,13 @@ PyObject* NativeBind(PyObject* obj, PyObject* args) {
   PyRef fast = AsTuple(labelvalues, "labelvalues must be a sequence");
   if (!fast) return nullptr;
   const Py_ssize_t n = PyTuple_GET_SIZE(fast.get());
-  std::vector<LabelValue> values(static_cast<size_t>(n));
-  std::vector<std::string_view> views;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    if (!values[static_cast<size_t>(i)].Set(PyTuple_GET_ITEM(fast.get(), i))) return nullptr;
-    views.push_back(values[static_cast<size_t>(i)].view());
-  }
   return Guarded([&]() -> PyObject* {
+    std::vector<LabelValue> values(static_cast<size_t>(n));
+    std::vector<std::string_view> views;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!values[static_cast<size_t>(i)].Set(PyTuple_GET_ITEM(fast.get(), i))) return nullptr;
+      views.push_back(values[static_cast<size_t>(i)].view());
+    }
     FamilyPtr family = *from->family;  // a copy: `from` may be `self`
     metrics_internal::FamilyBase* base = family.get();
     switch (self->kind) {
@@ -228,23 +211,25 @@ PyObject* NativeBind(PyObject* obj, PyObject* args) {
 PyObject* NativeDetach(PyObject* obj, PyObject* labelvalues) {
   CoreObject* self = Core(obj);
   if (!self->observable || self->detached || self->family == nullptr) Py_RETURN_NONE;
-  std::vector<std::string> owned;
-  if (!Strings(labelvalues, "labelvalues must be a sequence", &owned)) return nullptr;
-  std::vector<std::string_view> views(owned.begin(), owned.end());
-  metrics_internal::FamilyBase* family = self->family->get();
-  switch (self->kind) {
-    case Kind::kCounter:
-      static_cast<Family<Counter>*>(family)->Remove(std::span<const std::string_view>(views));
-      break;
-    case Kind::kGauge:
-      static_cast<Family<Gauge>*>(family)->Remove(std::span<const std::string_view>(views));
-      break;
-    default:
-      static_cast<Family<Histogram>*>(family)->Remove(std::span<const std::string_view>(views));
-      break;
-  }
-  self->detached = true;
-  Py_RETURN_NONE;
+  return Guarded([&]() -> PyObject* {
+    std::vector<std::string> owned;
+    if (!Strings(labelvalues, "labelvalues must be a sequence", &owned)) return nullptr;
+    std::vector<std::string_view> views(owned.begin(), owned.end());
+    metrics_internal::FamilyBase* family = self->family->get();
+    switch (self->kind) {
+      case Kind::kCounter:
+        static_cast<Family<Counter>*>(family)->Remove(std::span<const std::string_view>(views));
+        break;
+      case Kind::kGauge:
+        static_cast<Family<Gauge>*>(family)->Remove(std::span<const std::string_view>(views));
+        break;
+      default:
+        static_cast<Family<Histogram>*>(family)->Remove(std::span<const std::string_view>(views));
+        break;
+    }
+    self->detached = true;
+    Py_RETURN_NONE;
+  });
 }
 
 // _native_value(): counter/gauge -> float; histogram -> (per-bucket counts, sum).
@@ -275,13 +260,15 @@ PyObject* NativeValue(PyObject* obj, PyObject*) {
 // ---- labels(): the cached-child fast path ----------------------------------------------------
 
 PyObject* CallSlow(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
-  std::vector<PyObject*> call(static_cast<size_t>(1 + nargs + nkw));
-  call[0] = obj;
-  for (Py_ssize_t i = 0; i < nargs + nkw; ++i) call[static_cast<size_t>(1 + i)] = args[i];
-  return PyObject_VectorcallMethod(g_slow_name, call.data(),
-                                   static_cast<size_t>(1 + nargs) | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                   kwnames);
+  return Guarded([&]() -> PyObject* {
+    const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+    std::vector<PyObject*> call(static_cast<size_t>(1 + nargs + nkw));
+    call[0] = obj;
+    for (Py_ssize_t i = 0; i < nargs + nkw; ++i) call[static_cast<size_t>(1 + i)] = args[i];
+    return PyObject_VectorcallMethod(
+        g_slow_name, call.data(), static_cast<size_t>(1 + nargs) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+        kwnames);
+  });
 }
 
 PyObject* Labels(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -356,8 +343,10 @@ PyObject* CounterInc(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyO
     return nullptr;
   }
   self->counter.AddFloat(amount);
-  if (bound[1] != nullptr) return Exemplar(obj, bound[1], bound[0]);
-  Py_RETURN_NONE;
+  if (bound[1] == nullptr) Py_RETURN_NONE;
+  if (bound[0] != nullptr) return Exemplar(obj, bound[1], bound[0]);
+  PyRef one(PyLong_FromLong(1));  // the default amount, as prometheus_client records it
+  return one ? Exemplar(obj, bound[1], one.get()) : nullptr;
 }
 
 PyObject* GaugeAdd(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
@@ -590,7 +579,11 @@ PyObject* RenderInstruments(PyObject*, PyObject* args, PyObject* kwargs) {
       PyErr_SetString(PyExc_TypeError, "render_instruments: not an initialised instrument");
       return nullptr;
     }
-    families.push_back(*Core(o)->family);
+    try {
+      families.push_back(*Core(o)->family);
+    } catch (const std::bad_alloc&) {
+      return PyErr_NoMemory();
+    }
   }
   std::string out;
   bool failed = false;

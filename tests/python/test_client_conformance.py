@@ -78,7 +78,7 @@ def histograms(m, r):
     for v in (0.001, 0.3, 7, 100, float("inf"), float("-inf"), float("nan")):
         h.labels("/a").observe(v)
     h.labels(route=3).observe(0.5)
-    wide = m.Histogram("tokens", "Tokens.", buckets=[1, 2, 5, 1e7, 1.5e8], registry=r)
+    wide = m.Histogram("tokens", "Tokens.", buckets=[1, 2, 5, 1e7, 1.5e8, 2.5e10], registry=r)
     wide.observe(3)
     wide.observe(2e7)
     neg = m.Histogram("delta", "Negative bounds.", buckets=[-1, 0, 1], registry=r)
@@ -118,6 +118,7 @@ def escapes_and_docs(m, r):
     c.labels("über ✓").inc()
     m.Gauge("no_doc", "", registry=r).set(1)
     m.Counter("exemplars", "X.", registry=r).inc(1, {"trace_id": "abc"})
+    m.Counter("exemplar_only", "X.", registry=r).inc(exemplar={"trace_id": "ghi"})
     m.Histogram("ex_hist", "X.", buckets=[1, 2], registry=r).observe(1.5, {"trace_id": "def"})
 
 
@@ -306,3 +307,33 @@ with warnings.catch_warnings(record=True) as seen:
 assert any("PROMETHEUS_MULTIPROC_DIR" in str(w.message) for w in seen), seen
 """)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_one_series_behind_two_children_stays_safe_after_remove():
+    # A lone surrogate is written escaped, so these two label values name one series; removing
+    # one child must not free what the other still writes to (ASan runs this suite too).
+    r = pc.CollectorRegistry()
+    c = mpc.Counter("surrogate", "S.", ["v"], registry=r)
+    first = c.labels("\udc80")
+    second = c.labels("\\udc80")
+    c.remove("\\udc80")
+    del second
+    import gc
+
+    gc.collect()
+    first.inc()
+    c.clear()
+    first.inc()
+    assert "surrogate_total{" not in mpc.generate_latest(r).decode()
+
+
+def test_set_function_runs_only_when_its_own_registry_renders():
+    calls = []
+    mine, other = pc.CollectorRegistry(), pc.CollectorRegistry()
+    g = mpc.Gauge("fn", "F.", ["k"], registry=mine)
+    g.labels("a").set_function(lambda: calls.append(1) or 5)
+    mpc.Gauge("plain", "P.", registry=other).set(1)
+    mpc.generate_latest(other)
+    assert calls == []
+    assert 'fn{k="a"} 5.0' in mpc.generate_latest(mine).decode()
+    assert calls == [1]

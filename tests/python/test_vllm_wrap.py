@@ -135,6 +135,12 @@ from vllm_omni.metrics.stat_logger import _rewrite_labelnames
 names = {"block_size": "16", "engine": ""}.keys()
 assert _rewrite_labelnames(names) == ["block_size", "stage", "replica"]
 assert _rewrite_labelnames(("engine",)) == ("stage", "replica")
+import prometheus_client as pc
+from vllm_omni.metrics.stat_logger import _ENGINE_INDEX_MAP, _RelabelGauge
+_ENGINE_INDEX_MAP[0] = ("0", "0")
+g = _RelabelGauge(name="it_names", documentation="d", labelnames=iter(["model_name", "engine"]),
+                  registry=pc.CollectorRegistry())
+assert g._labelnames == ("model_name", "stage", "replica")  # a one-shot iterator, read once
 """
     prelude = "import modelmetrics.vllm_omni; modelmetrics.vllm_omni.install()\n"
     if with_vllm:

@@ -12,7 +12,7 @@ from prometheus_client.registry import REGISTRY, CollectorRegistry
 
 from .. import _native
 from .._exposition import created_series_enabled
-from .metrics import MetricWrapperBase, _function_gauges, _refresh_function_gauges
+from .metrics import MetricWrapperBase, _refresh_function_gauges
 
 CONTENT_TYPE_LATEST = _pc_exposition.CONTENT_TYPE_LATEST
 
@@ -51,8 +51,6 @@ def generate_latest(registry=REGISTRY):
     collectors = _collectors(registry)
     if collectors is None:
         return _pc_exposition.generate_latest(registry)
-    if _function_gauges:
-        _refresh_function_gauges()
     created = created_series_enabled()
     out, run = [], []
     for collector in collectors:
@@ -60,19 +58,21 @@ def generate_latest(registry=REGISTRY):
             run.append(collector)
             continue
         if run:
-            out.append(_native.render_instruments(run, False, created))
+            out.append(_render(run, False, created))
             run = []
         out.append(_pc_exposition.generate_latest(_One(collector)))
     if run:
-        out.append(_native.render_instruments(run, False, created))
+        out.append(_render(run, False, created))
     return b"".join(out)
+
+
+def _render(run, openmetrics, created):
+    _refresh_function_gauges(run)
+    return _native.render_instruments(run, openmetrics, created)
 
 
 def render_registered(registry=REGISTRY, openmetrics=False):
     """Only the modelmetrics instruments of `registry` that the native writer prints, for
     ``modelmetrics.render()``."""
-    collectors = _collectors(registry) or []
-    if _function_gauges:
-        _refresh_function_gauges()
-    run = [c for c in collectors if _native_part(c)]
-    return _native.render_instruments(run, openmetrics, created_series_enabled()) if run else b""
+    run = [c for c in _collectors(registry) or [] if _native_part(c)]
+    return _render(run, openmetrics, created_series_enabled()) if run else b""

@@ -21,6 +21,7 @@ children (modelmetrics/metrics.h).
 
 import threading
 import time
+import weakref
 
 from prometheus_client.context_managers import ExceptionCounter, InprogressTracker, Timer
 from prometheus_client.metrics_core import (
@@ -40,9 +41,9 @@ from .._exposition import created_series_enabled
 # to the parent's native family through it, whatever its subclass's __init__ signature is.
 _binding = threading.local()
 
-# Gauge children with set_function(): the native render reads their value first.
-_function_gauges = {}
-_function_lock = threading.Lock()
+# Gauges (parents or unlabelled) with a set_function() child: a native render of one calls the
+# functions of its children first. Weak, so an unregistered gauge is not kept or called.
+_function_gauges = weakref.WeakSet()
 
 
 def _full_name(metric_type, name, namespace, subsystem, unit):
@@ -203,15 +204,15 @@ class MetricWrapperBase:
             raise ValueError("Incorrect label count (expected %d, got %s)" % (
                 len(self._labelnames), labelvalues))
         labelvalues = tuple(str(value) for value in labelvalues)
-        with self._lock:
+        with self._lock:  # detached under the lock: no labels() can rebind it meanwhile
             child = self._metrics.pop(labelvalues)
-        child._native_detach(labelvalues)
+            child._native_detach(labelvalues)
 
     def clear(self):
         with self._lock:
             children, self._metrics = self._metrics, {}
-        for labelvalues, child in children.items():
-            child._native_detach(labelvalues)
+            for labelvalues, child in children.items():
+                child._native_detach(labelvalues)
 
     def _samples(self):
         return self._multi_samples() if self._is_parent() else self._child_samples()
@@ -246,6 +247,7 @@ class MetricWrapperBase:
                                 self._native_bounds())
             source = self
         self._native_bind(source, self._labelvalues, created)
+        self._owner = weakref.ref(source)  # the collector a render of this child goes through
 
     def _set_exemplar(self, exemplar, amount):
         if exemplar:
@@ -315,8 +317,7 @@ class Gauge(_native.GaugeCore, MetricWrapperBase):
         """The value becomes ``float(f())`` at each collection and render."""
         self._raise_if_not_observable()
         self._function = f
-        with _function_lock:
-            _function_gauges[id(self)] = self
+        _function_gauges.add(self._owner())
 
     def _child_samples(self):
         f = getattr(self, "_function", None)
@@ -324,12 +325,17 @@ class Gauge(_native.GaugeCore, MetricWrapperBase):
         return (Sample("", {}, value, None, None),)
 
 
-def _refresh_function_gauges():
-    """Sets every set_function() gauge to its function's value, before a native render."""
-    with _function_lock:
-        gauges = list(_function_gauges.values())
-    for gauge in gauges:
-        gauge.set(float(gauge._function()))
+def _refresh_function_gauges(collectors):
+    """Sets the set_function() children of `collectors` to their functions' values, before a
+    native render of them (prometheus_client calls them when it collects those gauges)."""
+    for gauge in collectors:
+        if gauge not in _function_gauges:
+            continue
+        children = list(gauge._metrics.values()) if gauge._is_parent() else [gauge]
+        for child in children:
+            f = getattr(child, "_function", None)
+            if f is not None:
+                child.set(float(f()))
 
 
 class Histogram(_native.HistogramCore, MetricWrapperBase):

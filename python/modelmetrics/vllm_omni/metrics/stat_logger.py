@@ -97,13 +97,14 @@ class _RelabelMixin:
             original = args[2]
         else:
             original = None
-        names = [] if original is None else list(original)
+        names = [] if original is None else list(original)  # may be a one-shot iterator
         self._engine_label_index = names.index("engine") if "engine" in names else -1
         if self._engine_label_index >= 0:
+            rewritten = _rewrite_labelnames(original if isinstance(original, tuple) else names)
             if "labelnames" in kwargs:
-                kwargs["labelnames"] = _rewrite_labelnames(original)
+                kwargs["labelnames"] = rewritten
             else:
-                args = (*args[:2], _rewrite_labelnames(original), *args[3:])
+                args = (*args[:2], rewritten, *args[3:])
         super().__init__(*args, **kwargs)
 
     def labels(self, *args, **kwargs):
@@ -200,22 +201,6 @@ if VLLM_AVAILABLE:
                              engine_indexes=list(stage_replica_map.keys()))
 
 SCHEDULER_STATS_INTERVAL_S = 1.0
-
-
-def _rewrite_labelnames(labelnames):
-    """``engine`` replaced in place by ``stage, replica``; the container type is kept; None and
-    lists without ``engine`` pass through."""
-    if labelnames is None or "engine" not in labelnames:
-        return labelnames
-    out = []
-    for name in labelnames:
-        out.extend(("stage", "replica") if name == "engine" else (name,))
-    return tuple(out) if isinstance(labelnames, tuple) else out
-
-
-def _engine_to_stage_replica(engine_value) -> tuple[str, str]:
-    """The (stage, replica) of a flat engine index (int or decimal str); KeyError if unknown."""
-    return _ENGINE_INDEX_MAP[int(engine_value)]
 
 
 def build_stage_replica_map(replicas_per_stage) -> dict[int, tuple[str, str]]:
