@@ -46,6 +46,8 @@ _binding = threading.local()
 _function_gauges = weakref.WeakSet()
 
 
+# The name and label checks are prometheus_client's rules with its messages, written here because
+# its helpers are private (_build_full_name, _validate_labelnames) and change between versions.
 def _full_name(metric_type, name, namespace, subsystem, unit):
     """prometheus_client's full-name rule: namespace_subsystem_name, a counter's `_total` dropped,
     the unit appended when missing."""
