@@ -92,4 +92,26 @@ bool PercentDecode(std::string_view text, std::string* out) {
   return true;
 }
 
+std::vector<std::string> QueryValues(std::string_view query, std::string_view name) {
+  std::vector<std::string> values;
+  std::string key, value;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    std::string raw_key(pair.substr(0, eq));
+    std::string raw_value(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    std::replace(raw_key.begin(), raw_key.end(), '+', ' ');
+    std::replace(raw_value.begin(), raw_value.end(), '+', ' ');
+    if (!PercentDecode(raw_key, &key) || key != name) continue;
+    if (PercentDecode(raw_value, &value)) values.push_back(value);
+  }
+  return values;
+}
+
+bool HasQueryParameter(std::string_view query, std::string_view name) {
+  return !QueryValues(query, name).empty();
+}
+
 }  // namespace modelmetrics::base

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace modelmetrics::base {
 
@@ -30,6 +31,13 @@ std::string Excerpt(std::string_view text, size_t max_bytes);
 // RFC 3986 percent-decoding of one path segment or query value (`%2F` -> `/`; `+` stays `+`).
 // False when a `%` is not followed by two hex digits.
 bool PercentDecode(std::string_view text, std::string* out);
+
+// The values of query parameter `name` in `query` (the target after '?'), in order, each
+// percent-decoded with `+` as a space (HTML form encoding, as Go's url.ParseQuery reads it). A
+// bare `name` (no `=`) gives "". Parameters that do not decode are skipped.
+std::vector<std::string> QueryValues(std::string_view query, std::string_view name);
+// QueryValues(query, name) is not empty.
+bool HasQueryParameter(std::string_view query, std::string_view name);
 
 }  // namespace modelmetrics::base
 

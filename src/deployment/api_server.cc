@@ -3,6 +3,7 @@
 #include "deployment/api_server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -17,16 +18,14 @@
 
 #include "base/duration.h"
 #include "base/file.h"
+#include "deployment/api_discovery.h"
+#include "deployment/kube_names.h"
 #include "deployment/yaml.h"
 
 namespace modelmetrics::deployment {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-const std::string kGroupVersion = fmt::format("{}/{}", kMetricsGroup, kMetricsVersion);
-const std::string kGroupPath = fmt::format("/apis/{}", kMetricsGroup);
-const std::string kVersionPath = fmt::format("/apis/{}/{}", kMetricsGroup, kMetricsVersion);
 
 // Request paths may carry any bytes; the JSON writer must not throw on invalid UTF-8.
 std::string Dump(const OrderedJson& json) {
@@ -45,10 +44,10 @@ net::HttpResponse JsonResponse(int code, std::string body) {
 int ErrorCode(int code) { return code >= 400 && code <= 599 ? code : 500; }
 
 // Errors: the deployment named in details; 401 without details, as Kubernetes sends it.
-net::HttpResponse StatusResponse(const ApiStatus& status, const std::string* details_name,
+net::HttpResponse StatusResponse(const ApiStatus& status, const StatusDetails* details,
                                  bool with_details = true, int retry_after_seconds = 0) {
   net::HttpResponse response = JsonResponse(
-      ErrorCode(status.code), StatusJson(status, details_name, with_details, retry_after_seconds));
+      ErrorCode(status.code), StatusJson(status, details, with_details, retry_after_seconds));
   if (retry_after_seconds > 0) {
     response.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
   }
@@ -64,46 +63,12 @@ net::HttpResponse UnknownPath() {
                         nullptr);
 }
 
-net::HttpResponse MethodNotAllowed(const std::string* details_name) {
+net::HttpResponse MethodNotAllowed(const StatusDetails* details) {
   net::HttpResponse response = StatusResponse(
       {405, "MethodNotAllowed", "the server does not allow this method on the requested resource"},
-      details_name);
+      details);
   response.headers.emplace_back("Allow", "GET");
   return response;
-}
-
-OrderedJson GroupVersionJson() {
-  return OrderedJson{{"groupVersion", kGroupVersion}, {"version", kMetricsVersion}};
-}
-
-OrderedJson ApiGroupJson(bool with_type) {
-  OrderedJson group;
-  if (with_type) {
-    group["kind"] = "APIGroup";
-    group["apiVersion"] = "v1";
-  }
-  group["name"] = kMetricsGroup;
-  group["versions"] = OrderedJson::array({GroupVersionJson()});
-  group["preferredVersion"] = GroupVersionJson();
-  return group;
-}
-
-std::string ApiGroupListJson() {
-  OrderedJson list{{"kind", "APIGroupList"}, {"apiVersion", "v1"}};
-  list["groups"] = OrderedJson::array({ApiGroupJson(/*with_type=*/false)});
-  return Dump(list);
-}
-
-std::string ApiResourceListJson() {
-  OrderedJson resource{{"name", fmt::format("{}/{}", kMetricsResource, kMetricsSubresource)},
-                       {"singularName", ""},
-                       {"namespaced", true},
-                       {"kind", kMetricsKind},
-                       {"verbs", OrderedJson::array({"get"})}};
-  OrderedJson list{
-      {"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", kGroupVersion}};
-  list["resources"] = OrderedJson::array({resource});
-  return Dump(list);
 }
 
 std::string VersionJson() {
@@ -117,11 +82,13 @@ std::string VersionJson() {
 // "bob" cannot get resource "modeldeployments/metrics" in API group "worker.gpustack.ai" in the
 // namespace "team"[: reason]`.
 std::string ForbiddenMessage(const AuthorizationRequest& request, std::string_view reason) {
+  const std::string resource =
+      request.subresource.empty() ? request.resource : request.resource + "/" + request.subresource;
   std::string message = fmt::format(
-      "{}.{} \"{}\" is forbidden: User \"{}\" cannot {} resource \"{}/{}\" in API group \"{}\" in "
+      "{}.{} \"{}\" is forbidden: User \"{}\" cannot {} resource \"{}\" in API group \"{}\" in "
       "the namespace \"{}\"",
-      request.resource, request.api_group, request.name, request.user.name, request.verb,
-      request.resource, request.subresource, request.api_group, request.ns);
+      request.resource, request.api_group, request.name, request.user.name, request.verb, resource,
+      request.api_group, request.ns);
   if (!reason.empty()) fmt::format_to(std::back_inserter(message), ": {}", reason);
   return message;
 }
@@ -211,47 +178,9 @@ class WorkerPool {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Validation and Status
+// Status
 
-namespace {
-
-bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, any length.
-bool IsLabelShape(std::string_view value) {
-  return !value.empty() && IsLowerAlnum(value.front()) && IsLowerAlnum(value.back()) &&
-         std::all_of(value.begin(), value.end(),
-                     [](char c) { return IsLowerAlnum(c) || c == '-'; });
-}
-
-}  // namespace
-
-std::string ValidateDns1123Label(std::string_view value) {
-  if (value.size() > 63) return "must be no more than 63 characters";
-  if (IsLabelShape(value)) return "";
-  return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-         "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-         "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-}
-
-std::string ValidateDns1123Subdomain(std::string_view value) {
-  if (value.size() > 253) return "must be no more than 253 characters";
-  // Dot-separated label shapes; only the whole name is length-limited, as in Kubernetes.
-  bool valid = true;
-  for (std::string_view rest = value;;) {
-    const size_t dot = rest.find('.');
-    valid = valid && IsLabelShape(rest.substr(0, dot));
-    if (dot == std::string_view::npos) break;
-    rest.remove_prefix(dot + 1);
-  }
-  if (valid) return "";
-  return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-         "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-         "regex used for validation is "
-         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-}
-
-std::string StatusJson(const ApiStatus& status, const std::string* details_name, bool with_details,
+std::string StatusJson(const ApiStatus& status, const StatusDetails* details, bool with_details,
                        int retry_after_seconds) {
   const int code = ErrorCode(status.code);
   std::string reason = status.reason.empty() || code != status.code
@@ -265,15 +194,15 @@ std::string StatusJson(const ApiStatus& status, const std::string* details_name,
                    {"message", std::move(message)}};
   if (!reason.empty()) json["reason"] = std::move(reason);
   if (with_details) {
-    OrderedJson details = OrderedJson::object();
-    if (details_name != nullptr) {
-      details["name"] = *details_name;
-      details["group"] = kMetricsGroup;
-      details["kind"] = kMetricsResource;
+    OrderedJson json_details = OrderedJson::object();
+    if (details != nullptr) {
+      json_details["name"] = details->name;
+      json_details["group"] = details->group;
+      json_details["kind"] = details->kind;
     }
     if (code == 429 && retry_after_seconds == 0) retry_after_seconds = 1;
-    if (retry_after_seconds > 0) details["retryAfterSeconds"] = retry_after_seconds;
-    json["details"] = std::move(details);
+    if (retry_after_seconds > 0) json_details["retryAfterSeconds"] = retry_after_seconds;
+    json["details"] = std::move(json_details);
   }
   json["code"] = code;
   return Dump(json);
@@ -290,28 +219,40 @@ struct ApiServer::Impl {
   std::unique_ptr<net::HttpServer> http;
   std::unique_ptr<WorkerPool> authorizing;
   std::unique_ptr<SharedReads> reads;
+  std::unique_ptr<OpenApiDocuments> openapi;
+  HealthChecks livez{"livez"}, readyz{"readyz"}, healthz{"healthz"};
+  std::atomic<bool> stopping{false};
   bool started = false;
 
+  void AddHealthChecks();
+
   void Serve(const net::HttpRequest& request, net::Responder respond);
-  void ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string ns,
-                    std::string name, net::Responder respond);
-  void Authorize(const AuthorizationRequest& access, SteadyTime deadline,
-                 const net::Responder& respond);
+  // `resource`/`subresource` as authorised: modeldeployments/metrics or modeldeploymentmetrics.
+  void ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string_view resource,
+                    std::string_view subresource, std::string ns, std::string name,
+                    net::Responder respond);
+  void Authorize(const AuthorizationRequest& access, const StatusDetails& details,
+                 SteadyTime deadline, const net::Responder& respond);
   SharedReads::Result Read(const std::string& ns, const std::string& name, SteadyTime deadline);
 };
 
 namespace {
 
-net::HttpResponse Busy(const std::string& name) {
+net::HttpResponse Busy(const StatusDetails& details) {
   return StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
-                        &name, /*with_details=*/true, /*retry_after_seconds=*/1);
+                        &details, /*with_details=*/true, /*retry_after_seconds=*/1);
 }
 
-net::HttpResponse ReadResponse(const SharedReads::Result& result, const std::string& name) {
+net::HttpResponse ReadResponse(const SharedReads::Result& result, const StatusDetails& details) {
   if (!result.status.ok() || result.body == nullptr) {
-    return StatusResponse(result.status, &name, /*with_details=*/true, result.retry ? 1 : 0);
+    return StatusResponse(result.status, &details, /*with_details=*/true, result.retry ? 1 : 0);
   }
   return JsonResponse(200, *result.body);
+}
+
+net::HttpResponse NotStartedInTime(const StatusDetails& details) {
+  return ReadResponse({.status = SharedReads::NotStartedInTime(), .body = nullptr, .retry = true},
+                      details);
 }
 
 }  // namespace
@@ -320,40 +261,70 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
   UserInfo user;
   if (!authenticator->Authenticate(request, &user)) return respond(Unauthorized());
 
+  if (std::optional<net::HttpResponse> document = openapi->Serve(request)) {
+    if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
+    return respond(std::move(*document));
+  }
   std::string_view path = request.path;
   std::string_view discovery_path = path;
   if (discovery_path.size() > 1 && discovery_path.back() == '/') discovery_path.remove_suffix(1);
-  const auto discovery = [&](std::string body) {
+  // With an ETag, as kube-apiserver's discovery: kube-aggregator re-fetches /apis every minute.
+  const auto discovery = [&](std::string body, std::string content_type = "application/json") {
     if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
-    respond(JsonResponse(200, std::move(body)));
+    const std::string etag = "\"" + DocumentHash(body) + "\"";
+    net::HttpResponse response = JsonResponse(200, std::move(body));
+    if (request.headers.Get("If-None-Match") == etag) {
+      response.status = 304;
+      response.body.clear();
+    }
+    response.content_type = std::move(content_type);
+    response.headers.emplace_back("ETag", etag);
+    response.headers.emplace_back("Vary", "Accept");
+    respond(std::move(response));
   };
-  if (discovery_path == "/apis") return discovery(ApiGroupListJson());
-  if (discovery_path == kGroupPath) return discovery(Dump(ApiGroupJson(/*with_type=*/true)));
-  if (discovery_path == kVersionPath) return discovery(ApiResourceListJson());
-
-  // /apis/worker.gpustack.ai/v1/namespaces/{ns}/modeldeployments/{name}/metrics
-  const std::vector<std::string_view> segments = SplitPath(path);
-  if (segments.size() != 8 || segments[0] != "apis" || segments[1] != kMetricsGroup ||
-      segments[2] != kMetricsVersion || segments[3] != "namespaces" ||
-      segments[5] != kMetricsResource || segments[7] != kMetricsSubresource) {
-    return respond(UnknownPath());
+  if (discovery_path == "/apis") {
+    const DiscoveryForm form = NegotiateDiscovery(request.headers.Get("Accept"));
+    return discovery(ApisJson(options.api, form), DiscoveryContentType(form));
   }
-  ServeMetrics(request, std::move(user), std::string(segments[4]), std::string(segments[6]),
-               std::move(respond));
+  if (discovery_path == options.api.GroupPath()) return discovery(ApiGroupJson(options.api));
+  if (discovery_path == options.api.VersionPath()) {
+    return discovery(ApiResourceListJson(options.api));
+  }
+
+  // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or
+  // /apis/GROUP/VERSION/namespaces/{ns}/modeldeploymentmetrics/{name}
+  const std::vector<std::string_view> segments = SplitPath(path);
+  const bool in_api = segments.size() >= 7 && segments[0] == "apis" &&
+                      segments[1] == options.api.group && segments[2] == options.api.version &&
+                      segments[3] == "namespaces";
+  if (in_api && segments.size() == 8 && segments[5] == kMetricsResource &&
+      segments[7] == kMetricsSubresource) {
+    return ServeMetrics(request, std::move(user), kMetricsResource, kMetricsSubresource,
+                        std::string(segments[4]), std::string(segments[6]), std::move(respond));
+  }
+  if (in_api && segments.size() == 7 && segments[5] == kMetricsObjectResource) {
+    return ServeMetrics(request, std::move(user), kMetricsObjectResource, "",
+                        std::string(segments[4]), std::string(segments[6]), std::move(respond));
+  }
+  respond(UnknownPath());
 }
 
-void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string ns,
-                                   std::string name, net::Responder respond) {
-  if (request.method != "GET") return respond(MethodNotAllowed(&name));
+void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo user,
+                                   std::string_view resource, std::string_view subresource,
+                                   std::string ns, std::string name, net::Responder respond) {
+  const StatusDetails details{
+      .name = name, .group = options.api.group, .kind = std::string(resource)};
+  if (request.method != "GET") return respond(MethodNotAllowed(&details));
   // Names are checked before anything (authoriser, API, Pods) sees them.
   if (std::string problem = ValidateDns1123Label(ns); !problem.empty()) {
     return respond(StatusResponse(
         ApiStatus::BadRequest(fmt::format("invalid namespace \"{}\": {}", Echo(ns), problem)),
-        &name));
+        &details));
   }
   if (std::string problem = ValidateDns1123Subdomain(name); !problem.empty()) {
     return respond(StatusResponse(
-        ApiStatus::BadRequest(fmt::format("invalid name \"{}\": {}", Echo(name), problem)), &name));
+        ApiStatus::BadRequest(fmt::format("invalid name \"{}\": {}", Echo(name), problem)),
+        &details));
   }
   // The budget counts from the request's arrival, not from when a thread gets to it.
   const SteadyTime arrived =
@@ -361,51 +332,47 @@ void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo use
   const SteadyTime deadline = arrived + options.request_timeout;
   AuthorizationRequest access{.user = std::move(user),
                               .verb = "get",
-                              .api_group = std::string(kMetricsGroup),
-                              .resource = std::string(kMetricsResource),
-                              .subresource = std::string(kMetricsSubresource),
+                              .api_group = options.api.group,
+                              .resource = std::string(resource),
+                              .subresource = std::string(subresource),
                               .ns = std::move(ns),
                               .name = std::move(name)};
-  const std::string details_name = access.name;
-  auto job = [this, access = std::move(access), deadline, respond]() mutable {
+  auto job = [this, access = std::move(access), details, deadline, respond]() mutable {
     try {
-      Authorize(access, deadline, respond);
+      Authorize(access, details, deadline, respond);
     } catch (const std::exception& e) {
-      respond(StatusResponse(ApiStatus::Internal(e.what()), &access.name));
+      respond(StatusResponse(ApiStatus::Internal(e.what()), &details));
     } catch (...) {
-      respond(StatusResponse(ApiStatus::Internal("unknown error"), &access.name));
+      respond(StatusResponse(ApiStatus::Internal("unknown error"), &details));
     }
   };
-  if (!authorizing->TrySubmit(std::move(job))) respond(Busy(details_name));
+  if (!authorizing->TrySubmit(std::move(job))) respond(Busy(details));
 }
 
-void ApiServer::Impl::Authorize(const AuthorizationRequest& access, SteadyTime deadline,
-                                const net::Responder& respond) {
+void ApiServer::Impl::Authorize(const AuthorizationRequest& access, const StatusDetails& details,
+                                SteadyTime deadline, const net::Responder& respond) {
   if (deadline - SteadyClock::now() < options.min_read_budget) {
-    return respond(ReadResponse(
-        {.status = SharedReads::NotStartedInTime(), .body = nullptr, .retry = true}, access.name));
+    return respond(NotStartedInTime(details));
   }
   const AuthorizationDecision decision = authorizer->Authorize(access);
   if (!decision.error.ok()) {
     return respond(StatusResponse(
         ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
-        &access.name));
+        &details));
   }
   if (!decision.allowed) {
-    return respond(StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)},
-                                  &access.name));
+    return respond(
+        StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)}, &details));
   }
   // A slow review may have used the budget up.
   if (deadline - SteadyClock::now() < options.min_read_budget) {
-    return respond(ReadResponse(
-        {.status = SharedReads::NotStartedInTime(), .body = nullptr, .retry = true}, access.name));
+    return respond(NotStartedInTime(details));
   }
-  const SharedReads::Admission admission =
-      reads->Submit(access.ns, access.name, deadline,
-                    [respond, name = access.name](const SharedReads::Result& result) {
-                      respond(ReadResponse(result, name));
-                    });
-  if (admission == SharedReads::Admission::kBusy) respond(Busy(access.name));
+  const SharedReads::Admission admission = reads->Submit(
+      access.ns, access.name, deadline, [respond, details](const SharedReads::Result& result) {
+        respond(ReadResponse(result, details));
+      });
+  if (admission == SharedReads::Admission::kBusy) respond(Busy(details));
 }
 
 SharedReads::Result ApiServer::Impl::Read(const std::string& ns, const std::string& name,
@@ -414,7 +381,9 @@ SharedReads::Result ApiServer::Impl::Read(const std::string& ns, const std::stri
   const ApiStatus status = snapshot(ns, name, deadline, &result);
   if (!status.ok()) return {.status = status};
   // Rendered once per read: every request sharing it gets the same bytes.
-  return {.status = status, .body = std::make_shared<const std::string>(SnapshotToJson(result))};
+  return {.status = status,
+          .body = std::make_shared<const std::string>(
+              SnapshotToJson(result, options.api.GroupVersion()))};
 }
 
 ApiServer::ApiServer(ApiServerOptions options, SnapshotFunction snapshot,
@@ -443,10 +412,14 @@ bool ApiServer::Start(std::string* error) {
     if (error) *error = "request_timeout must be longer than min_read_budget";
     return false;
   }
+  if (std::string why = impl.options.api.Validate(); !why.empty()) {
+    if (error) *error = why;
+    return false;
+  }
   impl.started = true;
+  impl.openapi = std::make_unique<OpenApiDocuments>(impl.options.api);
   impl.http = std::make_unique<net::HttpServer>(impl.options.http);
-  const auto healthy = [](const net::HttpRequest&) { return net::HttpResponse::Text(200, "ok"); };
-  for (const char* path : {"/healthz", "/readyz", "/livez"}) impl.http->Route("GET", path, healthy);
+  impl.AddHealthChecks();
   impl.http->Route("GET", "/version",
                    [](const net::HttpRequest&) { return JsonResponse(200, VersionJson()); });
   impl.http->RoutePrefixAsync("", "/",
@@ -475,6 +448,28 @@ bool ApiServer::Start(std::string* error) {
   return true;
 }
 
+void ApiServer::Impl::AddHealthChecks() {
+  const auto ping = [] { return std::string(); };
+  for (HealthChecks* checks : {&livez, &readyz, &healthz}) checks->Add("ping", ping);
+  for (const auto& [name, check] : options.readiness_checks) {
+    readyz.Add(name, check);
+    healthz.Add(name, check);
+  }
+  // Fails from the moment Stop() begins, so load balancers drain before the listener closes.
+  readyz.Add("shutdown", [this] {
+    return stopping.load() ? std::string("the server is shutting down") : std::string();
+  });
+  for (HealthChecks* checks : {&livez, &readyz, &healthz}) {
+    const std::string root = "/" + checks->endpoint();
+    http->Route("GET", root, [checks](const net::HttpRequest& request) {
+      return checks->Serve("", request.query);
+    });
+    http->RoutePrefix("GET", root + "/", [checks, root](const net::HttpRequest& request) {
+      return checks->Serve(std::string_view(request.path).substr(root.size() + 1), request.query);
+    });
+  }
+}
+
 uint16_t ApiServer::port() const { return impl_->http ? impl_->http->port() : 0; }
 
 std::string ApiServer::url() const {
@@ -485,6 +480,7 @@ std::string ApiServer::url() const {
 }
 
 void ApiServer::Stop() {
+  impl_->stopping = true;
   if (impl_->http) impl_->http->Stop();
   if (impl_->authorizing) impl_->authorizing->Shutdown();
   if (impl_->reads) impl_->reads->Shutdown();
@@ -551,6 +547,10 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     } else if (key == "port") {
       ok = integer(key, node, 0, 65535, &number);
       config.port = static_cast<uint16_t>(number);
+    } else if (key == "api_group") {
+      ok = scalar(key, node, &config.api.group);
+    } else if (key == "api_version") {
+      ok = scalar(key, node, &config.api.version);
     } else if (key == "tls_cert_file") {
       ok = path_field(key, node, &config.tls_cert_file);
     } else if (key == "tls_key_file") {
@@ -700,6 +700,7 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     if (!ok) return false;
   }
 
+  if (std::string why = config.api.Validate(); !why.empty()) return fail(why);
   if (config.tls_cert_file.empty() || config.tls_key_file.empty()) {
     return fail("tls_cert_file and tls_key_file are required (tokens never travel in the clear)");
   }
@@ -824,6 +825,7 @@ std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiCl
 
 ApiServerOptions BuildApiServerOptions(const ServeConfig& config) {
   ApiServerOptions options;  // keeps the small body cap
+  options.api = config.api;
   options.http.address = config.address;
   options.http.port = config.port;
   options.http.threads = 2;

@@ -1,14 +1,21 @@
 // The Kubernetes aggregated API server for the ModelDeploymentMetrics subresource, and the
 // `modelmetrics serve` configuration that assembles one.
 //
-// Routes (every other path: 404 Status; any method but GET on an API path: 405 Status):
-//   GET /apis                                   APIGroupList naming worker.gpustack.ai/v1
-//   GET /apis/worker.gpustack.ai                APIGroup
-//   GET /apis/worker.gpustack.ai/v1             APIResourceList: `modeldeployments/metrics`,
-//                                               namespaced, kind ModelDeploymentMetrics, [get]
-//   GET /apis/worker.gpustack.ai/v1/namespaces/{ns}/modeldeployments/{name}/metrics
-//                                               200 application/json: SnapshotToJson
-//   GET /healthz, /readyz, /livez               `ok`, no authentication
+// Routes, with GROUP/VERSION from ApiServerOptions::api (metrics_api.h; default
+// worker.gpustack.ai/v1). Every other path: 404 Status; any method but GET: 405 Status.
+//   GET /apis, /apis/GROUP, /apis/GROUP/VERSION  discovery (api_discovery.h): legacy JSON, or
+//                                               aggregated discovery by the Accept header
+//   GET /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics
+//   GET /apis/GROUP/VERSION/namespaces/{ns}/modeldeploymentmetrics/{name}
+//                                               200 application/json: SnapshotToJson; each
+//                                               path authorised as its own resource
+//   GET /openapi/v2, /openapi/v3, /openapi/v3/apis/GROUP/VERSION   (api_openapi.h)
+//   GET /livez, /readyz, /healthz [/NAME] [?verbose] [?exclude=NAME]  named checks in
+//                                               kube-apiserver's format (health_checks.h), no
+//                                               authentication: livez `ping`; readyz `ping`,
+//                                               the options' readiness checks, `shutdown`
+//                                               (fails once Stop() begins); healthz both but
+//                                               `shutdown`
 //   GET /version                                a Kubernetes version.Info, no authentication
 //
 // Every other request is authenticated first (401 Status `Unauthorized`). For the metrics path,
@@ -27,7 +34,7 @@
 // a request whose read cannot start with `min_read_budget` left answers 503 with Retry-After: 1
 // at once; nothing is answered after its budget. Errors are Kubernetes Status objects:
 //   {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":...,
-//    "reason":...,"details":{"name":...,"group":"worker.gpustack.ai","kind":"modeldeployments"},
+//    "reason":...,"details":{"name":...,"group":GROUP,"kind":"modeldeployments"},
 //    "code":N}
 // with `details` naming the deployment on the metrics path, `{}` for an unknown path, and absent
 // on 401 (as Kubernetes does).
@@ -48,7 +55,10 @@
 #include <vector>
 
 #include "base/file.h"
+#include "deployment/api_openapi.h"
 #include "deployment/auth.h"
+#include "deployment/health_checks.h"
+#include "deployment/metrics_api.h"
 #include "deployment/objects.h"
 #include "deployment/pod_source.h"
 #include "deployment/prometheus_source.h"
@@ -58,18 +68,17 @@
 
 namespace modelmetrics::deployment {
 
-inline constexpr std::string_view kMetricsGroup = "worker.gpustack.ai";
-inline constexpr std::string_view kMetricsVersion = "v1";
-inline constexpr std::string_view kMetricsResource = "modeldeployments";
-inline constexpr std::string_view kMetricsSubresource = "metrics";
-inline constexpr std::string_view kMetricsKind = "ModelDeploymentMetrics";
-
 // Answers one ModelDeploymentMetrics read by `deadline`; e.g. Aggregator::Get bound to an
 // aggregator.
 using SnapshotFunction = std::function<ApiStatus(std::string_view ns, std::string_view name,
                                                  SteadyTime deadline, Snapshot* out)>;
 
 struct ApiServerOptions {
+  // The API's group and version: every path, document, Status and authorisation request.
+  MetricsApi api;
+  // Named checks `/readyz` and `/healthz` add after `ping` (e.g. `informer-sync`); each returns
+  // "" when ready, else why not.
+  std::vector<std::pair<std::string, HealthChecks::Check>> readiness_checks;
   // Address, port, TLS (with client_ca_file / requestheader_ca_file for certificates) and the
   // HTTP limits. Defaults: 127.0.0.1, port 0 (any free one), no TLS.
   net::ServerOptions http = [] {
@@ -120,15 +129,18 @@ class ApiServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// DNS-1123 names as Kubernetes validates them. Empty when valid, else Kubernetes' message
-// (`must be no more than 63 characters`, `a lowercase RFC 1123 label must consist of ...`).
-std::string ValidateDns1123Label(std::string_view value);
-std::string ValidateDns1123Subdomain(std::string_view value);
+// What a Status names in `details`: the deployment, the API's group and the resource requested
+// (Kubernetes calls it `kind` there).
+struct StatusDetails {
+  std::string name;
+  std::string group;
+  std::string kind{kMetricsResource};
+};
 
-// A Kubernetes Status object (one line of JSON). `details_name` set: details name the deployment
-// (name, group worker.gpustack.ai, kind modeldeployments); `with_details` false: no details.
-// `retry_after_seconds` > 0 (always 1 for a 429) sets details.retryAfterSeconds.
-std::string StatusJson(const ApiStatus& status, const std::string* details_name,
+// A Kubernetes Status object (one line of JSON). `details` set: details name the deployment;
+// null: details are `{}`; `with_details` false: no details at all. `retry_after_seconds` > 0
+// (always 1 for a 429) sets details.retryAfterSeconds.
+std::string StatusJson(const ApiStatus& status, const StatusDetails* details,
                        bool with_details = true, int retry_after_seconds = 0);
 
 // ---------------------------------------------------------------------------------------------
@@ -137,6 +149,8 @@ std::string StatusJson(const ApiStatus& status, const std::string* details_name,
 // The configuration is one YAML mapping; relative paths are relative to the file's folder.
 //   address: 127.0.0.1                 # IP literal to bind; default 127.0.0.1
 //   port: 8443                         # 0: any free port; default 8443
+//   api_group: worker.gpustack.ai      # the API's group (metrics_api.h) ...
+//   api_version: v1                    #     and version; the APIService must name the same
 //   tls_cert_file: server.pem          # required: tokens never travel in the clear
 //   tls_key_file: server-key.pem       # required
 //   client_ca_file: ca.pem             # client certificates: user = CN, groups = O
@@ -168,6 +182,7 @@ struct ServeConfig {
 
   std::string address = "127.0.0.1";
   uint16_t port = 8443;
+  MetricsApi api;
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string client_ca_file;

@@ -1,5 +1,5 @@
 // Snapshots read from the aggregated API, as `kubectl get --raw` reads them: GET
-// /apis/worker.gpustack.ai/v1/namespaces/{ns}/modeldeployments/{name}/metrics through
+// /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics (metrics_api.h) through
 // kube-apiserver (which proxies it to a `modelmetrics serve`), with the kubeconfig's credentials,
 // decoded by SnapshotFromJson. The snapshot is the server's: its windows are between that
 // server's reads, shared with every other client of it.
@@ -16,23 +16,26 @@
 #include <string_view>
 
 #include "deployment/kube_api.h"
+#include "deployment/metrics_api.h"
 #include "deployment/snapshot_reader.h"
 
 namespace modelmetrics::deployment {
 
-// The aggregated API's path of one deployment's snapshot.
-std::string MetricsApiPath(std::string_view ns, std::string_view name);
+// The aggregated API's path of one deployment's snapshot, `ns` and `name` percent-encoded.
+std::string MetricsApiPath(const MetricsApi& api, std::string_view ns, std::string_view name);
 
 class MetricsApiReader : public SnapshotReader {
  public:
   // `client` must outlive the reader; give it a timeout above the server's 8 s budget.
-  explicit MetricsApiReader(KubeApiClient* client) : client_(client) {}
+  explicit MetricsApiReader(KubeApiClient* client, MetricsApi api = {})
+      : client_(client), api_(std::move(api)) {}
 
   ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out,
                 std::optional<SteadyTime> deadline = std::nullopt) override;
 
  private:
   KubeApiClient* client_;
+  MetricsApi api_;
 };
 
 }  // namespace modelmetrics::deployment

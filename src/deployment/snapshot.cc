@@ -342,7 +342,7 @@ std::string FormatTime(WallTime time) {
   return buffer;
 }
 
-std::string SnapshotToJson(const Snapshot& snapshot) {
+std::string SnapshotToJson(const Snapshot& snapshot, std::string_view api_version) {
   std::string out;
   out.reserve(1024 +
               256 * (snapshot.processing.size() + snapshot.queueing.size() +
@@ -350,7 +350,7 @@ std::string SnapshotToJson(const Snapshot& snapshot) {
                      snapshot.latency.size() + snapshot.traffic.size() + snapshot.transfer.size()));
   JsonObject root(&out);
   root.String("kind", "ModelDeploymentMetrics");
-  root.String("apiVersion", "worker.gpustack.ai/v1");
+  root.String("apiVersion", api_version);
   root.Key("metadata");
   {
     JsonObject metadata(&out);

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "deployment/metrics_api.h"
 #include "deployment/reason.h"
 
 namespace modelmetrics::deployment {
@@ -103,7 +104,9 @@ std::string FormatTime(WallTime time);
 // (dropped: the API's times are whole seconds). False for anything else.
 bool ParseTime(std::string_view text, WallTime* out);
 
-std::string SnapshotToJson(const Snapshot& snapshot);  // one line, no trailing newline
+// One line, no trailing newline; `api_version` is the served API's group/version.
+std::string SnapshotToJson(const Snapshot& snapshot,
+                           std::string_view api_version = kDefaultMetricsApiVersion);
 std::string SnapshotToYaml(const Snapshot& snapshot);
 // `kubectl top`-like sections: processing, queueing, cache hits, latency, traffic, transfer,
 // then missing and PARTIAL when set.
@@ -115,7 +118,9 @@ std::string SnapshotToTable(const Snapshot& snapshot);
 // ModelDeploymentMetrics is an error naming the member. SnapshotToJson(decoded) equals the
 // input for any document SnapshotToJson wrote, but for the `\ufffd` it writes for a byte that is
 // not UTF-8 (read back as U+FFFD, then written as itself) and a -0 (read back as 0).
-bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error);
+// `api_version` is the group/version the document must carry.
+bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error,
+                      std::string_view api_version = kDefaultMetricsApiVersion);
 
 }  // namespace modelmetrics::deployment
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "deployment/snapshot.h"
@@ -205,7 +206,8 @@ bool ParseTime(std::string_view text, WallTime* out) {
   return true;
 }
 
-bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error) {
+bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error,
+                      std::string_view expected_api_version) {
   std::string problem;
   const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) {
@@ -222,10 +224,9 @@ bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error) 
   std::string api_version;
   top.String("kind", &kind);
   top.String("apiVersion", &api_version);
-  if (problem.empty() &&
-      (kind != "ModelDeploymentMetrics" || api_version != "worker.gpustack.ai/v1")) {
+  if (problem.empty() && (kind != kMetricsKind || api_version != expected_api_version)) {
     problem =
-        "kind " + kind + " " + api_version + ", not ModelDeploymentMetrics worker.gpustack.ai/v1";
+        fmt::format("kind {} {}, not {} {}", kind, api_version, kMetricsKind, expected_api_version);
   }
   if (problem.empty()) {
     const auto metadata = root.find("metadata");

@@ -53,9 +53,7 @@ std::string LoopbackApi::url() const { return server_ ? server_->url() : std::st
 uint16_t LoopbackApi::port() const { return server_ ? server_->port() : 0; }
 
 std::string LoopbackApi::MetricsUrl(const std::string& ns, const std::string& name) const {
-  return fmt::format("{}/apis/{}/{}/namespaces/{}/{}/{}/{}", url(), deployment::kMetricsGroup,
-                     deployment::kMetricsVersion, ns, deployment::kMetricsResource, name,
-                     deployment::kMetricsSubresource);
+  return url() + deployment::MetricsApi().MetricsPath(ns, name);
 }
 
 }  // namespace modelmetrics::sim

@@ -318,11 +318,26 @@ TEST(ApiServerTest, ServesDiscoveryDocuments) {
   EXPECT_EQ(list["kind"], "APIResourceList");
   EXPECT_EQ(list["apiVersion"], "v1");
   EXPECT_EQ(list["groupVersion"], "worker.gpustack.ai/v1");
-  ASSERT_EQ(list["resources"].size(), 1u);
-  EXPECT_EQ(list["resources"][0]["name"], "modeldeployments/metrics");
-  EXPECT_EQ(list["resources"][0]["namespaced"], true);
-  EXPECT_EQ(list["resources"][0]["kind"], "ModelDeploymentMetrics");
-  EXPECT_EQ(list["resources"][0]["verbs"], Json({"get"}));
+  ASSERT_EQ(list["resources"].size(), 2u);
+  EXPECT_EQ(list["resources"][0]["name"], "modeldeploymentmetrics");
+  EXPECT_EQ(list["resources"][1]["name"], "modeldeployments/metrics");
+  EXPECT_EQ(list["resources"][1]["namespaced"], true);
+  EXPECT_EQ(list["resources"][1]["kind"], "ModelDeploymentMetrics");
+  EXPECT_EQ(list["resources"][1]["verbs"], Json({"get"}));
+
+  // Aggregated discovery by the Accept header kube-aggregator sends, with an ETag it re-uses.
+  Credentials aggregated = Token("alice-token");
+  aggregated.headers = {
+      {"Accept",
+       "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+       "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"}};
+  net::FetchResult v2 = Fetch(server.url("/apis"), aggregated);
+  ASSERT_TRUE(v2.ok()) << v2.body;
+  EXPECT_EQ(v2.content_type,
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+  EXPECT_EQ(ParseJson(v2.body)["kind"], "APIGroupDiscoveryList");
+  aggregated.headers.emplace_back("If-None-Match", "\"" + DocumentHash(v2.body) + "\"");
+  EXPECT_EQ(Fetch(server.url("/apis"), aggregated).status, 304);
 
   // Discovery is for authenticated users only (any of them, as Kubernetes' system:discovery).
   net::FetchResult anonymous = Fetch(server.url("/apis"));
@@ -342,6 +357,88 @@ TEST(ApiServerTest, HealthEndpointsNeedNoCredentials) {
   net::FetchResult version = Fetch(server.url("/version"));
   ASSERT_TRUE(version.ok());
   EXPECT_EQ(ParseJson(version.body)["gitVersion"], "v0.1.0");
+}
+
+TEST(ApiServerTest, NamedHealthChecksInKubeApiserverFormat) {
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  ApiServerOptions options = BuildApiServerOptions(config);
+  std::atomic<bool> synced{false};
+  options.readiness_checks = {
+      {"informer-sync", [&synced] { return synced ? std::string() : "not listed yet"; }}};
+  ServerUnderTest server(config, options,
+                         std::make_unique<PolicyAuthorizer>(std::vector<PolicyRule>{}));
+  ASSERT_TRUE(server.started());
+  net::FetchResult waiting = Fetch(server.url("/readyz?verbose"));
+  EXPECT_EQ(waiting.status, 500);
+  EXPECT_EQ(waiting.body,
+            "[+]ping ok\n[-]informer-sync failed: reason withheld\n[+]shutdown ok\n"
+            "readyz check failed\n");
+  EXPECT_EQ(Fetch(server.url("/livez")).body, "ok");  // alive while not ready
+  EXPECT_EQ(Fetch(server.url("/readyz/informer-sync")).body,
+            "internal server error: not listed yet\n");
+  synced = true;
+  EXPECT_EQ(Fetch(server.url("/readyz")).body, "ok");
+  EXPECT_EQ(Fetch(server.url("/healthz?verbose")).body,
+            "[+]ping ok\n[+]informer-sync ok\nhealthz check passed\n");
+  EXPECT_EQ(Fetch(server.url("/livez/ping")).body, "ok");
+  EXPECT_EQ(Fetch(server.url("/livez/nope")).status, 404);
+}
+
+// A second group: every path, document, Status and message follows the setting, and the default
+// group is not served.
+TEST(ApiServerTest, EveryPathAndDocumentFollowsTheGroupSetting) {
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.api = MetricsApi{.group = "metrics.example.com", .version = "v1beta2"};
+  config.policy_file = dir.Write("group-policy.yaml", R"(rules:
+  - users: [alice]
+    namespaces: [team]
+    verbs: [get]
+    apiGroups: [metrics.example.com]
+    resources: ["modeldeployments/metrics", modeldeploymentmetrics]
+)");
+  ServerUnderTest server(config);
+  ASSERT_TRUE(server.started());
+  const Credentials alice = Token("alice-token");
+
+  const Json apis = ParseJson(Fetch(server.url("/apis"), alice).body);
+  EXPECT_EQ(apis["groups"][0]["preferredVersion"]["groupVersion"], "metrics.example.com/v1beta2");
+  EXPECT_EQ(Fetch(server.url("/apis/metrics.example.com/v1beta2"), alice).status, 200);
+  EXPECT_EQ(Fetch(server.url("/apis/worker.gpustack.ai/v1"), alice).status, 404);
+  EXPECT_EQ(Fetch(server.url(MetricsPath("team", "chat")), alice).status, 404);
+
+  const std::string path = config.api.MetricsPath("team", "chat");
+  net::FetchResult snapshot = Fetch(server.url(path), alice);
+  ASSERT_EQ(snapshot.status, 200) << snapshot.body;
+  EXPECT_EQ(ParseJson(snapshot.body)["apiVersion"], "metrics.example.com/v1beta2");
+  net::FetchResult object = Fetch(server.url(config.api.ObjectPath("team", "chat")), alice);
+  ASSERT_EQ(object.status, 200) << object.body;
+  EXPECT_EQ(object.body, snapshot.body);
+
+  net::FetchResult missing = Fetch(server.url(config.api.MetricsPath("team", "missing")), alice);
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(ParseJson(missing.body)["details"]["group"], "metrics.example.com");
+  net::FetchResult forbidden = Fetch(server.url(config.api.ObjectPath("other", "chat")), alice);
+  EXPECT_EQ(forbidden.status, 403);
+  EXPECT_THAT(ParseJson(forbidden.body)["message"].get<std::string>(),
+              HasSubstr("cannot get resource \"modeldeploymentmetrics\" in API group "
+                        "\"metrics.example.com\""));
+  EXPECT_EQ(ParseJson(forbidden.body)["details"]["kind"], "modeldeploymentmetrics");
+
+  net::FetchResult v2 = Fetch(server.url("/openapi/v2"), alice);
+  ASSERT_EQ(v2.status, 200);
+  EXPECT_TRUE(ParseJson(v2.body)["paths"].contains(
+      "/apis/metrics.example.com/v1beta2/namespaces/{namespace}/modeldeployments/{name}/metrics"));
+  EXPECT_EQ(v2.body.find("worker.gpustack.ai"), std::string::npos);
+  const Json index = ParseJson(Fetch(server.url("/openapi/v3"), alice).body);
+  const std::string v3_url =
+      index["paths"]["apis/metrics.example.com/v1beta2"]["serverRelativeURL"];
+  net::FetchResult v3 = Fetch(server.url(v3_url), alice);
+  ASSERT_EQ(v3.status, 200) << v3_url;
+  EXPECT_EQ(ParseJson(v3.body)["openapi"], "3.0.0");
+  EXPECT_EQ(v3.body.find("worker.gpustack.ai"), std::string::npos);
+  EXPECT_EQ(Fetch(server.url("/openapi/v2")).status, 401);  // documents need a user
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -951,20 +1048,6 @@ TEST(ApiServerTest, StartFailsOnBadCertificate) {
   EXPECT_FALSE(error.empty());
 }
 
-TEST(ApiServerTest, DnsValidatorsFollowKubernetes) {
-  EXPECT_EQ(ValidateDns1123Label("a"), "");
-  EXPECT_EQ(ValidateDns1123Label("0-a"), "");
-  EXPECT_EQ(ValidateDns1123Label(std::string(63, 'x')), "");
-  EXPECT_EQ(ValidateDns1123Label(std::string(64, 'x')), "must be no more than 63 characters");
-  EXPECT_NE(ValidateDns1123Label("a.b"), "");
-  EXPECT_NE(ValidateDns1123Label("\xc3\xa9"), "");
-  EXPECT_EQ(ValidateDns1123Subdomain("a.b-c.d"), "");
-  EXPECT_EQ(ValidateDns1123Subdomain(std::string(200, 'x')), "");  // parts are not limited to 63
-  EXPECT_EQ(ValidateDns1123Subdomain(std::string(254, 'x')), "must be no more than 253 characters");
-  EXPECT_NE(ValidateDns1123Subdomain("a.-b"), "");
-  EXPECT_NE(ValidateDns1123Subdomain("a_b"), "");
-}
-
 // ---------------------------------------------------------------------------------------------
 // Serve configuration
 
@@ -1058,6 +1141,8 @@ TEST(ServeConfigTest, ParsesEverySettingAndResolvesRelativePaths) {
   const std::string yaml =
       "address: \"::1\"\n"
       "port: 9443\n"
+      "api_group: metrics.example.com\n"
+      "api_version: v1alpha1\n"
       "tls_cert_file: server.pem\n"
       "tls_key_file: server-key.pem\n"
       "client_ca_file: ca.pem\n"
@@ -1080,6 +1165,8 @@ TEST(ServeConfigTest, ParsesEverySettingAndResolvesRelativePaths) {
   ASSERT_TRUE(ParseServeConfig(yaml, dir.path(), &config, &error)) << error;
   EXPECT_EQ(config.address, "::1");
   EXPECT_EQ(config.port, 9443);
+  EXPECT_EQ(config.api, (MetricsApi{.group = "metrics.example.com", .version = "v1alpha1"}));
+  EXPECT_EQ(BuildApiServerOptions(config).api, config.api);
   EXPECT_EQ(config.tls_cert_file, dir.path() + "/server.pem");
   EXPECT_EQ(config.tls_key_file, dir.path() + "/server-key.pem");
   EXPECT_EQ(config.client_ca_file, dir.path() + "/ca.pem");
@@ -1143,6 +1230,10 @@ TEST(ServeConfigTest, RejectsBadConfigurationsClearly) {
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "in_cluster: maybe\n"),
             "in_cluster: expected true or false");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "address: [a]\n"), "address: expected a string");
+  EXPECT_THAT(ConfigError(dir, kBaseConfig + "api_group: metrics\n"),
+              HasSubstr("api_group `metrics`: must be a domain name with at least one dot"));
+  EXPECT_THAT(ConfigError(dir, kBaseConfig + "api_version: beta1\n"),
+              HasSubstr("api_version `beta1`: must be a Kubernetes API version"));
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "requestheader_allowed_names: front-proxy\n"),
             "requestheader_allowed_names: expected a list of names");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "authorization: rbac\n"),
