@@ -92,6 +92,14 @@ bool PercentDecode(std::string_view text, std::string* out) {
   return true;
 }
 
+std::string AsciiLower(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return lower;
+}
+
 std::vector<std::string> QueryValues(std::string_view query, std::string_view name) {
   std::vector<std::string> values;
   std::string key, value;

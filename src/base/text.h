@@ -32,6 +32,9 @@ std::string Excerpt(std::string_view text, size_t max_bytes);
 // False when a `%` is not followed by two hex digits.
 bool PercentDecode(std::string_view text, std::string* out);
 
+// `text` with ASCII upper-case letters lowered (header names, media types, extra keys).
+std::string AsciiLower(std::string_view text);
+
 // The values of query parameter `name` in `query` (the target after '?'), in order, each
 // percent-decoded with `+` as a space (HTML form encoding, as Go's url.ParseQuery reads it). A
 // bare `name` (no `=`) gives "". Parameters that do not decode are skipped.

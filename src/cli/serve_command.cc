@@ -102,7 +102,8 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
   }
-  auto authorizer = deployment::BuildAuthorizer(config, kube.get(), &error);
+  auto metrics = std::make_shared<deployment::ServerMetrics>();
+  auto authorizer = deployment::BuildAuthorizer(config, kube.get(), &error, metrics);
   if (!authorizer) {
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
@@ -111,6 +112,9 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
 
   deployment::AggregatorOptions aggregator_options;
   aggregator_options.ca_file = config.pod_ca_file;
+  aggregator_options.on_pod_read = [metrics](std::string_view outcome) {
+    metrics->PodRead(outcome);
+  };
   if (config.source == deployment::SampleSource::kPrometheus) {
     deployment::PrometheusSourceOptions store = config.prometheus;
     if (!deployment::LoadPrometheusCredentials(config.prometheus_bearer_token_file,
@@ -125,8 +129,10 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
 
   int exit_code = 0;
   {
+    deployment::ApiServerOptions server_options = deployment::BuildApiServerOptions(config);
+    server_options.metrics = metrics;
     deployment::ApiServer server(
-        deployment::BuildApiServerOptions(config),
+        std::move(server_options),
         [&aggregator](std::string_view ns, std::string_view name, deployment::SteadyTime deadline,
                       deployment::Snapshot* out) {
           return aggregator.Get(ns, name, out, deadline);
@@ -137,9 +143,8 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
       exit_code = 1;
     } else if (!StopPending(signals, "serve")) {
       std::printf("serving ModelDeploymentMetrics on %s\n", server.url().c_str());
-      std::printf(
-          "  GET %s/apis/worker.gpustack.ai/v1/namespaces/NS/modeldeployments/NAME/metrics\n",
-          server.url().c_str());
+      std::printf("  GET %s%s\n", server.url().c_str(),
+                  config.api.MetricsPath("NS", "NAME").c_str());
       std::fflush(stdout);
       WaitForStop(signals, duration, "serve");
       server.Stop();

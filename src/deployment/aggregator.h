@@ -53,6 +53,9 @@ struct AggregatorOptions {
   // Where samples come from; null: direct scraping with the options above (scrape_source.h).
   // A Prometheus-compatible store is the other (prometheus_source.h).
   std::shared_ptr<PodMetricsSource> pod_source;
+  // Told each Pod read's outcome (PodRead::outcome; `error` when a source gave none), e.g. to
+  // count them in the server's own metrics. Called on the reading thread.
+  std::function<void(std::string_view outcome)> on_pod_read;
 };
 
 class Aggregator : public SnapshotReader {

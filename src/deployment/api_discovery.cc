@@ -2,11 +2,12 @@
 #include "deployment/api_discovery.h"
 
 #include <algorithm>
-#include <cctype>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "base/text.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -26,13 +27,6 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
-std::string Lower(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
-}
-
 // One media range of an Accept header: its type and parameters (names lower-cased).
 struct MediaRange {
   std::string type;
@@ -49,7 +43,7 @@ struct MediaRange {
 MediaRange ParseMediaRange(std::string_view text) {
   MediaRange range;
   size_t semi = text.find(';');
-  range.type = Lower(Trim(text.substr(0, semi)));
+  range.type = base::AsciiLower(Trim(text.substr(0, semi)));
   while (semi != std::string_view::npos) {
     text.remove_prefix(semi + 1);
     semi = text.find(';');
@@ -60,7 +54,7 @@ MediaRange ParseMediaRange(std::string_view text) {
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
     }
-    range.params.emplace_back(Lower(Trim(param.substr(0, eq))), std::string(value));
+    range.params.emplace_back(base::AsciiLower(Trim(param.substr(0, eq))), std::string(value));
   }
   return range;
 }

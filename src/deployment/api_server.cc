@@ -93,6 +93,20 @@ std::string ForbiddenMessage(const AuthorizationRequest& request, std::string_vi
   return message;
 }
 
+// `NotFound` -> `not_found`: a Status reason as a metric label value.
+std::string SnakeCase(std::string_view reason) {
+  std::string out;
+  for (char c : reason) {
+    if (c >= 'A' && c <= 'Z') {
+      if (!out.empty()) out.push_back('_');
+      out.push_back(static_cast<char>(c - 'A' + 'a'));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 // A value echoed in an error message, cut so a long path cannot make a long answer.
 std::string Echo(std::string_view value) {
   constexpr size_t kMax = 100;
@@ -220,13 +234,25 @@ struct ApiServer::Impl {
   std::unique_ptr<WorkerPool> authorizing;
   std::unique_ptr<SharedReads> reads;
   std::unique_ptr<OpenApiDocuments> openapi;
+  std::shared_ptr<ServerMetrics> metrics;
   HealthChecks livez{"livez"}, readyz{"readyz"}, healthz{"healthz"};
   std::atomic<bool> stopping{false};
   bool started = false;
 
   void AddHealthChecks();
+  // Counts the request in the server's metrics when `respond` answers it.
+  net::Responder Counted(const net::HttpRequest& request, net::Responder respond);
+  // A GET route (a prefix when it ends in '/') whose answers are counted.
+  void Route(const std::string& path_or_prefix,
+             std::function<net::HttpResponse(const net::HttpRequest&)> handler);
 
   void Serve(const net::HttpRequest& request, net::Responder respond);
+  // Authorises `access` (a non-resource path) on the authorisation pool, then answers with
+  // `answer()` (403 / 500 / 429 as for a resource request).
+  void AuthorizeNonResource(AuthorizationRequest access, std::function<net::HttpResponse()> answer,
+                            net::Responder respond);
+  // Discovery, the OpenAPI documents and /metrics, once authorised.
+  net::HttpResponse NonResource(const net::HttpRequest& request);
   // `resource`/`subresource` as authorised: modeldeployments/metrics or modeldeploymentmetrics.
   void ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string_view resource,
                     std::string_view subresource, std::string ns, std::string name,
@@ -261,39 +287,21 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
   UserInfo user;
   if (!authenticator->Authenticate(request, &user)) return respond(Unauthorized());
 
-  if (std::optional<net::HttpResponse> document = openapi->Serve(request)) {
-    if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
-    return respond(std::move(*document));
-  }
   std::string_view path = request.path;
-  std::string_view discovery_path = path;
-  if (discovery_path.size() > 1 && discovery_path.back() == '/') discovery_path.remove_suffix(1);
-  // With an ETag, as kube-apiserver's discovery: kube-aggregator re-fetches /apis every minute.
-  const auto discovery = [&](std::string body, std::string content_type = "application/json") {
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const bool discovery =
+      path == "/apis" || path == options.api.GroupPath() || path == options.api.VersionPath();
+  const bool document = path.starts_with("/openapi/") && openapi->Serve(request).has_value();
+  if (discovery || document || path == "/metrics") {
     if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
-    const std::string etag = "\"" + DocumentHash(body) + "\"";
-    net::HttpResponse response = JsonResponse(200, std::move(body));
-    if (request.headers.Get("If-None-Match") == etag) {
-      response.status = 304;
-      response.body.clear();
-    }
-    response.content_type = std::move(content_type);
-    response.headers.emplace_back("ETag", etag);
-    response.headers.emplace_back("Vary", "Accept");
-    respond(std::move(response));
-  };
-  if (discovery_path == "/apis") {
-    const DiscoveryForm form = NegotiateDiscovery(request.headers.Get("Accept"));
-    return discovery(ApisJson(options.api, form), DiscoveryContentType(form));
+    AuthorizationRequest access{.user = std::move(user), .verb = "get", .path = std::string(path)};
+    return AuthorizeNonResource(
+        std::move(access), [this, &request] { return NonResource(request); }, std::move(respond));
   }
-  if (discovery_path == options.api.GroupPath()) return discovery(ApiGroupJson(options.api));
-  if (discovery_path == options.api.VersionPath()) {
-    return discovery(ApiResourceListJson(options.api));
-  }
-
+  // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or  //
   // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or
   // /apis/GROUP/VERSION/namespaces/{ns}/modeldeploymentmetrics/{name}
-  const std::vector<std::string_view> segments = SplitPath(path);
+  const std::vector<std::string_view> segments = SplitPath(request.path);  // no trailing '/' here
   const bool in_api = segments.size() >= 7 && segments[0] == "apis" &&
                       segments[1] == options.api.group && segments[2] == options.api.version &&
                       segments[3] == "namespaces";
@@ -307,6 +315,61 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
                         std::string(segments[4]), std::string(segments[6]), std::move(respond));
   }
   respond(UnknownPath());
+}
+
+net::HttpResponse ApiServer::Impl::NonResource(const net::HttpRequest& request) {
+  if (std::optional<net::HttpResponse> document = openapi->Serve(request)) return *document;
+  std::string_view path = request.path;
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  if (path == "/metrics") {
+    net::HttpResponse response;
+    response.content_type = std::string(kTextContentType);
+    response.body = metrics->Render(Format::kText);
+    return response;
+  }
+  // Discovery, with an ETag as kube-apiserver's: kube-aggregator re-fetches /apis every minute.
+  net::HttpResponse response = JsonResponse(200, "");
+  if (path == "/apis") {
+    const DiscoveryForm form = NegotiateDiscovery(request.headers.Get("Accept"));
+    response.body = ApisJson(options.api, form);
+    response.content_type = DiscoveryContentType(form);
+  } else {
+    response.body = path == options.api.GroupPath() ? ApiGroupJson(options.api)
+                                                    : ApiResourceListJson(options.api);
+  }
+  const std::string etag = "\"" + DocumentHash(response.body) + "\"";
+  if (request.headers.Get("If-None-Match") == etag) {
+    response.status = 304;
+    response.body.clear();
+  }
+  response.headers.emplace_back("ETag", etag);
+  response.headers.emplace_back("Vary", "Accept");
+  return response;
+}
+
+void ApiServer::Impl::AuthorizeNonResource(AuthorizationRequest access,
+                                           std::function<net::HttpResponse()> answer,
+                                           net::Responder respond) {
+  auto job = [this, access = std::move(access), answer = std::move(answer), respond]() {
+    const AuthorizationDecision decision = authorizer->Authorize(access);
+    if (!decision.error.ok()) {
+      return respond(StatusResponse(
+          ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
+          nullptr));
+    }
+    if (!decision.allowed) {
+      // Kubernetes' words for a non-resource path.
+      std::string message = fmt::format("forbidden: User \"{}\" cannot get path \"{}\"",
+                                        access.user.name, Echo(access.path));
+      if (!decision.reason.empty()) message += ": " + decision.reason;
+      return respond(StatusResponse({403, "Forbidden", std::move(message)}, nullptr));
+    }
+    respond(answer());
+  };
+  if (!authorizing->TrySubmit(std::move(job))) {
+    respond(StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
+                           nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
+  }
 }
 
 void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo user,
@@ -333,6 +396,7 @@ void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo use
   AuthorizationRequest access{.user = std::move(user),
                               .verb = "get",
                               .api_group = options.api.group,
+                              .api_version = options.api.version,
                               .resource = std::string(resource),
                               .subresource = std::string(subresource),
                               .ns = std::move(ns),
@@ -372,13 +436,20 @@ void ApiServer::Impl::Authorize(const AuthorizationRequest& access, const Status
       access.ns, access.name, deadline, [respond, details](const SharedReads::Result& result) {
         respond(ReadResponse(result, details));
       });
+  metrics->SharedRead(SharedReads::AdmissionName(admission));
   if (admission == SharedReads::Admission::kBusy) respond(Busy(details));
 }
 
 SharedReads::Result ApiServer::Impl::Read(const std::string& ns, const std::string& name,
                                           SteadyTime deadline) {
   Snapshot result;
+  const SteadyTime started = SteadyClock::now();
   const ApiStatus status = snapshot(ns, name, deadline, &result);
+  const std::string outcome = status.ok()          ? (result.partial ? "partial" : "ok")
+                              : status.code == 504 ? "timeout"
+                                                   : SnakeCase(status.reason);
+  metrics->SnapshotRead(outcome,
+                        std::chrono::duration<double>(SteadyClock::now() - started).count());
   if (!status.ok()) return {.status = status};
   // Rendered once per read: every request sharing it gets the same bytes.
   return {.status = status,
@@ -418,13 +489,13 @@ bool ApiServer::Start(std::string* error) {
   }
   impl.started = true;
   impl.openapi = std::make_unique<OpenApiDocuments>(impl.options.api);
+  impl.metrics = impl.options.metrics ? impl.options.metrics : std::make_shared<ServerMetrics>();
   impl.http = std::make_unique<net::HttpServer>(impl.options.http);
   impl.AddHealthChecks();
-  impl.http->Route("GET", "/version",
-                   [](const net::HttpRequest&) { return JsonResponse(200, VersionJson()); });
+  impl.Route("/version", [](const net::HttpRequest&) { return JsonResponse(200, VersionJson()); });
   impl.http->RoutePrefixAsync("", "/",
                               [&impl](const net::HttpRequest& request, net::Responder respond) {
-                                impl.Serve(request, std::move(respond));
+                                impl.Serve(request, impl.Counted(request, std::move(respond)));
                               });
   impl.authorizing =
       std::make_unique<WorkerPool>(impl.options.authorizer_threads, impl.options.max_authorizing);
@@ -461,12 +532,37 @@ void ApiServer::Impl::AddHealthChecks() {
   });
   for (HealthChecks* checks : {&livez, &readyz, &healthz}) {
     const std::string root = "/" + checks->endpoint();
-    http->Route("GET", root, [checks](const net::HttpRequest& request) {
-      return checks->Serve("", request.query);
-    });
-    http->RoutePrefix("GET", root + "/", [checks, root](const net::HttpRequest& request) {
+    Route(root,
+          [checks](const net::HttpRequest& request) { return checks->Serve("", request.query); });
+    Route(root + "/", [checks, root](const net::HttpRequest& request) {
       return checks->Serve(std::string_view(request.path).substr(root.size() + 1), request.query);
     });
+  }
+}
+
+net::Responder ApiServer::Impl::Counted(const net::HttpRequest& request, net::Responder respond) {
+  metrics->RequestStarted();
+  const SteadyTime arrived =
+      request.received_at == SteadyTime() ? SteadyClock::now() : request.received_at;
+  return net::Responder([metrics = metrics, respond = std::move(respond), arrived,
+                         method = request.method,
+                         path_class = ClassifyPath(request.path)](net::HttpResponse response) {
+    metrics->RequestFinished(method, path_class, response.status,
+                             std::chrono::duration<double>(SteadyClock::now() - arrived).count());
+    respond(std::move(response));
+  });
+}
+
+void ApiServer::Impl::Route(const std::string& path_or_prefix,
+                            std::function<net::HttpResponse(const net::HttpRequest&)> handler) {
+  auto counted = [this, handler = std::move(handler)](const net::HttpRequest& request,
+                                                      net::Responder respond) {
+    Counted(request, std::move(respond))(handler(request));
+  };
+  if (path_or_prefix.ends_with('/')) {
+    http->RoutePrefixAsync("GET", path_or_prefix, std::move(counted));
+  } else {
+    http->RouteAsync("GET", path_or_prefix, std::move(counted));
   }
 }
 
@@ -810,7 +906,8 @@ std::unique_ptr<Authenticator> BuildAuthenticator(const ServeConfig& config, std
 }
 
 std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
-                                            std::string* error) {
+                                            std::string* error,
+                                            std::shared_ptr<ServerMetrics> metrics) {
   if (config.authorization == ServeConfig::Authorization::kPolicy) {
     auto policy = PolicyAuthorizer::Load(config.policy_file, error);
     if (!policy) return nullptr;
@@ -820,7 +917,9 @@ std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiCl
     *error = "subjectaccessreview needs a Kubernetes API client";
     return nullptr;
   }
-  return std::make_unique<SubjectAccessReviewAuthorizer>(kube);
+  SubjectAccessReviewAuthorizer::Options options;
+  if (metrics) options.on_cache = [metrics](bool hit) { metrics->AccessReviewCache(hit); };
+  return std::make_unique<SubjectAccessReviewAuthorizer>(kube, std::move(options));
 }
 
 ApiServerOptions BuildApiServerOptions(const ServeConfig& config) {

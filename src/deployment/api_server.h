@@ -17,6 +17,12 @@
 //                                               (fails once Stop() begins); healthz both but
 //                                               `shutdown`
 //   GET /version                                a Kubernetes version.Info, no authentication
+//   GET /metrics                                the server's own metrics (server_metrics.h),
+//                                               text format
+//
+// Discovery, the OpenAPI documents and /metrics are authorised as non-resource GETs of their
+// path (a PolicyAuthorizer allows discovery and documents to every user, as Kubernetes'
+// system:discovery role; /metrics needs a rule), on the authorisation pool like the snapshot.
 //
 // Every other request is authenticated first (401 Status `Unauthorized`). For the metrics path,
 // in this order: `ns` must be a DNS-1123 label (<= 63) and `name` a DNS-1123 subdomain (<= 253),
@@ -62,6 +68,7 @@
 #include "deployment/objects.h"
 #include "deployment/pod_source.h"
 #include "deployment/prometheus_source.h"
+#include "deployment/server_metrics.h"
 #include "deployment/shared_reads.h"
 #include "deployment/snapshot.h"
 #include "net/http_server.h"
@@ -79,6 +86,9 @@ struct ApiServerOptions {
   // Named checks `/readyz` and `/healthz` add after `ping` (e.g. `informer-sync`); each returns
   // "" when ready, else why not.
   std::vector<std::pair<std::string, HealthChecks::Check>> readiness_checks;
+  // Where the server counts its requests and reads (served on /metrics); null: its own. Shared
+  // so the aggregator and authorisers feeding it can outlive or precede the server.
+  std::shared_ptr<ServerMetrics> metrics;
   // Address, port, TLS (with client_ca_file / requestheader_ca_file for certificates) and the
   // HTTP limits. Defaults: 127.0.0.1, port 0 (any free one), no TLS.
   net::ServerOptions http = [] {
@@ -222,9 +232,11 @@ bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* err
 
 // The pieces the configuration names. Null with `*error` when a file does not load.
 std::unique_ptr<Authenticator> BuildAuthenticator(const ServeConfig& config, std::string* error);
-// `kube` is needed (not null) for subjectaccessreview and must outlive the authoriser.
+// `kube` is needed (not null) for subjectaccessreview and must outlive the authoriser; the
+// review cache's hits and misses go to `metrics` when given.
 std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
-                                            std::string* error);
+                                            std::string* error,
+                                            std::shared_ptr<ServerMetrics> metrics = nullptr);
 ApiServerOptions BuildApiServerOptions(const ServeConfig& config);
 
 }  // namespace modelmetrics::deployment

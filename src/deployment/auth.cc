@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/text.h"
 #include "deployment/yaml.h"
 
 namespace modelmetrics::deployment {
@@ -214,6 +215,18 @@ bool RequestHeaderAuthenticator::Authenticate(const net::HttpRequest& request,
       if (!value.empty()) result.groups.emplace_back(value);
     }
   }
+  for (const auto& [header, value] : request.headers.entries()) {
+    for (const std::string& prefix : options_.extra_header_prefixes) {
+      if (header.size() <= prefix.size() ||
+          !EqualsIgnoreCase(header.substr(0, prefix.size()), prefix)) {
+        continue;
+      }
+      std::string key = base::AsciiLower(std::string_view(header).substr(prefix.size()));
+      if (std::string decoded; base::PercentDecode(key, &decoded)) key = std::move(decoded);
+      result.extra[key].push_back(value);
+      break;
+    }
+  }
   *user = std::move(result);
   return true;
 }
@@ -281,6 +294,15 @@ bool PolicyRule::Matches(const AuthorizationRequest& request) const {
       ListMatches(users, request.user.name) || Contains(groups, "*") ||
       std::any_of(request.user.groups.begin(), request.user.groups.end(),
                   [this](const std::string& group) { return Contains(groups, group); });
+  if (request.non_resource() || !non_resource_urls.empty()) {
+    return subject && request.non_resource() && ListMatches(verbs, request.verb) &&
+           std::any_of(non_resource_urls.begin(), non_resource_urls.end(),
+                       [&request](const std::string& url) {
+                         return url == "*" || url == request.path ||
+                                (url.ends_with('*') &&
+                                 request.path.starts_with(url.substr(0, url.size() - 1)));
+                       });
+  }
   return subject && ListMatches(namespaces, request.ns) && ListMatches(verbs, request.verb) &&
          ResourceMatches(resources, request) &&
          (api_groups.empty() || ListMatches(api_groups, request.api_group)) &&
@@ -328,9 +350,10 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
     }
     PolicyRule rule;
     const std::pair<const char*, std::vector<std::string>*> fields[] = {
-        {"users", &rule.users}, {"groups", &rule.groups},       {"namespaces", &rule.namespaces},
-        {"verbs", &rule.verbs}, {"resources", &rule.resources}, {"apiGroups", &rule.api_groups},
-        {"names", &rule.names},
+        {"users", &rule.users},           {"groups", &rule.groups},
+        {"namespaces", &rule.namespaces}, {"verbs", &rule.verbs},
+        {"resources", &rule.resources},   {"apiGroups", &rule.api_groups},
+        {"names", &rule.names},           {"nonResourceURLs", &rule.non_resource_urls},
     };
     for (const auto& item : node.items()) {
       // Not a structured binding: clang 14 cannot capture one in the lambda below.
@@ -341,7 +364,7 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
       if (field == std::end(fields)) {
         *error = fmt::format(
             "{}: unknown key `{}` (expected users, groups, namespaces, verbs, resources, "
-            "apiGroups, names)",
+            "apiGroups, names, nonResourceURLs)",
             where, key);
         return false;
       }
@@ -351,8 +374,20 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
       *error = fmt::format("{}: needs `users` or `groups`", where);
       return false;
     }
-    const std::pair<const char*, const std::vector<std::string>*> required[] = {
-        {"namespaces", &rule.namespaces}, {"verbs", &rule.verbs}, {"resources", &rule.resources}};
+    const bool non_resource = !rule.non_resource_urls.empty();
+    if (non_resource && (!rule.namespaces.empty() || !rule.resources.empty() ||
+                         !rule.api_groups.empty() || !rule.names.empty())) {
+      *error = fmt::format(
+          "{}: nonResourceURLs cannot be mixed with namespaces, resources, apiGroups or names",
+          where);
+      return false;
+    }
+    using Required = std::pair<const char*, const std::vector<std::string>*>;
+    const std::vector<Required> required =
+        non_resource ? std::vector<Required>{{"verbs", &rule.verbs}}
+                     : std::vector<Required>{{"namespaces", &rule.namespaces},
+                                             {"verbs", &rule.verbs},
+                                             {"resources", &rule.resources}};
     for (const auto& [name, list] : required) {
       if (list->empty()) {
         *error = fmt::format("{}: needs a non-empty `{}`", where, name);
@@ -377,7 +412,20 @@ std::unique_ptr<PolicyAuthorizer> PolicyAuthorizer::Load(const std::string& path
   return std::make_unique<PolicyAuthorizer>(std::move(rules));
 }
 
+namespace {
+
+// What Kubernetes' system:discovery and system:public-info-viewer roles grant every user.
+bool IsDiscoveryPath(std::string_view path) {
+  return path == "/apis" || path.starts_with("/apis/") || path == "/openapi" ||
+         path.starts_with("/openapi/") || path == "/version";
+}
+
+}  // namespace
+
 AuthorizationDecision PolicyAuthorizer::Authorize(const AuthorizationRequest& request) const {
+  if (request.non_resource() && request.verb == "get" && IsDiscoveryPath(request.path)) {
+    return AuthorizationDecision::Allow();
+  }
   for (const PolicyRule& rule : rules_) {
     if (rule.Matches(request)) return AuthorizationDecision::Allow();
   }
@@ -410,32 +458,48 @@ AuthorizationDecision SubjectAccessReviewAuthorizer::Authorize(
     key += ':';
     key += part;
   };
+  for (const std::string& group : request.user.groups) {
+    if (Contains(options_.always_allow_groups, group)) return AuthorizationDecision::Allow();
+  }
   for (const std::string* part :
-       {&request.user.name, &request.verb, &request.api_group, &request.resource,
-        &request.subresource, &request.ns, &request.name}) {
+       {&request.user.name, &request.user.uid, &request.verb, &request.api_group,
+        &request.api_version, &request.resource, &request.subresource, &request.ns, &request.name,
+        &request.path}) {
     add(*part);
   }
+  add(std::to_string(request.user.groups.size()));
   for (const std::string& group : request.user.groups) add(group);
+  for (const auto& [extra_key, values] : request.user.extra) {
+    add(extra_key);
+    add(std::to_string(values.size()));
+    for (const std::string& value : values) add(value);
+  }
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
     const auto found = cache_.find(key);
     if (found != cache_.end()) {
       if (found->second.expires > now) {
+        if (options_.on_cache) options_.on_cache(true);
         return found->second.allowed ? AuthorizationDecision::Allow()
                                      : AuthorizationDecision::Deny();
       }
       cache_.erase(found);
     }
   }
+  if (options_.on_cache) options_.on_cache(false);
   AccessRequest review{.user = request.user.name,
+                       .uid = request.user.uid,
                        .groups = request.user.groups,
+                       .extra = request.user.extra,
                        .verb = request.verb,
                        .group = request.api_group,
+                       .version = request.api_version,
                        .resource = request.resource,
                        .subresource = request.subresource,
                        .ns = request.ns,
-                       .name = request.name};
+                       .name = request.name,
+                       .path = request.path};
   bool allowed = false;
   ApiStatus status = review_(review, &allowed);
   if (!status.ok()) {

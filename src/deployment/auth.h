@@ -46,6 +46,9 @@ struct UserInfo {
   std::string name;
   std::string uid;
   std::vector<std::string> groups;
+  // Kubernetes' user extra (e.g. `authentication.kubernetes.io/credential-id`): from the front
+  // proxy's X-Remote-Extra-* headers or a TokenReview; passed on in SubjectAccessReviews.
+  std::map<std::string, std::vector<std::string>> extra;
 
   bool operator==(const UserInfo&) const = default;
 };
@@ -87,6 +90,10 @@ struct RequestHeaderOptions {
   std::vector<std::string> username_headers = {"X-Remote-User"};
   // Every non-empty value of these headers is a group, in arrival order.
   std::vector<std::string> group_headers = {"X-Remote-Group"};
+  // A header starting with one of these (any case) is an extra: its key is the rest, lower-cased
+  // and percent-decoded (kept lower-cased as sent when it does not decode), as k8s.io/apiserver
+  // reads them; each header line is one value.
+  std::vector<std::string> extra_header_prefixes = {"X-Remote-Extra-"};
 };
 
 class RequestHeaderAuthenticator : public Authenticator {
@@ -110,15 +117,21 @@ class UnionAuthenticator : public Authenticator {
   std::vector<std::unique_ptr<Authenticator>> authenticators_;
 };
 
-// What is being asked: `verb` on `resource`/`subresource` of `api_group`, object `name` in `ns`.
+// What is being asked: `verb` on `resource`/`subresource` of `api_group`/`api_version`, object
+// `name` in `ns`; or, when `path` is set, `verb` on that non-resource path (`/metrics`,
+// `/openapi/v2`, `/apis`), where the resource fields are unused.
 struct AuthorizationRequest {
   UserInfo user;
   std::string verb = "get";
   std::string api_group = "worker.gpustack.ai";
+  std::string api_version = "v1";
   std::string resource = "modeldeployments";
   std::string subresource = "metrics";
   std::string ns;
   std::string name;
+  std::string path;
+
+  bool non_resource() const { return !path.empty(); }
 };
 
 struct AuthorizationDecision {
@@ -142,6 +155,8 @@ class Authorizer {
 // user's groups is in `groups`, and the namespace, verb, resource (`resource/subresource`), API
 // group and name each match. "*" matches anything in every list; a resource `*/metrics`
 // matches the metrics subresource of any resource. Empty `api_groups` or `names` match any.
+// A rule with `non_resource_urls` matches non-resource requests only: the path equals one, or
+// starts with one that ends in `*` (RBAC's nonResourceURLs).
 struct PolicyRule {
   std::vector<std::string> users;
   std::vector<std::string> groups;
@@ -150,6 +165,7 @@ struct PolicyRule {
   std::vector<std::string> resources;
   std::vector<std::string> api_groups;
   std::vector<std::string> names;
+  std::vector<std::string> non_resource_urls;
 
   bool Matches(const AuthorizationRequest& request) const;
 };
@@ -162,12 +178,18 @@ struct PolicyRule {
 //       resources: ["modeldeployments/metrics"]
 //       apiGroups: ["worker.gpustack.ai"]   # optional
 //       names: ["chat"]                     # optional
+//     - groups: [monitoring]
+//       nonResourceURLs: ["/metrics"]       # instead of namespaces and resources
+//       verbs: [get]
 // Each list may also be a single string. Unknown keys, a missing required list, or a value that is
 // not a string list are errors naming the place, e.g. `rules[1].verbs: expected a list of strings`.
 // `rules: []` is valid and denies everything.
 bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::string* error);
 
 // Allows a request when any rule matches; denies otherwise (no reason given, like RBAC).
+// Discovery and the API's documents (`/apis`, `/apis/*`, `/openapi/*`, `/version`) are allowed to
+// every authenticated user without a rule, as Kubernetes' default system:discovery binding
+// does; `/metrics` needs a rule.
 class PolicyAuthorizer : public Authorizer {
  public:
   explicit PolicyAuthorizer(std::vector<PolicyRule> rules) : rules_(std::move(rules)) {}
@@ -192,6 +214,10 @@ class SubjectAccessReviewAuthorizer : public Authorizer {
     std::chrono::milliseconds allowed_ttl{10000};
     std::chrono::milliseconds denied_ttl{10000};
     size_t max_cached = 4096;  // the cache is emptied when it would grow past this
+    // Allowed without a review (k8s.io/apiserver's delegated default: system:masters).
+    std::vector<std::string> always_allow_groups = {"system:masters"};
+    // Told whether each review was answered from the cache (the server's own metrics).
+    std::function<void(bool hit)> on_cache;
   };
 
   // Reviews through `client` (not owned; must outlive the authoriser).

@@ -628,14 +628,24 @@ ApiStatus SubjectAccessReview(KubeApiClient* client, const AccessRequest& reques
   auto put = [&](const char* key, const std::string& value) {
     if (!value.empty()) attributes[key] = value;
   };
-  put("namespace", request.ns);
-  put("verb", request.verb);
-  put("group", request.group);
-  put("resource", request.resource);
-  put("subresource", request.subresource);
-  put("name", request.name);
-  json spec = {{"user", request.user}, {"resourceAttributes", std::move(attributes)}};
+  json spec = {{"user", request.user}};
+  if (request.path.empty()) {
+    put("namespace", request.ns);
+    put("verb", request.verb);
+    put("group", request.group);
+    put("version", request.version);
+    put("resource", request.resource);
+    put("subresource", request.subresource);
+    put("name", request.name);
+    spec["resourceAttributes"] = std::move(attributes);
+  } else {
+    put("path", request.path);
+    put("verb", request.verb);
+    spec["nonResourceAttributes"] = std::move(attributes);
+  }
+  if (!request.uid.empty()) spec["uid"] = request.uid;
   if (!request.groups.empty()) spec["groups"] = request.groups;
+  if (!request.extra.empty()) spec["extra"] = request.extra;
   json review = {{"apiVersion", "authorization.k8s.io/v1"},
                  {"kind", "SubjectAccessReview"},
                  {"spec", std::move(spec)}};

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,15 +112,21 @@ class KubeApiSource : public ObjectSource {
 
 // Asks the API server whether `user` (with `groups`) may `verb` the `resource`/`subresource` of
 // `group` in `ns`. Sets `*allowed`; a failed review is a non-Ok status (callers deny).
+// `path` set: a non-resource request (nonResourceAttributes {path, verb}); else resource
+// attributes. `extra` is the user's extra, sent as is.
 struct AccessRequest {
   std::string user;
+  std::string uid;
   std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::string>> extra;
   std::string verb = "get";
   std::string group = "worker.gpustack.ai";
+  std::string version;
   std::string resource = "modeldeployments";
   std::string subresource = "metrics";
   std::string ns;
   std::string name;
+  std::string path;
 };
 ApiStatus SubjectAccessReview(KubeApiClient* client, const AccessRequest& request, bool* allowed);
 

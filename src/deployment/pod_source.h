@@ -31,6 +31,10 @@ inline constexpr std::string_view kSampleSourcePrometheus = "prometheus";
 struct PodRead {
   std::optional<PodMetrics> metrics;  // none: `error` says why (a missing[] "scrape" entry)
   Reason error;
+  // Why, as a bounded snake_case class for the server's own metrics (`ok` when `metrics` is
+  // set): no_endpoint, parse_error, a net::FetchErrorName (timeout, too_large, http_status, ...)
+  // for a failed scrape; store_error, no_sample, stale, down, copies for a store. Empty: `error`.
+  std::string_view outcome;
   ReadTime at;
   // What the read's windows are computed against; null: the aggregator's baseline store.
   std::unique_ptr<Baselines> baselines;

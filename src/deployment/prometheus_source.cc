@@ -237,9 +237,10 @@ PodRead ReadMetrics(std::span<const StoreSeries* const> own, const Chunk& chunk,
   std::string error;
   if (!ScrapeAt(own, chunk.roles, target_labels, t1, &last, &error) ||
       (t0 < t1 && !ScrapeAt(own, chunk.roles, target_labels, t0, &first_scrape, &error))) {
-    return {.error = error};
+    return {.error = error, .outcome = "copies"};
   }
   PodRead read;
+  read.outcome = "ok";
   read.at = ReadTime::Replay(FromMs(t1));
   read.metrics.emplace();
   ReadPodMetrics(last, *chunk.profile, &*read.metrics);
@@ -260,7 +261,7 @@ PodRead ReadPod(std::span<const StoreSeries* const> all, const Chunk& chunk, int
   const CopyRules rules{options.replica_labels, chunk.exporter_labels, options.namespace_label,
                         options.pod_label};
   if (std::string targets = SelectCopy(all, rules, now_ms, &copy); !targets.empty()) {
-    return {.error = targets};
+    return {.error = targets, .outcome = "copies"};
   }
   const std::span<const StoreSeries* const> own = copy.series;
   // Scrape instants: every sample of a family series, and every successful `up`.
@@ -276,18 +277,22 @@ PodRead ReadPod(std::span<const StoreSeries* const> all, const Chunk& chunk, int
     }
   }
   if (instants.empty()) {
-    return {.error = last_up ? DownText(last_up->ms)
-                             : NoSampleText(options.window + options.stale_after)};
+    return last_up ? PodRead{.error = DownText(last_up->ms), .outcome = "down"}
+                   : PodRead{.error = NoSampleText(options.window + options.stale_after),
+                             .outcome = "no_sample"};
   }
   const int64_t t1 = NewestCompleteScrape(own, chunk.roles, instants);
-  if (last_up && last_up->value == 0 && last_up->ms > t1) return {.error = DownText(last_up->ms)};
+  if (last_up && last_up->value == 0 && last_up->ms > t1) {
+    return {.error = DownText(last_up->ms), .outcome = "down"};
+  }
   if (now_ms - t1 > options.stale_after.count()) {
     return {.error = fmt::format("the store's newest sample of the Pod is older than {} (at {})",
-                                 Seconds(options.stale_after), FormatTime(FromMs(t1)))};
+                                 Seconds(options.stale_after), FormatTime(FromMs(t1))),
+            .outcome = "stale"};
   }
   const int64_t t0 = *instants.lower_bound(t1 - options.window.count());
   if (chunk.profile == nullptr) {  // merged as an unsupported engine or router
-    return {.metrics = PodMetrics{}, .at = ReadTime::Replay(FromMs(t1))};
+    return {.metrics = PodMetrics{}, .outcome = "ok", .at = ReadTime::Replay(FromMs(t1))};
   }
   return ReadMetrics(own, chunk, copy.target_labels, t0, t1);
 }
@@ -435,7 +440,10 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
     const Chunk& chunk = chunks[c];
     // One text per query, shared by its Pods' missing[] entries.
     auto fail_all = [&](const Reason& error) {
-      for (size_t i : chunk.pods) reads[i].error = error;
+      for (size_t i : chunk.pods) {
+        reads[i].error = error;
+        reads[i].outcome = "store_error";
+      }
     };
     if (!result.ok() || result.status != 200) {
       if (result.ok()) result.error = net::FetchError::kHttpStatus;
@@ -458,8 +466,9 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
     }
     for (size_t i : chunk.pods) {
       const auto found = by_pod.find(pods[i].metadata.name);
-      reads[i] = found == by_pod.end() ? PodRead{.error = NoSampleText(range)}
-                                       : ReadPod(found->second, chunk, now_ms, options_);
+      reads[i] = found == by_pod.end()
+                     ? PodRead{.error = NoSampleText(range), .outcome = "no_sample"}
+                     : ReadPod(found->second, chunk, now_ms, options_);
     }
   };
   client_->FetchAll(requests, deadline, on_result);

@@ -115,6 +115,7 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
   for (size_t i = 0; i < pods.size(); ++i) {
     if (std::string error; !MetricsUrl(pods[i], &urls[i], &error)) {
       reads[i].error = error;
+      reads[i].outcome = "no_endpoint";
       continue;
     }
     requests.push_back({.url = urls[i], .headers = {{"Accept", "text/plain;version=0.0.4"}}});
@@ -125,6 +126,7 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
     if (!result.ok() || result.status != 200) {
       if (result.ok()) result.error = net::FetchError::kHttpStatus;
       reads[i].error = FetchErrorText(urls[i], result);
+      reads[i].outcome = net::FetchErrorName(result.error);
       return;
     }
     const ExporterProfile* profile =
@@ -135,9 +137,11 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
     std::string().swap(result.body);  // the body is no longer needed: free it now
     if (!parsed) {
       reads[i].error = error;
+      reads[i].outcome = "parse_error";
       return;
     }
     reads[i].metrics = std::move(read);
+    reads[i].outcome = "ok";
     reads[i].at = {options_.now(), options_.steady_now()};  // step 8.10
   };
   client_.FetchAll(requests, deadline, on_result);

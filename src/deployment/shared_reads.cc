@@ -206,13 +206,14 @@ SharedReads::Admission SharedReads::Submit(const std::string& ns, const std::str
       const Result result = it->second.result;
       lock.unlock();
       done(result);
-      return Admission::kAccepted;
+      return Admission::kReused;
     }
     impl.recent.erase(it);
   }
   if (impl.waiters >= impl.options.max_waiters) return Admission::kBusy;
   auto it = impl.flights.find(key);
-  if (it == impl.flights.end()) {
+  const bool joined = it != impl.flights.end();
+  if (!joined) {
     if (impl.flights.size() >= std::max<size_t>(impl.options.max_reads, 1)) {
       return Admission::kBusy;
     }
@@ -226,7 +227,21 @@ SharedReads::Admission SharedReads::Submit(const std::string& ns, const std::str
   it->second->waiters.push_back({deadline, std::move(done)});
   ++impl.waiters;
   impl.reaper_cv.notify_one();  // this waiter's cut-off may be the earliest
-  return Admission::kAccepted;
+  return joined ? Admission::kJoined : Admission::kStarted;
+}
+
+std::string_view SharedReads::AdmissionName(Admission admission) {
+  switch (admission) {
+    case Admission::kReused:
+      return "reused";
+    case Admission::kJoined:
+      return "joined";
+    case Admission::kStarted:
+      return "started";
+    case Admission::kBusy:
+      break;
+  }
+  return "busy";
 }
 
 void SharedReads::Shutdown() {

@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "deployment/objects.h"
 #include "deployment/snapshot.h"
@@ -61,7 +62,10 @@ class SharedReads {
     std::chrono::milliseconds min_read_budget{2000};
   };
 
-  enum class Admission { kAccepted, kBusy };
+  // How a request was taken: it reused a finished read's result (its callback has run), joined a
+  // running or queued read, started a new one, or was refused.
+  enum class Admission { kReused, kJoined, kStarted, kBusy };
+  static std::string_view AdmissionName(Admission admission);  // reused, joined, started, busy
 
   SharedReads(Options options, ReadFunction read);
   ~SharedReads();  // Shutdown()s

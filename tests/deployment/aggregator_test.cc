@@ -453,6 +453,23 @@ TEST(SnapshotUpstream, PartialScrape) {
   EXPECT_EQ(snapshot.missing[0], M("bad", "scrape", "metrics endpoint returned HTTP 500"));
 }
 
+// Each Pod read's outcome reaches the server's metrics as a bounded class, not the reason text.
+TEST(Aggregator, PodReadOutcomesAreBoundedClasses) {
+  Harness h;
+  h.md().roles[0].replicas = 3;
+  h.AddEnginePod("good", MetricsVLLMFixture(0, 0));
+  h.AddEnginePod("bad", "internal error")->Set("internal error", 500);
+  h.AddEnginePod("garbled", "vllm:num_requests_running{ 1\n");
+  std::vector<std::string> outcomes;
+  AggregatorOptions options = h.Options();
+  options.on_pod_read = [&outcomes](std::string_view outcome) { outcomes.emplace_back(outcome); };
+  Aggregator aggregator(&h.objects, options);
+  Snapshot snapshot;
+  ASSERT_TRUE(h.Get(aggregator, &snapshot).ok());
+  std::sort(outcomes.begin(), outcomes.end());
+  EXPECT_EQ(outcomes, (std::vector<std::string>{"http_status", "ok", "parse_error"}));
+}
+
 // §4.1 case 12.
 TEST(SnapshotUpstream, RouterOwnershipAndScope) {
   ModelDeployment md = MetricsModelDeployment();

@@ -77,6 +77,31 @@ class TempDir {
   std::string path_;
 };
 
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs a shell command with a timeout, capturing stdout and stderr.
+CommandResult RunCommand(const std::string& command, const TempDir& dir, int timeout_seconds = 30) {
+  const std::string err_file = dir.path() + "/stderr.txt";
+  const std::string line = fmt::format("timeout {} {} 2>{}", timeout_seconds, command, err_file);
+  CommandResult run;
+  FILE* pipe = popen(line.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::ostringstream err;
+  err << in.rdbuf();
+  run.err = err.str();
+  return run;
+}
+
 constexpr const char* kTokens =
     "alice-token,alice,uid-alice\n"
     "bob-token,bob,uid-bob\n"
@@ -383,6 +408,61 @@ TEST(ApiServerTest, NamedHealthChecksInKubeApiserverFormat) {
             "[+]ping ok\n[+]informer-sync ok\nhealthz check passed\n");
   EXPECT_EQ(Fetch(server.url("/livez/ping")).body, "ok");
   EXPECT_EQ(Fetch(server.url("/livez/nope")).status, 404);
+}
+
+// The server's own metrics: requests by verb, path class and code, shared-read admissions and
+// snapshot reads, for a user a nonResourceURLs rule allows; anyone else gets 403.
+TEST(ApiServerTest, OwnMetricsCountRequestsAndReads) {
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.policy_file = dir.Write("metrics-policy.yaml", std::string(kPolicy) + R"(  - users: [bob]
+    nonResourceURLs: ["/metrics"]
+    verbs: [get]
+)");
+  ApiServerOptions options = BuildApiServerOptions(config);
+  options.reuse_for = std::chrono::hours(1);
+  ServerUnderTest server(config, options, PolicyAuthorizer::Load(config.policy_file, nullptr));
+  ASSERT_TRUE(server.started());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token")).status, 200);
+  }
+  EXPECT_EQ(Fetch(server.url(MetricsPath("team", "chat")), Token("bob-token")).status, 403);
+  EXPECT_EQ(Fetch(server.url("/apis")).status, 401);
+  EXPECT_EQ(Fetch(server.url("/readyz")).status, 200);
+
+  net::FetchResult denied = Fetch(server.url("/metrics"), Token("alice-token"));
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_EQ(ParseJson(denied.body)["message"],
+            "forbidden: User \"alice\" cannot get path \"/metrics\"");
+  net::FetchResult metrics = Fetch(server.url("/metrics"), Token("bob-token"));
+  ASSERT_EQ(metrics.status, 200) << metrics.body;
+  EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& text = metrics.body;
+  EXPECT_THAT(text,
+              HasSubstr("modelmetrics_apiserver_requests_total{code=\"200\",path=\"snapshot\","
+                        "verb=\"GET\"} 3.0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("modelmetrics_apiserver_requests_total{code=\"403\",path=\"snapshot\","
+                        "verb=\"GET\"} 1.0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("modelmetrics_apiserver_requests_total{code=\"401\",path=\"discovery\","
+                        "verb=\"GET\"} 1.0\n"));
+  EXPECT_THAT(text, HasSubstr("modelmetrics_apiserver_requests_total{code=\"200\",path=\"health\","
+                              "verb=\"GET\"} 1.0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("modelmetrics_shared_read_requests_total{admission=\"started\"} 1.0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("modelmetrics_shared_read_requests_total{admission=\"reused\"} 2.0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("modelmetrics_snapshot_read_duration_seconds_count{result=\"ok\"} 1.0\n"));
+  // This request is in flight while the page renders.
+  EXPECT_THAT(text, HasSubstr("modelmetrics_apiserver_requests_in_flight 1.0\n"));
+  EXPECT_EQ(server.snapshots.calls, 1);
+  if (access("/usr/bin/promtool", X_OK) == 0) {
+    const std::string file = dir.Write("metrics.txt", text);
+    CommandResult check = RunCommand("/usr/bin/promtool check metrics < " + file, dir);
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  }
 }
 
 // A second group: every path, document, Status and message follows the setting, and the default
@@ -1020,6 +1100,7 @@ TEST(ApiServerTest, SubjectAccessReviewThroughTheKubernetesApi) {
     EXPECT_EQ(reviews[1]["spec"]["resourceAttributes"], Json({{"namespace", "team"},
                                                               {"verb", "get"},
                                                               {"group", "worker.gpustack.ai"},
+                                                              {"version", "v1"},
                                                               {"resource", "modeldeployments"},
                                                               {"subresource", "metrics"},
                                                               {"name", "chat"}}));
@@ -1331,31 +1412,6 @@ TEST(ServeConfigTest, BuildReportsFilesThatDoNotLoad) {
 
 // ---------------------------------------------------------------------------------------------
 // External programs: the modelmetrics binary and kubectl
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs a shell command with a timeout, capturing stdout and stderr.
-CommandResult RunCommand(const std::string& command, const TempDir& dir, int timeout_seconds = 30) {
-  const std::string err_file = dir.path() + "/stderr.txt";
-  const std::string line = fmt::format("timeout {} {} 2>{}", timeout_seconds, command, err_file);
-  CommandResult run;
-  FILE* pipe = popen(line.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  std::ostringstream err;
-  err << in.rdbuf();
-  run.err = err.str();
-  return run;
-}
 
 std::string FindKubectl() {
   if (access("/usr/bin/kubectl", X_OK) == 0) return "/usr/bin/kubectl";

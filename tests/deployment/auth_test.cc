@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,29 @@ TEST(RequestHeaderTest, TrustsHeadersOnlyFromAnAllowedRequestHeaderCaCert) {
   EXPECT_FALSE(proxy.Authenticate(FromPeer(false, true, "front-proxy"), &user));
   EXPECT_FALSE(proxy.Authenticate(
       FromPeer(false, true, "front-proxy", {}, {{"X-Remote-User", " "}}), &user));
+}
+
+TEST(RequestHeaderTest, ExtraHeadersBecomeTheUsersExtraAsKubernetesReadsThem) {
+  RequestHeaderAuthenticator proxy({.allowed_names = {"front-proxy"}});
+  UserInfo user;
+  // Keys are lower-cased and percent-decoded (Go canonicalises header case on the wire); one
+  // value per header line; a key that does not decode is kept as sent, lower-cased.
+  ASSERT_TRUE(proxy.Authenticate(
+      FromPeer(false, true, "front-proxy", {},
+               {{"X-Remote-User", "alice"},
+                {"X-Remote-Extra-Scopes", "view"},
+                {"x-remote-extra-scopes", "edit"},
+                {"X-Remote-Extra-Authentication.kubernetes.io%2Fcredential-Id", "JTI=1"},
+                {"X-Remote-Extra-Bad%zz", "v"},
+                {"X-Remote-Extra-", "no key"}}),
+      &user));
+  EXPECT_EQ(user.extra, (std::map<std::string, std::vector<std::string>>{
+                            {"scopes", {"view", "edit"}},
+                            {"authentication.kubernetes.io/credential-id", {"JTI=1"}},
+                            {"bad%zz", {"v"}}}));
+  // From anyone but the front proxy the headers mean nothing.
+  EXPECT_FALSE(proxy.Authenticate(
+      WithHeaders({{"X-Remote-User", "alice"}, {"X-Remote-Extra-Scopes", "admin"}}), &user));
 }
 
 TEST(RequestHeaderTest, EmptyAllowedNamesTrustAnyCnOfTheCa) {
@@ -389,6 +413,72 @@ TEST(SubjectAccessReviewTest, SendsTheRequestAndCachesAnswers) {
   EXPECT_TRUE(sar.Authorize(Ask("alice", {"g1", "system:authenticated"}, "team2")).allowed);
   EXPECT_TRUE(sar.Authorize(Ask("alice", {"g1", "system:authenticated"}, "team", "x")).allowed);
   EXPECT_EQ(reviews, 5);
+}
+
+TEST(PolicyTest, NonResourceUrlsAndDiscoveryForEveryone) {
+  PolicyAuthorizer policy(Policy(R"(rules:
+  - groups: [monitoring]
+    nonResourceURLs: ["/metrics", "/debug/*"]
+    verbs: [get]
+)"));
+  const auto path = [](std::string user, std::vector<std::string> groups, std::string path) {
+    AuthorizationRequest request = Ask(std::move(user), std::move(groups), "");
+    request.path = std::move(path);
+    return request;
+  };
+  EXPECT_TRUE(policy.Authorize(path("prom", {"monitoring"}, "/metrics")).allowed);
+  EXPECT_TRUE(policy.Authorize(path("prom", {"monitoring"}, "/debug/pprof")).allowed);
+  EXPECT_FALSE(policy.Authorize(path("prom", {"monitoring"}, "/metricsx")).allowed);
+  EXPECT_FALSE(policy.Authorize(path("alice", {"system:authenticated"}, "/metrics")).allowed);
+  // A non-resource rule never grants a resource, and discovery needs no rule.
+  EXPECT_FALSE(policy.Authorize(Ask("prom", {"monitoring"}, "team")).allowed);
+  for (const char* documents :
+       {"/apis", "/apis/worker.gpustack.ai/v1", "/openapi/v2", "/version"}) {
+    EXPECT_TRUE(policy.Authorize(path("anyone", {}, documents)).allowed) << documents;
+  }
+  std::vector<PolicyRule> rules;
+  std::string error;
+  EXPECT_FALSE(
+      ParsePolicy("rules:\n  - users: [a]\n    nonResourceURLs: [/metrics]\n"
+                  "    verbs: [get]\n    namespaces: [x]\n",
+                  &rules, &error));
+  EXPECT_EQ(error,
+            "rules[0]: nonResourceURLs cannot be mixed with namespaces, resources, apiGroups or "
+            "names");
+}
+
+TEST(SubjectAccessReviewTest, ExtraNonResourcePathsMastersAndCacheCounts) {
+  std::vector<AccessRequest> seen;
+  int hits = 0, misses = 0;
+  SubjectAccessReviewAuthorizer::Options options;
+  options.on_cache = [&](bool hit) { ++(hit ? hits : misses); };
+  SubjectAccessReviewAuthorizer sar(
+      [&](const AccessRequest& request, bool* allowed) {
+        seen.push_back(request);
+        *allowed = true;
+        return ApiStatus::Ok();
+      },
+      options);
+  // system:masters is allowed without asking (k8s.io/apiserver's delegated default).
+  EXPECT_TRUE(sar.Authorize(Ask("system:kube-aggregator", {"system:masters"}, "team")).allowed);
+  EXPECT_TRUE(seen.empty());
+
+  AuthorizationRequest metrics = Ask("prom", {"system:authenticated"}, "");
+  metrics.path = "/metrics";
+  metrics.user.extra = {{"scopes", {"a", "b"}}};
+  metrics.user.uid = "uid-prom";
+  EXPECT_TRUE(sar.Authorize(metrics).allowed);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].path, "/metrics");
+  EXPECT_EQ(seen[0].uid, "uid-prom");
+  EXPECT_EQ(seen[0].extra, metrics.user.extra);
+  EXPECT_TRUE(sar.Authorize(metrics).allowed);
+  // Another extra is another question.
+  metrics.user.extra = {{"scopes", {"a"}}};
+  EXPECT_TRUE(sar.Authorize(metrics).allowed);
+  EXPECT_EQ(seen.size(), 2u);
+  EXPECT_EQ(hits, 1);
+  EXPECT_EQ(misses, 2);
 }
 
 TEST(SubjectAccessReviewTest, FailuresAreErrorsAndNotCached) {

@@ -694,6 +694,36 @@ TEST(KubeApiTest, SubjectAccessReviewPostsTheRequestAndReadsAllowed) {
   EXPECT_FALSE(allowed);
 }
 
+TEST(KubeApiTest, SubjectAccessReviewOfAPathCarriesUidExtraAndVersion) {
+  FakeKubeApi api;
+  KubeConfig config;
+  config.server = api.Url();
+  config.ca_file = TlsFile("ca.pem");
+  config.token = kToken;
+  KubeApiClient client(config);
+
+  AccessRequest request{.user = "alice",
+                        .uid = "uid-1",
+                        .groups = {"system:authenticated"},
+                        .extra = {{"scopes", {"a", "b"}}},
+                        .verb = "get",
+                        .path = "/metrics"};
+  bool allowed = false;
+  ASSERT_TRUE(SubjectAccessReview(&client, request, &allowed).ok());
+  json sent = api.last_review();
+  EXPECT_EQ(sent["spec"]["nonResourceAttributes"], json({{"path", "/metrics"}, {"verb", "get"}}));
+  EXPECT_FALSE(sent["spec"].contains("resourceAttributes"));
+  EXPECT_EQ(sent["spec"]["uid"], "uid-1");
+  EXPECT_EQ(sent["spec"]["extra"], json({{"scopes", {"a", "b"}}}));
+
+  request.path.clear();
+  request.version = "v1";
+  request.ns = "team";
+  request.name = "chat";
+  ASSERT_TRUE(SubjectAccessReview(&client, request, &allowed).ok());
+  EXPECT_EQ(api.last_review()["spec"]["resourceAttributes"]["version"], "v1");
+}
+
 TEST(KubeApiTest, FailedSubjectAccessReviewDenies) {
   FakeKubeApi api;
   KubeConfig config;

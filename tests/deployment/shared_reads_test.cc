@@ -105,11 +105,10 @@ TEST(SharedReads, ConcurrentRequestsShareOneRead) {
   Answers answers;
   const SteadyTime first_deadline = In(8s);
   ASSERT_EQ(reads.Submit("team", "chat", first_deadline, answers.Add()),
-            SharedReads::Admission::kAccepted);
+            SharedReads::Admission::kStarted);
   ASSERT_TRUE(gated.WaitRunning(1));
   for (int i = 0; i < 20; ++i) {
-    ASSERT_EQ(reads.Submit("team", "chat", In(8s), answers.Add()),
-              SharedReads::Admission::kAccepted);
+    ASSERT_EQ(reads.Submit("team", "chat", In(8s), answers.Add()), SharedReads::Admission::kJoined);
   }
   gated.Open();
   ASSERT_TRUE(answers.Wait(21));
@@ -138,7 +137,7 @@ TEST(SharedReads, ResultIsReusedWithinTheWindowOnly) {
   Answers answers;
   reads.Submit("team", "chat", In(8s), answers.Add());
   ASSERT_TRUE(answers.Wait(1));
-  reads.Submit("team", "chat", In(8s), answers.Add());
+  EXPECT_EQ(reads.Submit("team", "chat", In(8s), answers.Add()), SharedReads::Admission::kReused);
   ASSERT_TRUE(answers.Wait(2));
   EXPECT_EQ(*answers.Get()[1].body, "chat#1");
   EXPECT_EQ(gated.Reads("team/chat"), 1);
@@ -160,8 +159,8 @@ TEST(SharedReads, DeploymentsDoNotWaitForEachOther) {
   // Fifty requests for the hung deployment hold one worker; the other keeps answering.
   for (int i = 0; i < 10; ++i) {
     Answers healthy;
-    ASSERT_EQ(reads.Submit("team", "healthy", In(8s), healthy.Add()),
-              SharedReads::Admission::kAccepted);
+    ASSERT_NE(reads.Submit("team", "healthy", In(8s), healthy.Add()),
+              SharedReads::Admission::kBusy);
     ASSERT_TRUE(healthy.Wait(1, 2s));
     EXPECT_EQ(*healthy.Get()[0].body, "healthy");
   }
@@ -178,12 +177,12 @@ TEST(SharedReads, LimitsRefuseAtOnce) {
   SharedReads reads(options,
                     [&](auto& ns, auto& name, SteadyTime d) { return gated.Read(ns, name, d); });
   Answers answers;
-  EXPECT_EQ(reads.Submit("a", "x", In(8s), answers.Add()), SharedReads::Admission::kAccepted);
-  EXPECT_EQ(reads.Submit("b", "x", In(8s), answers.Add()), SharedReads::Admission::kAccepted);
+  EXPECT_EQ(reads.Submit("a", "x", In(8s), answers.Add()), SharedReads::Admission::kStarted);
+  EXPECT_EQ(reads.Submit("b", "x", In(8s), answers.Add()), SharedReads::Admission::kStarted);
   // A third deployment needs a third read.
   EXPECT_EQ(reads.Submit("c", "x", In(8s), answers.Add()), SharedReads::Admission::kBusy);
   // Joining an existing read is fine, up to the waiter limit.
-  EXPECT_EQ(reads.Submit("a", "x", In(8s), answers.Add()), SharedReads::Admission::kAccepted);
+  EXPECT_EQ(reads.Submit("a", "x", In(8s), answers.Add()), SharedReads::Admission::kJoined);
   EXPECT_EQ(reads.Submit("a", "x", In(8s), answers.Add()), SharedReads::Admission::kBusy);
   gated.Open();
   ASSERT_TRUE(answers.Wait(3));
