@@ -97,12 +97,22 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
   }
   if (StopPending(signals, "serve")) return 0;
 
-  auto authenticator = deployment::BuildAuthenticator(config, &error);
+  auto metrics = std::make_shared<deployment::ServerMetrics>();
+  // Delegated authentication: the trust kube-apiserver publishes, read now and followed after.
+  std::shared_ptr<deployment::AuthenticationConfigWatcher> trust;
+  if (config.delegated_authentication) {
+    trust = std::make_shared<deployment::AuthenticationConfigWatcher>(
+        kube.get(), config.authentication_refresh);
+    trust->Start();
+    if (std::string why = trust->Ready(); !why.empty()) {
+      std::fprintf(stderr, "serve: %s (not ready until it is read)\n", why.c_str());
+    }
+  }
+  auto authenticator = deployment::BuildAuthenticator(config, &error, kube.get(), trust, metrics);
   if (!authenticator) {
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
   }
-  auto metrics = std::make_shared<deployment::ServerMetrics>();
   auto authorizer = deployment::BuildAuthorizer(config, kube.get(), &error, metrics);
   if (!authorizer) {
     std::fprintf(stderr, "serve: %s\n", error.c_str());
@@ -129,7 +139,7 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
 
   int exit_code = 0;
   {
-    deployment::ApiServerOptions server_options = deployment::BuildApiServerOptions(config);
+    deployment::ApiServerOptions server_options = deployment::BuildApiServerOptions(config, trust);
     server_options.metrics = metrics;
     deployment::ApiServer server(
         std::move(server_options),

@@ -249,14 +249,17 @@ struct ApiServer::Impl {
   void Serve(const net::HttpRequest& request, net::Responder respond);
   // Authorises `access` (a non-resource path) on the authorisation pool, then answers with
   // `answer()` (403 / 500 / 429 as for a resource request).
-  void AuthorizeNonResource(AuthorizationRequest access, std::function<net::HttpResponse()> answer,
-                            net::Responder respond);
+  void AuthorizeNonResource(const AuthorizationRequest& access,
+                            const std::function<net::HttpResponse()>& answer,
+                            const net::Responder& respond);
+  // On the request pool: authenticates, then routes.
+  void Dispatch(const net::HttpRequest& request, const net::Responder& respond);
   // Discovery, the OpenAPI documents and /metrics, once authorised.
   net::HttpResponse NonResource(const net::HttpRequest& request);
   // `resource`/`subresource` as authorised: modeldeployments/metrics or modeldeploymentmetrics.
   void ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string_view resource,
                     std::string_view subresource, std::string ns, std::string name,
-                    net::Responder respond);
+                    const net::Responder& respond);
   void Authorize(const AuthorizationRequest& access, const StatusDetails& details,
                  SteadyTime deadline, const net::Responder& respond);
   SharedReads::Result Read(const std::string& ns, const std::string& name, SteadyTime deadline);
@@ -284,6 +287,23 @@ net::HttpResponse NotStartedInTime(const StatusDetails& details) {
 }  // namespace
 
 void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder respond) {
+  // Authentication may ask kube-apiserver (a TokenReview), so it never runs on an IO thread.
+  auto job = [this, &request, respond] {
+    try {
+      Dispatch(request, respond);
+    } catch (const std::exception& e) {
+      respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
+    } catch (...) {
+      respond(StatusResponse(ApiStatus::Internal("unknown error"), nullptr));
+    }
+  };
+  if (!authorizing->TrySubmit(std::move(job))) {
+    respond(StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
+                           nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
+  }
+}
+
+void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Responder& respond) {
   UserInfo user;
   if (!authenticator->Authenticate(request, &user)) return respond(Unauthorized());
 
@@ -296,7 +316,7 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
     if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
     AuthorizationRequest access{.user = std::move(user), .verb = "get", .path = std::string(path)};
     return AuthorizeNonResource(
-        std::move(access), [this, &request] { return NonResource(request); }, std::move(respond));
+        access, [this, &request] { return NonResource(request); }, respond);
   }
   // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or  //
   // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or
@@ -308,11 +328,11 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
   if (in_api && segments.size() == 8 && segments[5] == kMetricsResource &&
       segments[7] == kMetricsSubresource) {
     return ServeMetrics(request, std::move(user), kMetricsResource, kMetricsSubresource,
-                        std::string(segments[4]), std::string(segments[6]), std::move(respond));
+                        std::string(segments[4]), std::string(segments[6]), respond);
   }
   if (in_api && segments.size() == 7 && segments[5] == kMetricsObjectResource) {
     return ServeMetrics(request, std::move(user), kMetricsObjectResource, "",
-                        std::string(segments[4]), std::string(segments[6]), std::move(respond));
+                        std::string(segments[4]), std::string(segments[6]), respond);
   }
   respond(UnknownPath());
 }
@@ -347,34 +367,29 @@ net::HttpResponse ApiServer::Impl::NonResource(const net::HttpRequest& request) 
   return response;
 }
 
-void ApiServer::Impl::AuthorizeNonResource(AuthorizationRequest access,
-                                           std::function<net::HttpResponse()> answer,
-                                           net::Responder respond) {
-  auto job = [this, access = std::move(access), answer = std::move(answer), respond]() {
-    const AuthorizationDecision decision = authorizer->Authorize(access);
-    if (!decision.error.ok()) {
-      return respond(StatusResponse(
-          ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
-          nullptr));
-    }
-    if (!decision.allowed) {
-      // Kubernetes' words for a non-resource path.
-      std::string message = fmt::format("forbidden: User \"{}\" cannot get path \"{}\"",
-                                        access.user.name, Echo(access.path));
-      if (!decision.reason.empty()) message += ": " + decision.reason;
-      return respond(StatusResponse({403, "Forbidden", std::move(message)}, nullptr));
-    }
-    respond(answer());
-  };
-  if (!authorizing->TrySubmit(std::move(job))) {
-    respond(StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
-                           nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
+void ApiServer::Impl::AuthorizeNonResource(const AuthorizationRequest& access,
+                                           const std::function<net::HttpResponse()>& answer,
+                                           const net::Responder& respond) {
+  const AuthorizationDecision decision = authorizer->Authorize(access);
+  if (!decision.error.ok()) {
+    return respond(StatusResponse(
+        ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
+        nullptr));
   }
+  if (!decision.allowed) {
+    // Kubernetes' words for a non-resource path.
+    std::string message = fmt::format("forbidden: User \"{}\" cannot get path \"{}\"",
+                                      access.user.name, Echo(access.path));
+    if (!decision.reason.empty()) message += ": " + decision.reason;
+    return respond(StatusResponse({403, "Forbidden", std::move(message)}, nullptr));
+  }
+  respond(answer());
 }
 
 void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo user,
                                    std::string_view resource, std::string_view subresource,
-                                   std::string ns, std::string name, net::Responder respond) {
+                                   std::string ns, std::string name,
+                                   const net::Responder& respond) {
   const StatusDetails details{
       .name = name, .group = options.api.group, .kind = std::string(resource)};
   if (request.method != "GET") return respond(MethodNotAllowed(&details));
@@ -401,16 +416,7 @@ void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo use
                               .subresource = std::string(subresource),
                               .ns = std::move(ns),
                               .name = std::move(name)};
-  auto job = [this, access = std::move(access), details, deadline, respond]() mutable {
-    try {
-      Authorize(access, details, deadline, respond);
-    } catch (const std::exception& e) {
-      respond(StatusResponse(ApiStatus::Internal(e.what()), &details));
-    } catch (...) {
-      respond(StatusResponse(ApiStatus::Internal("unknown error"), &details));
-    }
-  };
-  if (!authorizing->TrySubmit(std::move(job))) respond(Busy(details));
+  Authorize(access, details, deadline, respond);
 }
 
 void ApiServer::Impl::Authorize(const AuthorizationRequest& access, const StatusDetails& details,
@@ -667,6 +673,20 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
       }
     } else if (key == "token_file") {
       ok = path_field(key, node, &config.token_file);
+    } else if (key == "delegated_authentication") {
+      if (!node.is_boolean()) return fail("delegated_authentication: expected true or false");
+      config.delegated_authentication = node.get<bool>();
+    } else if (key == "authentication_refresh" || key == "token_review_cache_ttl") {
+      std::string text;
+      std::chrono::milliseconds value{};
+      if (!scalar(key, node, &text)) return false;
+      if (!base::ParseDuration(text, &value) || value.count() <= 0 ||
+          value > std::chrono::hours(1)) {
+        return fail(
+            fmt::format("{}: `{}` is not a duration between 1ms and 1h (e.g. 10s)", key, text));
+      }
+      (key == "authentication_refresh" ? config.authentication_refresh
+                                       : config.token_review_cache_ttl) = value;
     } else if (key == "authorization") {
       std::string mode;
       ok = scalar(key, node, &mode);
@@ -801,8 +821,20 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     return fail("tls_cert_file and tls_key_file are required (tokens never travel in the clear)");
   }
   if (config.token_file.empty() && config.client_ca_file.empty() &&
-      config.requestheader_ca_file.empty()) {
-    return fail("no authentication: set token_file, client_ca_file and/or requestheader_ca_file");
+      config.requestheader_ca_file.empty() && !config.delegated_authentication) {
+    return fail(
+        "no authentication: set token_file, client_ca_file, requestheader_ca_file and/or "
+        "delegated_authentication");
+  }
+  if (config.delegated_authentication) {
+    if (!config.client_ca_file.empty() || !config.requestheader_ca_file.empty()) {
+      return fail(
+          "delegated_authentication takes the CAs from kube-system/extension-apiserver-"
+          "authentication: remove client_ca_file and requestheader_ca_file");
+    }
+    if (!config.UsesKubeApi()) {
+      return fail("delegated_authentication needs kubeconfig or in_cluster: true");
+    }
   }
   if (!config.requestheader_allowed_names.empty() && config.requestheader_ca_file.empty()) {
     return fail("requestheader_allowed_names needs requestheader_ca_file");
@@ -882,9 +914,20 @@ bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* err
   return true;
 }
 
-std::unique_ptr<Authenticator> BuildAuthenticator(const ServeConfig& config, std::string* error) {
+std::unique_ptr<Authenticator> BuildAuthenticator(
+    const ServeConfig& config, std::string* error, KubeApiClient* kube,
+    std::shared_ptr<const AuthenticationConfigWatcher> watcher,
+    std::shared_ptr<ServerMetrics> metrics) {
   auto authenticator = std::make_unique<UnionAuthenticator>();
-  // Kubernetes' order: front proxy, client certificate, bearer token.
+  if (config.delegated_authentication && (kube == nullptr || watcher == nullptr)) {
+    *error = "delegated authentication needs a Kubernetes API client and the ConfigMap watcher";
+    return nullptr;
+  }
+  // Kubernetes' order: front proxy, client certificate, bearer token (file, then TokenReview).
+  if (config.delegated_authentication) {
+    authenticator->Add(std::make_unique<DelegatedRequestHeaderAuthenticator>(watcher));
+    authenticator->Add(std::make_unique<ClientCertAuthenticator>());
+  }
   if (!config.requestheader_ca_file.empty()) {
     RequestHeaderOptions options;
     options.allowed_names = config.requestheader_allowed_names;
@@ -897,6 +940,11 @@ std::unique_ptr<Authenticator> BuildAuthenticator(const ServeConfig& config, std
     auto tokens = TokenFileAuthenticator::Load(config.token_file, error);
     if (!tokens) return nullptr;
     authenticator->Add(std::move(tokens));
+  }
+  if (config.delegated_authentication) {
+    TokenReviewAuthenticator::Options options{.ttl = config.token_review_cache_ttl};
+    if (metrics) options.on_cache = [metrics](bool hit) { metrics->TokenReviewCache(hit); };
+    authenticator->Add(std::make_unique<TokenReviewAuthenticator>(kube, std::move(options)));
   }
   if (authenticator->empty()) {
     *error = "no authentication method configured";
@@ -922,7 +970,8 @@ std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiCl
   return std::make_unique<SubjectAccessReviewAuthorizer>(kube, std::move(options));
 }
 
-ApiServerOptions BuildApiServerOptions(const ServeConfig& config) {
+ApiServerOptions BuildApiServerOptions(const ServeConfig& config,
+                                       std::shared_ptr<const AuthenticationConfigWatcher> watcher) {
   ApiServerOptions options;  // keeps the small body cap
   options.api = config.api;
   options.http.address = config.address;
@@ -934,6 +983,11 @@ ApiServerOptions BuildApiServerOptions(const ServeConfig& config) {
   tls.client_ca_file = config.client_ca_file;
   tls.requestheader_ca_file = config.requestheader_ca_file;
   tls.require_client_cert = false;  // tokens authenticate too
+  if (watcher) {
+    tls.dynamic_client_cas = watcher;
+    options.readiness_checks.emplace_back("authentication-configmap",
+                                          [watcher] { return watcher->Ready(); });
+  }
   options.http.tls = std::move(tls);
   options.max_in_flight = config.max_in_flight;
   options.reuse_for = std::chrono::milliseconds(config.snapshot_reuse_ms);

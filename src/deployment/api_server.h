@@ -63,6 +63,7 @@
 #include "base/file.h"
 #include "deployment/api_openapi.h"
 #include "deployment/auth.h"
+#include "deployment/delegated_auth.h"
 #include "deployment/health_checks.h"
 #include "deployment/metrics_api.h"
 #include "deployment/objects.h"
@@ -167,6 +168,13 @@ std::string StatusJson(const ApiStatus& status, const StatusDetails* details,
 //   requestheader_ca_file: front-proxy-ca.pem     # front-proxy mode (X-Remote-User/-Group)
 //   requestheader_allowed_names: [front-proxy-client]  # empty or absent: any CN of that CA
 //   token_file: tokens.csv             # Kubernetes static tokens: token,user,uid,"g1,g2"
+//   delegated_authentication: false    # true: trust from kube-system/extension-apiserver-
+//                                      #   authentication (client and front-proxy CAs, names,
+//                                      #   headers; re-read every authentication_refresh) and
+//                                      #   bearer tokens by TokenReview (delegated_auth.h);
+//                                      #   needs kubeconfig or in_cluster, excludes the CA files
+//   authentication_refresh: 10s        # how often the ConfigMap is re-read
+//   token_review_cache_ttl: 10s        # how long a TokenReview's answer is kept
 //   authorization: policy              # policy (default) | subjectaccessreview
 //   policy_file: policy.yaml           # with `policy`: the rules (auth.h ParsePolicy)
 //   objects_file: objects.json         # objects from this file (kubectl get -o json List) ...
@@ -179,7 +187,8 @@ std::string StatusJson(const ApiStatus& status, const StatusDetails* details,
 //   workers: 8                         # threads reading deployments
 //   snapshot_reuse_ms: 1000            # a finished read answers requests this long after it
 //   max_connections_per_address: 0     # 0: none (behind kube-apiserver all comes from one)
-// At least one of token_file, client_ca_file, requestheader_ca_file is needed. `kubeconfig`
+// At least one of token_file, client_ca_file, requestheader_ca_file, delegated_authentication
+// is needed. `kubeconfig`
 // and `in_cluster` exclude each other; objects need `objects_file` or one of them, and
 // `subjectaccessreview` needs one of them. Unknown keys are errors (a typo must not silently drop
 // a security setting). Files named here are checked to exist at load time. The configuration
@@ -199,6 +208,9 @@ struct ServeConfig {
   std::string requestheader_ca_file;
   std::vector<std::string> requestheader_allowed_names;
   std::string token_file;
+  bool delegated_authentication = false;
+  std::chrono::milliseconds authentication_refresh{10000};
+  std::chrono::milliseconds token_review_cache_ttl{10000};
   Authorization authorization = Authorization::kPolicy;
   std::string policy_file;
   std::string objects_file;
@@ -218,7 +230,7 @@ struct ServeConfig {
   std::string prometheus_bearer_token_file;
   std::string prometheus_basic_password_file;
 
-  // The Kubernetes API is needed (for objects or for reviews).
+  // The Kubernetes API is needed (for objects, reviews or the authentication ConfigMap).
   bool UsesKubeApi() const { return !kubeconfig.empty() || in_cluster; }
 };
 
@@ -230,14 +242,23 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
 bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error,
                      size_t max_bytes = base::kDefaultMaxFileBytes);
 
-// The pieces the configuration names. Null with `*error` when a file does not load.
-std::unique_ptr<Authenticator> BuildAuthenticator(const ServeConfig& config, std::string* error);
+// The pieces the configuration names. Null with `*error` when a file does not load. With
+// delegated authentication, `watcher` (started by the caller) and `kube` are needed; token
+// review cache hits and misses go to `metrics` when given.
+std::unique_ptr<Authenticator> BuildAuthenticator(
+    const ServeConfig& config, std::string* error, KubeApiClient* kube = nullptr,
+    std::shared_ptr<const AuthenticationConfigWatcher> watcher = nullptr,
+    std::shared_ptr<ServerMetrics> metrics = nullptr);
 // `kube` is needed (not null) for subjectaccessreview and must outlive the authoriser; the
 // review cache's hits and misses go to `metrics` when given.
 std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
                                             std::string* error,
                                             std::shared_ptr<ServerMetrics> metrics = nullptr);
-ApiServerOptions BuildApiServerOptions(const ServeConfig& config);
+// With `watcher` (delegated authentication), TLS takes its CAs from it and /readyz waits for its
+// first read (`authentication-configmap`).
+ApiServerOptions BuildApiServerOptions(
+    const ServeConfig& config,
+    std::shared_ptr<const AuthenticationConfigWatcher> watcher = nullptr);
 
 }  // namespace modelmetrics::deployment
 

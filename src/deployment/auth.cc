@@ -170,14 +170,17 @@ std::unique_ptr<TokenFileAuthenticator> TokenFileAuthenticator::Load(const std::
   return authenticator;
 }
 
-bool TokenFileAuthenticator::Authenticate(const net::HttpRequest& request, UserInfo* user) const {
-  // Kubernetes' bearer-token parsing: "Bearer <token>[ anything]", scheme case-insensitive.
+std::string_view BearerToken(const net::HttpRequest& request) {
   const std::string_view header = TrimSpace(request.headers.Get("Authorization"));
   const size_t space = header.find(' ');
-  if (space == std::string_view::npos) return false;
-  if (!EqualsIgnoreCase(header.substr(0, space), "bearer")) return false;
-  std::string_view token = header.substr(space + 1);
-  token = token.substr(0, token.find(' '));
+  if (space == std::string_view::npos) return {};
+  if (!EqualsIgnoreCase(header.substr(0, space), "bearer")) return {};
+  const std::string_view token = header.substr(space + 1);
+  return token.substr(0, token.find(' '));
+}
+
+bool TokenFileAuthenticator::Authenticate(const net::HttpRequest& request, UserInfo* user) const {
+  const std::string_view token = BearerToken(request);
   if (token.empty()) return false;
   const auto found = users_by_token_.find(TokenDigest(token));
   if (found == users_by_token_.end()) return false;

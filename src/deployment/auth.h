@@ -60,6 +60,10 @@ class Authenticator {
   virtual bool Authenticate(const net::HttpRequest& request, UserInfo* user) const = 0;
 };
 
+// The bearer token of `Authorization: Bearer <token>[ anything]` (scheme in any case), as
+// Kubernetes reads it; empty when there is none.
+std::string_view BearerToken(const net::HttpRequest& request);
+
 // Kubernetes' `--token-auth-file`. Parse errors name the line: `line 3: expected at least 3
 // columns (token, user name, user uid), found 2`. Empty lines are skipped, so are lines with an
 // empty token; a repeated token keeps its last line. Empty group names are dropped.

@@ -77,6 +77,19 @@ std::string OpenSslErrors() {
   return out.empty() ? "unknown OpenSSL error" : out;
 }
 
+// Every PEM certificate in `pem` (none when it holds none).
+std::vector<X509Ptr> ParseCertificates(std::string_view pem) {
+  std::vector<X509Ptr> out;
+  if (pem.empty()) return out;
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+  if (!bio) return out;
+  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr))
+    out.emplace_back(cert);
+  ERR_clear_error();  // the loop ends on a "no start line" error
+  return out;
+}
+
 bool LoadCertificates(const std::string& path, std::vector<X509Ptr>* out, std::string* error) {
   BIO* bio = BIO_new_file(path.c_str(), "r");
   if (bio == nullptr) {
@@ -290,6 +303,15 @@ class ServerImpl {
   // Declared before the io_contexts so they outlive the streams destroyed with them.
   std::vector<X509Ptr> client_cas_;
   std::vector<X509Ptr> requestheader_cas_;
+  // With a ClientCaSource: the bundles last parsed, and what they were parsed from.
+  struct ParsedCas {
+    std::vector<X509Ptr> client;
+    std::vector<X509Ptr> requestheader;
+  };
+  std::shared_ptr<const ParsedCas> CurrentCas() const;
+  mutable std::mutex cas_mu_;
+  mutable std::shared_ptr<const ClientCaSource::Bundles> cas_from_;  // guarded by cas_mu_
+  mutable std::shared_ptr<const ParsedCas> cas_;                     // guarded by cas_mu_
   std::optional<asio::ssl::context> ssl_;
 
   std::vector<std::unique_ptr<asio::io_context>> iocs_;
@@ -734,13 +756,36 @@ TlsPeer ServerImpl::PeerOf(SSL* ssl) const {
   peer.subject_cn = FirstNameEntry(X509_get_subject_name(cert.get()), NID_commonName);
   peer.subject_organizations = NameEntries(X509_get_subject_name(cert.get()), NID_organizationName);
   peer.issuer_cn = FirstNameEntry(X509_get_issuer_name(cert.get()), NID_commonName);
-  if (asks_client_cert_ && SSL_get_verify_result(ssl) == X509_V_OK) {
+  const TlsOptions& tls = *options_.tls;
+  if (tls.dynamic_client_cas) {
+    // The handshake accepted any certificate; the bundles of this moment decide.
+    const std::shared_ptr<const ParsedCas> cas = CurrentCas();
+    STACK_OF(X509)* sent = SSL_get_peer_cert_chain(ssl);
+    peer.verified_by_client_ca = VerifiesAgainst(cas->client, cert.get(), sent);
+    peer.verified_by_requestheader_ca = VerifiesAgainst(cas->requestheader, cert.get(), sent);
+    peer.cert_verified = peer.verified_by_client_ca || peer.verified_by_requestheader_ca;
+  } else if (asks_client_cert_ && SSL_get_verify_result(ssl) == X509_V_OK) {
     STACK_OF(X509)* sent = SSL_get_peer_cert_chain(ssl);  // the client's intermediates
     peer.verified_by_client_ca = VerifiesAgainst(client_cas_, cert.get(), sent);
     peer.verified_by_requestheader_ca = VerifiesAgainst(requestheader_cas_, cert.get(), sent);
     peer.cert_verified = peer.verified_by_client_ca || peer.verified_by_requestheader_ca;
   }
   return peer;
+}
+
+std::shared_ptr<const ServerImpl::ParsedCas> ServerImpl::CurrentCas() const {
+  std::shared_ptr<const ClientCaSource::Bundles> now = options_.tls->dynamic_client_cas->Current();
+  std::lock_guard lock(cas_mu_);
+  if (!cas_ || now != cas_from_) {
+    auto parsed = std::make_shared<ParsedCas>();
+    if (now) {
+      parsed->client = ParseCertificates(now->client_ca_pem);
+      parsed->requestheader = ParseCertificates(now->requestheader_ca_pem);
+    }
+    cas_ = std::move(parsed);
+    cas_from_ = std::move(now);
+  }
+  return cas_;
 }
 
 bool ServerImpl::BuildTls(std::string* error) {
@@ -769,6 +814,19 @@ bool ServerImpl::BuildTls(std::string* error) {
     *error = "tls: private key " + tls.key_file + " does not match certificate " + tls.cert_file;
     ERR_clear_error();
     return false;
+  }
+  if (tls.dynamic_client_cas) {
+    // Asked of every client, checked after the handshake against the bundles of the moment.
+    static constexpr unsigned char kContext[] = "modelmetrics";
+    SSL_CTX_set_session_id_context(ctx, kContext, sizeof(kContext) - 1);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(ctx, 0);
+    SSL_CTX_set_verify(
+        ctx, SSL_VERIFY_PEER | (tls.require_client_cert ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+        [](int, X509_STORE_CTX*) { return 1; });
+    asks_client_cert_ = true;
+    return true;
   }
   if (!tls.client_ca_file.empty() && !LoadCertificates(tls.client_ca_file, &client_cas_, error)) {
     *error = "tls: client CA: " + *error;

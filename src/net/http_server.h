@@ -39,8 +39,10 @@
 //    request-header CA bundle it asks for a client certificate and verifies it against both
 //    bundles (a certificate presented but not verified fails the handshake); with
 //    `require_client_cert` a client without one is refused. HttpRequest::peer tells which bundle
-//    verified the certificate. Session resumption is off when client certificates are asked for,
-//    so every connection carries its verified chain.
+//    verified the certificate. With a ClientCaSource instead, the bundles may change at any
+//    time and are applied per connection after the handshake (TlsOptions::dynamic_client_cas).
+//    Session resumption is off when client certificates are asked for, so every connection carries
+//    its verified chain.
 //  - Stop() is graceful: it stops accepting, closes idle connections at once, lets requests in
 //    flight finish (their responses get `Connection: close`) up to `shutdown_timeout`, then closes
 //    the rest. A Responder called after that is ignored.
@@ -138,6 +140,20 @@ class Responder {
   std::shared_ptr<State> state_;
 };
 
+// Client CA bundles that change while the server runs: Kubernetes' extension-apiserver-
+// authentication ConfigMap carries them, and a rotation must take effect without a restart.
+class ClientCaSource {
+ public:
+  struct Bundles {
+    std::string client_ca_pem;         // PEM certificates; empty: no client CA
+    std::string requestheader_ca_pem;  // PEM certificates; empty: no request-header CA
+  };
+  virtual ~ClientCaSource() = default;
+  // The bundles now; a different pointer once they change. Called once per TLS connection, from
+  // IO threads, so it must be cheap and thread-safe.
+  virtual std::shared_ptr<const Bundles> Current() const = 0;
+};
+
 struct TlsOptions {
   std::string cert_file;  // PEM chain, leaf first
   std::string key_file;   // PEM private key
@@ -146,6 +162,11 @@ struct TlsOptions {
   std::string client_ca_file;
   std::string requestheader_ca_file;
   bool require_client_cert = false;  // needs at least one CA bundle
+  // When set, the two CA files above are not used: every client is asked for a certificate, the
+  // handshake accepts any, and each connection's certificate is verified after the handshake
+  // against the bundles the source holds then (TlsPeer tells which verified it; an unverified
+  // one authenticates nobody). As k8s.io/apiserver's dynamic CA verification.
+  std::shared_ptr<const ClientCaSource> dynamic_client_cas;
 };
 
 struct ServerOptions {

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -1116,6 +1117,199 @@ TEST(ApiServerTest, SubjectAccessReviewThroughTheKubernetesApi) {
   server.Stop();
 }
 
+// Delegated authentication against a stand-in kube-apiserver: trust from the ConfigMap (followed
+// without a restart), bearer tokens by TokenReview (cached), decisions by SubjectAccessReview.
+class DelegatingKubeApi {
+ public:
+  DelegatingKubeApi() : server_(Options()) {
+    server_.Route("GET", std::string(kAuthenticationConfigMapPath),
+                  [this](const net::HttpRequest&) {
+                    std::lock_guard lock(mu_);
+                    net::HttpResponse response;
+                    response.content_type = "application/json";
+                    if (configmap_.is_null()) {
+                      response.status = 404;
+                      response.body = R"({"kind":"Status","code":404,"reason":"NotFound"})";
+                    } else {
+                      response.body = configmap_.dump();
+                    }
+                    return response;
+                  });
+    server_.Route("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                  [this](const net::HttpRequest& request) {
+                    Json review = Json::parse(request.body, nullptr, false);
+                    const std::string token = review["spec"]["token"];
+                    std::lock_guard lock(mu_);
+                    ++token_reviews_;
+                    const auto user = tokens_.find(token);
+                    review["status"] = {{"authenticated", user != tokens_.end()}};
+                    if (user != tokens_.end()) {
+                      review["status"]["user"] = {
+                          {"username", user->second},
+                          {"uid", "uid-" + token},
+                          {"groups", {"system:serviceaccounts", "system:authenticated"}},
+                          {"extra", {{"authentication.kubernetes.io/pod-name", {"p-1"}}}}};
+                    }
+                    return Created(review);
+                  });
+    server_.Route(
+        "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        [this](const net::HttpRequest& request) {
+          Json review = Json::parse(request.body, nullptr, false);
+          std::lock_guard lock(mu_);
+          reviews_.push_back(review);
+          const std::string user = review["spec"]["user"];
+          // Discovery for everyone, as the default system:discovery binding.
+          review["status"] = {{"allowed", user == "system:serviceaccount:team:reader" ||
+                                              user == "proxied-alice" ||
+                                              review["spec"].contains("nonResourceAttributes")}};
+          return Created(review);
+        });
+    std::string error;
+    if (!server_.Start(&error)) throw std::runtime_error(error);
+  }
+
+  KubeConfig Config() const {
+    KubeConfig config;
+    config.server = fmt::format("https://127.0.0.1:{}", server_.port());
+    config.token = "serve-sa-token";
+    config.ca_file = TlsFile("ca.pem");
+    return config;
+  }
+  void SetTrust(const char* client_ca, const char* requestheader_ca, const char* allowed_names) {
+    std::lock_guard lock(mu_);
+    configmap_ = {{"apiVersion", "v1"},
+                  {"kind", "ConfigMap"},
+                  {"metadata",
+                   {{"name", "extension-apiserver-authentication"}, {"namespace", "kube-system"}}},
+                  {"data",
+                   {{"client-ca-file", ReadText(TlsFile(client_ca))},
+                    {"requestheader-client-ca-file", ReadText(TlsFile(requestheader_ca))},
+                    {"requestheader-allowed-names", allowed_names},
+                    {"requestheader-username-headers", R"(["X-Remote-User"])"},
+                    {"requestheader-group-headers", R"(["X-Remote-Group"])"},
+                    {"requestheader-extra-headers-prefix", R"(["X-Remote-Extra-"])"}}}};
+  }
+  void DeleteTrust() {
+    std::lock_guard lock(mu_);
+    configmap_ = nullptr;
+  }
+  int token_reviews() const {
+    std::lock_guard lock(mu_);
+    return token_reviews_;
+  }
+  std::vector<Json> reviews() const {
+    std::lock_guard lock(mu_);
+    return reviews_;
+  }
+
+ private:
+  static net::ServerOptions Options() {
+    net::ServerOptions options;
+    options.tls.emplace();
+    options.tls->cert_file = TlsFile("server.pem");
+    options.tls->key_file = TlsFile("server-key.pem");
+    return options;
+  }
+  static std::string ReadText(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  static net::HttpResponse Created(const Json& body) {
+    net::HttpResponse response;
+    response.status = 201;
+    response.content_type = "application/json";
+    response.body = body.dump();
+    return response;
+  }
+
+  mutable std::mutex mu_;
+  Json configmap_;
+  std::map<std::string, std::string> tokens_ = {
+      {"sa-token", "system:serviceaccount:team:reader"},
+      {"norole-token", "system:serviceaccount:team:nobody"}};
+  int token_reviews_ = 0;
+  std::vector<Json> reviews_;
+  net::HttpServer server_;
+};
+
+TEST(ApiServerTest, DelegatedAuthenticationFollowsTheConfigMapAndReviewsTokens) {
+  DelegatingKubeApi kube_api;
+  kube_api.SetTrust("ca.pem", "requestheader-ca.pem", R"(["front-proxy"])");
+  KubeApiClient kube(kube_api.Config());
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.client_ca_file.clear();
+  config.requestheader_ca_file.clear();
+  config.requestheader_allowed_names.clear();
+  config.token_file.clear();
+  config.policy_file.clear();
+  config.delegated_authentication = true;
+  config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
+  auto trust = std::make_shared<AuthenticationConfigWatcher>(&kube, std::chrono::hours(1));
+  auto metrics = std::make_shared<ServerMetrics>();
+  std::string error;
+  auto authenticator = BuildAuthenticator(config, &error, &kube, trust, metrics);
+  ASSERT_NE(authenticator, nullptr) << error;
+  auto authorizer = BuildAuthorizer(config, &kube, &error, metrics);
+  ASSERT_NE(authorizer, nullptr) << error;
+  ApiServerOptions options = BuildApiServerOptions(config, trust);
+  options.metrics = metrics;
+  FakeSnapshots snapshots;
+  ApiServer server(
+      options,
+      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
+        return snapshots.Get(ns, name, out);
+      },
+      std::move(authenticator), std::move(authorizer));
+  ASSERT_TRUE(server.Start(&error)) << error;
+  const std::string url = server.url() + MetricsPath("team", "chat");
+
+  // Not ready until the ConfigMap is read.
+  EXPECT_EQ(Fetch(server.url() + "/readyz").status, 500);
+  trust->Start();
+  EXPECT_EQ(Fetch(server.url() + "/readyz").status, 200);
+
+  // A ServiceAccount token through TokenReview, reviewed once and then cached.
+  EXPECT_EQ(Fetch(url, Token("sa-token")).status, 200);
+  EXPECT_EQ(Fetch(url, Token("sa-token")).status, 200);
+  EXPECT_EQ(kube_api.token_reviews(), 1);
+  EXPECT_EQ(Fetch(url, Token("wrong-token")).status, 401);
+  // Authenticated, but without the role: 403 from the SubjectAccessReview.
+  net::FetchResult forbidden = Fetch(url, Token("norole-token"));
+  EXPECT_EQ(forbidden.status, 403);
+  EXPECT_THAT(forbidden.body,
+              HasSubstr("User \\\"system:serviceaccount:team:nobody\\\" cannot get"));
+  // The TokenReview's uid and extra reach the SubjectAccessReview.
+  const std::vector<Json> reviews = kube_api.reviews();
+  ASSERT_FALSE(reviews.empty());
+  EXPECT_EQ(reviews.back()["spec"]["uid"], "uid-norole-token");
+  EXPECT_EQ(reviews.back()["spec"]["extra"]["authentication.kubernetes.io/pod-name"],
+            Json({"p-1"}));
+
+  // The front proxy with the ConfigMap's CA and name, and a client certificate of its client CA.
+  const Credentials proxy = FrontProxy({{"X-Remote-User", "proxied-alice"}});
+  EXPECT_EQ(Fetch(url, proxy).status, 200);
+  EXPECT_EQ(Fetch(server.url() + "/apis", ClientCert()).status, 200);
+  // The front-proxy CA rotates: without a restart, the old proxy certificate is refused, and
+  // the certificate the new CA signed (with its name allowed) is the proxy now.
+  kube_api.SetTrust("ca.pem", "ca.pem", R"(["test-client"])");
+  trust->RefreshNow();
+  EXPECT_EQ(Fetch(url, proxy).status, 401);
+  Credentials new_proxy = ClientCert();
+  new_proxy.headers = {{"X-Remote-User", "proxied-alice"}};
+  EXPECT_EQ(Fetch(url, new_proxy).status, 200);
+  // A deleted ConfigMap trusts no certificate at all; tokens still work.
+  kube_api.DeleteTrust();
+  trust->RefreshNow();
+  EXPECT_EQ(Fetch(url, new_proxy).status, 401);
+  EXPECT_EQ(Fetch(url, Token("sa-token")).status, 200);
+  trust->Stop();
+  server.Stop();
+  const std::string text = metrics->Render(Format::kText);
+  EXPECT_THAT(text, HasSubstr("modelmetrics_token_review_cache_total{result=\"hit\"}"));
+}
+
 TEST(ApiServerTest, StartFailsOnBadCertificate) {
   TempDir dir;
   ServeConfig config = TestConfig(dir);
@@ -1326,7 +1520,16 @@ TEST(ServeConfigTest, RejectsBadConfigurationsClearly) {
   EXPECT_EQ(ConfigError(dir,
                         "tls_cert_file: server.pem\ntls_key_file: server-key.pem\n"
                         "policy_file: policy.yaml\nobjects_file: objects.json\n"),
-            "no authentication: set token_file, client_ca_file and/or requestheader_ca_file");
+            "no authentication: set token_file, client_ca_file, requestheader_ca_file and/or "
+            "delegated_authentication");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "delegated_authentication: true\n"),
+            "delegated_authentication needs kubeconfig or in_cluster: true");
+  EXPECT_THAT(
+      ConfigError(dir, kBaseConfig + "delegated_authentication: true\nkubeconfig: kubeconfig\n"
+                                     "client_ca_file: ca.pem\n"),
+      HasSubstr("remove client_ca_file and requestheader_ca_file"));
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "authentication_refresh: 0s\n"),
+            "authentication_refresh: `0s` is not a duration between 1ms and 1h (e.g. 10s)");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "requestheader_allowed_names: [front-proxy]\n"),
             "requestheader_allowed_names needs requestheader_ca_file");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "kubeconfig: kubeconfig\nin_cluster: true\n"),

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -1192,6 +1193,69 @@ TEST(HttpServerTlsTest, RecordsWhichCaVerifiedTheClientCert) {
   EXPECT_EQ(peers[1].issuer_cn, "modelmetrics test request-header CA");
   EXPECT_FALSE(peers[1].verified_by_client_ca);
   EXPECT_TRUE(peers[1].verified_by_requestheader_ca);
+}
+
+// The ConfigMap's CAs rotate under a running server: each connection is judged by the bundles of
+// its moment, and an untrusted certificate only fails to authenticate, never the handshake.
+class SwappableCas : public ClientCaSource {
+ public:
+  void Set(std::string client_file, std::string requestheader_file) {
+    auto bundles = std::make_shared<Bundles>();
+    const auto read = [](const std::string& name) {
+      std::ifstream in(TlsFile(name.c_str()));
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    if (!client_file.empty()) bundles->client_ca_pem = read(client_file);
+    if (!requestheader_file.empty()) bundles->requestheader_ca_pem = read(requestheader_file);
+    std::lock_guard lock(mu_);
+    current_ = std::move(bundles);
+  }
+  std::shared_ptr<const Bundles> Current() const override {
+    std::lock_guard lock(mu_);
+    return current_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const Bundles> current_;
+};
+
+TEST(HttpServerTlsTest, DynamicClientCasApplyToEachNewConnection) {
+  auto cas = std::make_shared<SwappableCas>();
+  cas->Set("ca.pem", "requestheader-ca.pem");
+  PeerRecorder recorder;
+  ServerOptions options = TlsServerOptions();
+  options.tls->dynamic_client_cas = cas;
+  HttpServer server(options);
+  server.Route("GET", "/peer", recorder.Handler());
+  ASSERT_TRUE(Started(server));
+
+  auto client = ClientContext("ca.pem", "client.pem", "client-key.pem");
+  auto proxy = ClientContext("ca.pem", "proxy-client.pem", "proxy-client-key.pem");
+  auto untrusted = ClientContext("ca.pem", "untrusted-server.pem", "untrusted-server-key.pem");
+  auto none = ClientContext("ca.pem");
+  ASSERT_TRUE(TlsGet(server.port(), *client));
+  ASSERT_TRUE(TlsGet(server.port(), *proxy));
+  ASSERT_TRUE(TlsGet(server.port(), *untrusted));  // served, as nobody
+  ASSERT_TRUE(TlsGet(server.port(), *none));
+  // Both rotate: the old front-proxy certificate is no longer trusted, and the new request-header
+  // CA vouches for what the old client CA signed.
+  cas->Set("untrusted-ca.pem", "ca.pem");
+  ASSERT_TRUE(TlsGet(server.port(), *proxy));
+  ASSERT_TRUE(TlsGet(server.port(), *client));
+
+  auto peers = recorder.peers();
+  ASSERT_EQ(peers.size(), 6u);
+  EXPECT_TRUE(peers[0].verified_by_client_ca);
+  EXPECT_FALSE(peers[0].verified_by_requestheader_ca);
+  EXPECT_TRUE(peers[1].verified_by_requestheader_ca);
+  EXPECT_FALSE(peers[1].verified_by_client_ca);
+  EXPECT_TRUE(peers[2].cert_presented);
+  EXPECT_FALSE(peers[2].cert_verified);
+  EXPECT_FALSE(peers[3].cert_presented);
+  EXPECT_FALSE(peers[4].cert_verified);  // the rotated-out CA's certificate
+  EXPECT_TRUE(peers[5].verified_by_requestheader_ca);
+  EXPECT_FALSE(peers[5].verified_by_client_ca);
 }
 
 TEST(HttpServerTlsTest, OptionalClientCertMayBeAbsent) {
