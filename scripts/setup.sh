@@ -32,6 +32,7 @@ test_packages=(
   pybind11-dev                                   # the pybind11 comparison in bench/python
   chromium chromium-driver python3-selenium      # the web page's tests in a real browser
   python3-yaml                                   # the rules and dashboards test
+  buildah                                        # the container image, built and run offline
   openssl locales curl
 )
 packages=("${main_packages[@]}")
@@ -88,6 +89,21 @@ ninja -C build -j "$jobs"
 
 # The Python package, installed the way users install it: offline, into a venv that sees Debian's
 # python3-* packages (Debian's interpreter, not another python3 on PATH).
+# The manifests' offline schema check (tests/deploy/test_kubernetes_manifests.py): Node.js and the
+# validator packages pinned in tests/deploy/kubernetes/package-lock.json, installed under build/.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "setup: installing nodejs npm"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm
+fi
+schemas=build/manifest-schemas
+if [ ! -d "$schemas/node_modules" ] ||
+  ! cmp -s tests/deploy/kubernetes/package-lock.json "$schemas/package-lock.json"; then
+  rm -rf "$schemas" && mkdir -p "$schemas"
+  cp tests/deploy/kubernetes/package.json tests/deploy/kubernetes/package-lock.json "$schemas/"
+  (cd "$schemas" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
 if [ ! -x build/venv/bin/python ]; then
   /usr/bin/python3 -m venv --system-site-packages build/venv
 fi

@@ -94,9 +94,12 @@ bash scripts/prometheus_pipeline_check.sh
 stage "fleet on Prometheus agents: 512 Pods, 32 deployments, VictoriaMetrics, serve" 150
 timeout 300 bash scripts/fleet.sh
 
-stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus" 90
+stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus, the Kubernetes manifests" 90
 (cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/deploy")
+
+stage "image: buildah (vfs, chroot) builds build/modelmetrics-image.tar and smoke-tests it" 60
+timeout 300 bash scripts/build-image.sh
 
 stage "the web page in headless Chromium (screenshots in build/ui-screenshots)" 120
 (cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" \

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -75,6 +76,33 @@ bool WriteFileAtomically(const std::string& path, const std::string& content, st
     return false;
   }
   return true;
+}
+
+bool WritePrivateTempFile(std::string_view prefix, const std::string& content, std::string* path,
+                          std::string* error) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string name = std::string(tmpdir != nullptr && tmpdir[0] != '\0' ? tmpdir : "/tmp") + "/" +
+                     std::string(prefix) + "-XXXXXX";
+  int fd = mkstemp(name.data());  // creates the file 0600
+  if (fd < 0) {
+    *error = "cannot create a temporary file " + name + ": " + std::strerror(errno);
+    return false;
+  }
+  *path = name;
+  // Belt and braces: mkstemp's mode is 0600 in glibc, but the contract should not rest on it.
+  bool ok = fchmod(fd, S_IRUSR | S_IWUSR) == 0;
+  for (size_t written = 0; ok && written < content.size();) {
+    ssize_t n = write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) written += static_cast<size_t>(n);
+  }
+  if (!ok) *error = "cannot write " + name + ": " + std::strerror(errno);
+  if (close(fd) != 0 && ok) {
+    *error = "cannot write " + name + ": " + std::strerror(errno);
+    ok = false;
+  }
+  return ok;
 }
 
 }  // namespace modelmetrics::base

@@ -30,6 +30,12 @@ bool ReadFile(const std::string& path, std::string* out, std::string* error = nu
 bool WriteFileAtomically(const std::string& path, const std::string& content,
                          std::string* error = nullptr);
 
+// Creates a file readable and writable by this user only (0600) under $TMPDIR (or /tmp), named
+// `prefix`-XXXXXX, holding `content`; its path in `*path` (set even when the write fails, so the
+// caller can remove it). For key material handed to libraries that read files (OpenSSL, curl).
+bool WritePrivateTempFile(std::string_view prefix, const std::string& content, std::string* path,
+                          std::string* error);
+
 }  // namespace modelmetrics::base
 
 #endif  // MODELMETRICS_BASE_FILE_H_

@@ -33,11 +33,37 @@
 #include "deployment/kube_api.h"
 #include "deployment/object_file.h"
 #include "deployment/prometheus_source.h"
+#include "net/self_signed.h"
 
 namespace modelmetrics::cli {
 namespace {
 
 using deployment::ServeConfig;
+
+// With `tls_self_signed`: a certificate made at start, in private files removed at exit.
+class ServingCertificate {
+ public:
+  ~ServingCertificate() {
+    for (const std::string& path : {cert_, key_}) {
+      if (!path.empty()) std::remove(path.c_str());
+    }
+  }
+  bool Make(ServeConfig* config, std::string* error) {
+    std::string cert_pem, key_pem;
+    if (!net::SelfSignedCertificate("modelmetrics", config->tls_self_signed_hosts, &cert_pem,
+                                    &key_pem, error) ||
+        !base::WritePrivateTempFile("modelmetrics-serving-cert", cert_pem, &cert_, error) ||
+        !base::WritePrivateTempFile("modelmetrics-serving-key", key_pem, &key_, error)) {
+      return false;
+    }
+    config->tls_cert_file = cert_;
+    config->tls_key_file = key_;
+    return true;
+  }
+
+ private:
+  std::string cert_, key_;
+};
 
 int RunServe(const std::string& config_path, size_t max_config_bytes,
              std::optional<std::chrono::milliseconds> duration) {
@@ -67,6 +93,11 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
     return 2;
   }
   if (StopPending(signals, "serve")) return 0;
+  ServingCertificate self_signed;
+  if (config.tls_self_signed && !self_signed.Make(&config, &error)) {
+    std::fprintf(stderr, "serve: %s\n", error.c_str());
+    return 1;
+  }
 
   // The Kubernetes API client, when objects or reviews come from the cluster.
   std::unique_ptr<deployment::KubeApiClient> kube;

@@ -661,6 +661,21 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
       ok = path_field(key, node, &config.client_ca_file);
     } else if (key == "requestheader_ca_file") {
       ok = path_field(key, node, &config.requestheader_ca_file);
+    } else if (key == "tls_self_signed") {
+      if (!node.is_boolean()) return fail("tls_self_signed: expected true or false");
+      config.tls_self_signed = node.get<bool>();
+    } else if (key == "tls_self_signed_hosts") {
+      if (!node.is_array() || node.empty()) {
+        return fail(fmt::format("{}: expected a non-empty list of host names", key));
+      }
+      config.tls_self_signed_hosts.clear();
+      for (const Json& item : node) {
+        std::string host;
+        if (!YamlScalarText(item, &host) || host.empty() || host.find(',') != std::string::npos) {
+          return fail(fmt::format("{}: expected a non-empty list of host names", key));
+        }
+        config.tls_self_signed_hosts.push_back(std::move(host));
+      }
     } else if (key == "requestheader_allowed_names") {
       if (node.is_null()) continue;
       if (!node.is_array()) return fail(fmt::format("{}: expected a list of names", key));
@@ -817,8 +832,15 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
   }
 
   if (std::string why = config.api.Validate(); !why.empty()) return fail(why);
-  if (config.tls_cert_file.empty() || config.tls_key_file.empty()) {
-    return fail("tls_cert_file and tls_key_file are required (tokens never travel in the clear)");
+  if (config.tls_self_signed) {
+    if (!config.tls_cert_file.empty() || !config.tls_key_file.empty()) {
+      return fail(
+          "tls_self_signed makes its own certificate: remove tls_cert_file and tls_key_file");
+    }
+  } else if (config.tls_cert_file.empty() || config.tls_key_file.empty()) {
+    return fail(
+        "tls_cert_file and tls_key_file are required (tokens never travel in the clear), or "
+        "tls_self_signed: true");
   }
   if (config.token_file.empty() && config.client_ca_file.empty() &&
       config.requestheader_ca_file.empty() && !config.delegated_authentication) {

@@ -162,8 +162,11 @@ std::string StatusJson(const ApiStatus& status, const StatusDetails* details,
 //   port: 8443                         # 0: any free port; default 8443
 //   api_group: worker.gpustack.ai      # the API's group (metrics_api.h) ...
 //   api_version: v1                    #     and version; the APIService must name the same
-//   tls_cert_file: server.pem          # required: tokens never travel in the clear
-//   tls_key_file: server-key.pem       # required
+//   tls_cert_file: server.pem          # required (tokens never travel in the clear) ...
+//   tls_key_file: server-key.pem       #     ... unless tls_self_signed
+//   tls_self_signed: false             # true: a P-256 certificate made at start for
+//   tls_self_signed_hosts: [localhost, 127.0.0.1]   # these names (net/self_signed.h), as
+//                                      #     metrics-server does without a certificate
 //   client_ca_file: ca.pem             # client certificates: user = CN, groups = O
 //   requestheader_ca_file: front-proxy-ca.pem     # front-proxy mode (X-Remote-User/-Group)
 //   requestheader_allowed_names: [front-proxy-client]  # empty or absent: any CN of that CA
@@ -204,6 +207,8 @@ struct ServeConfig {
   MetricsApi api;
   std::string tls_cert_file;
   std::string tls_key_file;
+  bool tls_self_signed = false;
+  std::vector<std::string> tls_self_signed_hosts = {"localhost", "127.0.0.1"};
   std::string client_ca_file;
   std::string requestheader_ca_file;
   std::vector<std::string> requestheader_allowed_names;

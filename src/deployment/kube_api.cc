@@ -214,33 +214,6 @@ std::optional<ApiStatus> DecodeStatus(const std::string& body, int http_status) 
   return out;
 }
 
-// A private temporary file holding `content`; see KubeApiClient's comment.
-bool WritePrivateTempFile(const std::string& content, std::string* path, std::string* error) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string name = std::string(tmpdir != nullptr && tmpdir[0] != '\0' ? tmpdir : "/tmp") +
-                     "/modelmetrics-kube-XXXXXX";
-  int fd = mkstemp(name.data());  // creates the file 0600
-  if (fd < 0) {
-    *error = "cannot create a temporary file in " + DirectoryOf(name) + ": " + std::strerror(errno);
-    return false;
-  }
-  *path = name;
-  // Belt and braces: mkstemp's mode is 0600 in glibc, but the contract should not rest on it.
-  bool ok = fchmod(fd, S_IRUSR | S_IWUSR) == 0;
-  for (size_t written = 0; ok && written < content.size();) {
-    ssize_t n = write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) written += static_cast<size_t>(n);
-  }
-  if (!ok) *error = "cannot write " + name + ": " + std::strerror(errno);
-  if (close(fd) != 0 && ok) {
-    *error = "cannot write " + name + ": " + std::strerror(errno);
-    ok = false;
-  }
-  return ok;
-}
-
 }  // namespace
 
 bool LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
@@ -413,7 +386,7 @@ KubeApiClient::Impl::Impl(KubeConfig cfg, std::chrono::milliseconds timeout)
     if (pem.empty() || !setup_error.empty()) return;
     std::string path;
     std::string problem;
-    bool ok = WritePrivateTempFile(pem, &path, &problem);
+    bool ok = base::WritePrivateTempFile("modelmetrics-kube", pem, &path, &problem);
     if (!path.empty()) temp_files.push_back(path);
     if (ok) {
       *file = path;

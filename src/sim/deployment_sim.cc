@@ -1,10 +1,5 @@
 #include "sim/deployment_sim.h"
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -17,6 +12,7 @@
 #include <thread>
 
 #include "base/file.h"
+#include "net/self_signed.h"
 #include "sim/exporters.h"
 #include "sim/fault_server.h"
 
@@ -74,49 +70,6 @@ std::string KubeSuffix(uint64_t value, size_t length) {
     if (value == 0) value = Mix(i + 1);
   }
   return out;
-}
-
-// A self-signed P-256 certificate for 127.0.0.1: served by untrusted-tls Pods, trusted by no one.
-bool SelfSignedCertificate(std::string* cert_pem, std::string* key_pem, std::string* error) {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  BIO* cert_bio = BIO_new(BIO_s_mem());
-  BIO* key_bio = BIO_new(BIO_s_mem());
-  bool ok = key && cert && cert_bio && key_bio;
-  if (ok) {
-    X509_set_version(cert, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 365L * 24 * 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("modelmetrics-sim-pod"), -1,
-                               -1, 0);
-    X509_set_issuer_name(cert, name);
-    X509V3_CTX ctx;
-    X509V3_set_ctx_nodb(&ctx);
-    X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-    X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
-    ok = san && X509_add_ext(cert, san, -1) == 1;
-    X509_EXTENSION_free(san);
-    ok = ok && X509_sign(cert, key, EVP_sha256()) > 0 && PEM_write_bio_X509(cert_bio, cert) == 1 &&
-         PEM_write_bio_PrivateKey(key_bio, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
-  }
-  if (ok) {
-    char* data = nullptr;
-    long size = BIO_get_mem_data(cert_bio, &data);
-    cert_pem->assign(data, static_cast<size_t>(size));
-    size = BIO_get_mem_data(key_bio, &data);
-    key_pem->assign(data, static_cast<size_t>(size));
-  } else if (error) {
-    *error = "cannot generate the untrusted-tls certificate";
-  }
-  BIO_free(cert_bio);
-  BIO_free(key_bio);
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  return ok;
 }
 
 // A body that is not a valid exposition: an unterminated label set, then an HTML error page.
@@ -623,7 +576,8 @@ bool DeploymentSim::Start(std::string* error) {
         !base::ReadFile(o.tls_key_file, &impl_->key_pem)) {
       return fail("cannot read " + o.tls_cert_file + " / " + o.tls_key_file);
     }
-  } else if (!SelfSignedCertificate(&impl_->cert_pem, &impl_->key_pem, error)) {
+  } else if (!net::SelfSignedCertificate("modelmetrics-sim-pod", {"127.0.0.1"}, &impl_->cert_pem,
+                                         &impl_->key_pem, error)) {
     Stop();
     return false;
   }

@@ -1516,7 +1516,12 @@ TEST(ServeConfigTest, RejectsBadConfigurationsClearly) {
   EXPECT_EQ(ConfigError(dir,
                         "tls_key_file: server-key.pem\ntoken_file: tokens.csv\n"
                         "policy_file: policy.yaml\nobjects_file: objects.json\n"),
-            "tls_cert_file and tls_key_file are required (tokens never travel in the clear)");
+            "tls_cert_file and tls_key_file are required (tokens never travel in the clear), or "
+            "tls_self_signed: true");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "tls_self_signed: true\n"),
+            "tls_self_signed makes its own certificate: remove tls_cert_file and tls_key_file");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "tls_self_signed_hosts: []\n"),
+            "tls_self_signed_hosts: expected a non-empty list of host names");
   EXPECT_EQ(ConfigError(dir,
                         "tls_cert_file: server.pem\ntls_key_file: server-key.pem\n"
                         "policy_file: policy.yaml\nobjects_file: objects.json\n"),

@@ -313,8 +313,8 @@ class FakeKubeApi {
         review.value("apiVersion", "") != "authorization.k8s.io/v1") {
       return StatusResponse(400, "BadRequest", "not a SubjectAccessReview");
     }
-    const json& spec = review["spec"];
-    const json& attributes = spec["resourceAttributes"];
+    const json spec = review.value("spec", json::object());
+    const json attributes = spec.value("resourceAttributes", json::object());
     bool allowed =
         spec.value("user", "") == "alice" &&
         attributes == json{{"namespace", "team"},           {"verb", "get"},

@@ -2,6 +2,7 @@
 // Every client operation is bounded by a timeout, so a broken server fails a test instead of
 // hanging it.
 #include "net/http_server.h"
+#include "net/self_signed.h"
 #include "test_paths.h"
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <atomic>
 #include <chrono>
@@ -1256,6 +1258,41 @@ TEST(HttpServerTlsTest, DynamicClientCasApplyToEachNewConnection) {
   EXPECT_FALSE(peers[4].cert_verified);  // the rotated-out CA's certificate
   EXPECT_TRUE(peers[5].verified_by_requestheader_ca);
   EXPECT_FALSE(peers[5].verified_by_client_ca);
+}
+
+// A certificate made at start (`serve`'s tls_self_signed) serves TLS that verifies for its names.
+TEST(HttpServerTlsTest, SelfSignedCertificateVerifiesForItsNames) {
+  std::string cert, key, error;
+  ASSERT_TRUE(
+      SelfSignedCertificate("modelmetrics", {"localhost", "127.0.0.1"}, &cert, &key, &error))
+      << error;
+  EXPECT_FALSE(SelfSignedCertificate("x", {""}, &cert, &key, &error));
+  ASSERT_TRUE(
+      SelfSignedCertificate("modelmetrics", {"localhost", "127.0.0.1"}, &cert, &key, &error));
+  const std::string dir = ::testing::TempDir();
+  const std::string cert_file = dir + "/self-signed.pem", key_file = dir + "/self-signed-key.pem";
+  std::ofstream(cert_file) << cert;
+  std::ofstream(key_file) << key;
+  ServerOptions options;
+  options.tls.emplace();
+  options.tls->cert_file = cert_file;
+  options.tls->key_file = key_file;
+  HttpServer server(options);
+  server.Route("GET", "/peer", [](const HttpRequest&) { return Ok("peer"); });
+  ASSERT_TRUE(Started(server));
+  ssl::context ctx(ssl::context::tls_client);
+  ctx.load_verify_file(cert_file);
+  ctx.set_verify_mode(ssl::verify_peer);
+  ctx.set_verify_callback(ssl::host_name_verification("127.0.0.1"));
+  EXPECT_TRUE(TlsGet(server.port(), ctx));
+  // Its names, and only those.
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(cert.data(), -1), BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> x509(
+      PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), X509_free);
+  ASSERT_NE(x509, nullptr);
+  EXPECT_EQ(X509_check_host(x509.get(), "localhost", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_ip_asc(x509.get(), "127.0.0.1", 0), 1);
+  EXPECT_NE(X509_check_host(x509.get(), "other.example.com", 0, 0, nullptr), 1);
 }
 
 TEST(HttpServerTlsTest, OptionalClientCertMayBeAbsent) {

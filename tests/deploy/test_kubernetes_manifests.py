@@ -1,0 +1,163 @@
+"""deploy/kubernetes: every kustomization renders with kubectl (1.32, kustomize built in), every
+rendered object passes its Kubernetes (or CRD) OpenAPI schema offline (validate.mjs, with the
+packages scripts/setup.sh installs from tests/deploy/kubernetes/package-lock.json), and the
+objects agree with each other the way an install needs them to: the APIService names the group the
+server serves and the Service that selects its Pods, the server can read the authentication
+ConfigMap and ask for reviews, the aggregated role grants the metrics in that group, and the Pods
+run as metrics-server's do."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+KUSTOMIZE = ROOT / "deploy" / "kubernetes"
+SCHEMAS = pathlib.Path(os.environ.get("MODELMETRICS_MANIFEST_SCHEMAS",
+                                      ROOT / "build" / "manifest-schemas"))
+TREES = ["base", "overlays/second-group", "overlays/cert-manager", "overlays/monitoring"]
+
+
+def render(tree):
+    out = subprocess.run(["kubectl", "kustomize", str(KUSTOMIZE / tree)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def objects(tree):
+    return [o for o in yaml.safe_load_all(render(tree)) if o]
+
+
+def one(objs, kind, name=None):
+    found = [o for o in objs if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"{kind} {name}: {len(found)} found"
+    return found[0]
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_renders_and_passes_the_schemas(tree):
+    assert (SCHEMAS / "node_modules" / "kubernetes-models").is_dir(), \
+        f"no schema packages in {SCHEMAS}: run scripts/setup.sh"
+    out = subprocess.run(["node", str(ROOT / "tests/deploy/kubernetes/validate.mjs")],
+                         input=render(tree), capture_output=True, text=True, cwd=SCHEMAS,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert " 0 failed" in out.stdout
+
+
+def test_the_schema_check_fails_a_broken_object():
+    broken = ("apiVersion: apiregistration.k8s.io/v1\nkind: APIService\n"
+              "metadata: {name: v1.x.example.com}\n"
+              "spec: {group: x.example.com, version: v1, groupPriorityMinimum: high,"
+              " versionPriority: 100}\n")
+    out = subprocess.run(["node", str(ROOT / "tests/deploy/kubernetes/validate.mjs")],
+                         input=broken, capture_output=True, text=True, cwd=SCHEMAS, timeout=60)
+    assert out.returncode == 1, out.stdout
+    assert "groupPriorityMinimum" in out.stdout
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_objects_fit_together(tree):
+    objs = objects(tree)
+    deployment = one(objs, "Deployment", "modelmetrics")
+    pod = deployment["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    # The serve configuration the Pods mount is the generated ConfigMap's.
+    config_volume = next(v for v in pod["spec"]["volumes"] if v["name"] == "config")
+    configmap = one(objs, "ConfigMap", config_volume["configMap"]["name"])
+    serve = yaml.safe_load(configmap["data"]["serve.yaml"])
+    assert container["args"] == ["serve", "--config", "/etc/modelmetrics/serve.yaml"]
+    assert serve["in_cluster"] is True and serve["delegated_authentication"] is True
+    assert serve["authorization"] == "subjectaccessreview"
+
+    # The APIService: the served group and version, through the Service that selects the Pods.
+    apiservice = one(objs, "APIService")
+    assert apiservice["metadata"]["name"] == f"{serve['api_version']}.{serve['api_group']}"
+    assert apiservice["spec"]["group"] == serve["api_group"]
+    assert apiservice["spec"]["version"] == serve["api_version"]
+    service = one(objs, "Service", apiservice["spec"]["service"]["name"])
+    assert service["metadata"]["namespace"] == apiservice["spec"]["service"]["namespace"]
+    port = next(p for p in service["spec"]["ports"] if p["port"] == apiservice["spec"]["service"]["port"])
+    assert port["targetPort"] in [p["name"] for p in container["ports"]]
+    assert next(p for p in container["ports"] if p["name"] == port["targetPort"])["containerPort"] \
+        == serve["port"]
+    labels = pod["metadata"]["labels"]
+    assert all(labels.get(k) == v for k, v in service["spec"]["selector"].items())
+    pdb = one(objs, "PodDisruptionBudget")
+    assert all(labels.get(k) == v for k, v in pdb["spec"]["selector"]["matchLabels"].items())
+
+    # What the ServiceAccount may do: read objects, ask for reviews, read the ConfigMap.
+    account = pod["spec"]["serviceAccountName"]
+    ns = deployment["metadata"]["namespace"]
+
+    def bound(kind, role):
+        return any(o["kind"] == kind and o["roleRef"]["name"] == role and
+                   {"kind": "ServiceAccount", "name": account, "namespace": ns} in o["subjects"]
+                   for o in objs)
+    assert bound("ClusterRoleBinding", "system:auth-delegator")
+    assert bound("ClusterRoleBinding", "modelmetrics:object-reader")
+    reader = one(objs, "RoleBinding", "modelmetrics:extension-apiserver-authentication-reader")
+    assert reader["metadata"]["namespace"] == "kube-system"
+    assert reader["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                 "name": "extension-apiserver-authentication-reader"}
+    rules = one(objs, "ClusterRole", "modelmetrics:object-reader")["rules"]
+    for group, resource in [("", "pods"), ("apps", "replicasets"), ("apps", "deployments"),
+                            ("worker.gpustack.ai", "modeldeployments")]:
+        assert any(group in r["apiGroups"] and resource in r["resources"] and
+                   {"get", "list", "watch"} <= set(r["verbs"]) for r in rules), resource
+    # Viewers get the metrics, in the served group.
+    aggregated = one(objs, "ClusterRole", "modelmetrics:aggregated-metrics-reader")
+    assert aggregated["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert aggregated["rules"] == [{"apiGroups": [serve["api_group"]],
+                                    "resources": ["modeldeployments/metrics",
+                                                  "modeldeploymentmetrics"],
+                                    "verbs": ["get"]}]
+
+    # Two replicas, probes on the named checks, and metrics-server's security context.
+    assert deployment["spec"]["replicas"] == 2
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["runAsNonRoot"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert "requests" in container["resources"]
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert "/tmp" in mounts  # the only writable place (self-signed certificates go there)
+
+
+def test_second_group_moves_everything():
+    rendered = render("overlays/second-group")
+    assert "worker.gpustack.ai/v1" not in rendered
+    objs = objects("overlays/second-group")
+    assert one(objs, "APIService")["metadata"]["name"] == "v1.metrics.modelmetrics.io"
+
+
+def test_cert_manager_verifies_the_server():
+    objs = objects("overlays/cert-manager")
+    apiservice = one(objs, "APIService")
+    assert "insecureSkipTLSVerify" not in apiservice["spec"]
+    certificate = one(objs, "Certificate")
+    ns = certificate["metadata"]["namespace"]
+    assert apiservice["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == \
+        f"{ns}/{certificate['metadata']['name']}"
+    service = one(objs, "Service")
+    assert f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc" in \
+        certificate["spec"]["dnsNames"]
+    deployment = one(objs, "Deployment")
+    config_volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"]
+                         if v["name"] == "config")
+    serve = yaml.safe_load(one(objs, "ConfigMap", config_volume["configMap"]["name"])
+                           ["data"]["serve.yaml"])
+    assert "tls_self_signed" not in serve
+    secret_volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"]
+                         if v.get("secret", {}).get("secretName") == certificate["spec"]["secretName"])
+    mount = next(m for m in deployment["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+                 if m["name"] == secret_volume["name"])
+    assert serve["tls_cert_file"] == mount["mountPath"] + "/tls.crt"
+    assert serve["tls_key_file"] == mount["mountPath"] + "/tls.key"
