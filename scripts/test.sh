@@ -98,6 +98,10 @@ stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus, th
 (cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/deploy")
 
+stage "aggregated API behind a kube-apiserver stand-in: availability, kubectl, delegated auth" 45
+(cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/kube")
+
 stage "image: buildah (vfs, chroot) builds build/modelmetrics-image.tar and smoke-tests it" 60
 timeout 300 bash scripts/build-image.sh
 
