@@ -33,6 +33,7 @@
 #include "deployment/kube_api.h"
 #include "deployment/object_file.h"
 #include "deployment/prometheus_source.h"
+#include "deployment/watch_cache.h"
 #include "net/self_signed.h"
 
 namespace modelmetrics::cli {
@@ -64,6 +65,34 @@ class ServingCertificate {
  private:
   std::string cert_, key_;
 };
+
+// Where objects come from: the objects file, list+watch caches of the Kubernetes API (the
+// default with a kubeconfig or in-cluster), or the API read on every snapshot.
+std::unique_ptr<deployment::ObjectSource> MakeObjectSource(
+    const ServeConfig& config, deployment::KubeApiClient* kube,
+    const std::shared_ptr<deployment::ServerMetrics>& metrics, deployment::WatchCache** watch_cache,
+    std::string* error) {
+  if (!config.objects_file.empty()) {
+    auto file = std::make_unique<deployment::FileObjectSource>();
+    if (!file->Load(config.objects_file, error, config.max_objects_bytes)) {
+      *error = "objects_file: " + *error;
+      return nullptr;
+    }
+    return file;
+  }
+  if (!config.watch_objects) return std::make_unique<deployment::KubeApiSource>(kube);
+  deployment::WatchCache::Options options;
+  options.on_objects = [metrics](std::string_view resource, size_t count) {
+    metrics->WatchObjects(resource, count);
+  };
+  options.on_relist = [metrics](std::string_view resource, std::string_view reason) {
+    metrics->WatchRelist(resource, reason);
+  };
+  auto cache = std::make_unique<deployment::WatchCache>(kube, std::move(options));
+  cache->Start();
+  *watch_cache = cache.get();
+  return cache;
+}
 
 int RunServe(const std::string& config_path, size_t max_config_bytes,
              std::optional<std::chrono::milliseconds> duration) {
@@ -115,20 +144,16 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
     kube = std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
   }
 
-  std::unique_ptr<deployment::ObjectSource> source;
-  if (!config.objects_file.empty()) {
-    auto file = std::make_unique<deployment::FileObjectSource>();
-    if (!file->Load(config.objects_file, &error, config.max_objects_bytes)) {
-      std::fprintf(stderr, "serve: objects_file: %s\n", error.c_str());
-      return 2;
-    }
-    source = std::move(file);
-  } else {
-    source = std::make_unique<deployment::KubeApiSource>(kube.get());
+  auto metrics = std::make_shared<deployment::ServerMetrics>();
+  deployment::WatchCache* watch_cache = nullptr;
+  std::unique_ptr<deployment::ObjectSource> source =
+      MakeObjectSource(config, kube.get(), metrics, &watch_cache, &error);
+  if (!source) {
+    std::fprintf(stderr, "serve: %s\n", error.c_str());
+    return 2;
   }
   if (StopPending(signals, "serve")) return 0;
 
-  auto metrics = std::make_shared<deployment::ServerMetrics>();
   // Delegated authentication: the trust kube-apiserver publishes, read now and followed after.
   std::shared_ptr<deployment::AuthenticationConfigWatcher> trust;
   if (config.delegated_authentication) {
@@ -171,6 +196,10 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
   int exit_code = 0;
   {
     deployment::ApiServerOptions server_options = deployment::BuildApiServerOptions(config, trust);
+    if (watch_cache != nullptr) {
+      server_options.readiness_checks.emplace_back("informer-sync",
+                                                   [watch_cache] { return watch_cache->Ready(); });
+    }
     server_options.metrics = metrics;
     deployment::ApiServer server(
         std::move(server_options),

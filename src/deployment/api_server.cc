@@ -727,6 +727,9 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
     } else if (key == "in_cluster") {
       if (!node.is_boolean()) return fail("in_cluster: expected true or false");
       config.in_cluster = node.get<bool>();
+    } else if (key == "watch_objects") {
+      if (!node.is_boolean()) return fail("watch_objects: expected true or false");
+      config.watch_objects = node.get<bool>();
     } else if (key == "pod_ca_file") {
       ok = path_field(key, node, &config.pod_ca_file);
     } else if (key == "max_in_flight") {

@@ -185,6 +185,8 @@ std::string StatusJson(const ApiStatus& status, const StatusDetails* details,
 //   kubeconfig: ~/.kube/config         # ... else from the Kubernetes API via a kubeconfig
 //   context: ""                        #     (its current context unless named here)
 //   in_cluster: false                  # ... or via the in-cluster service account
+//   watch_objects: true                #     with either: objects from list+watch caches
+//                                      #     (watch_cache.h); false: read on every snapshot
 //   pod_ca_file: cluster-ca.pem        # trust for HTTPS Pods; default the system bundle
 //   max_in_flight: 32                  # deployments read or queued at once (then 429)
 //   workers: 8                         # threads reading deployments
@@ -223,6 +225,7 @@ struct ServeConfig {
   std::string kubeconfig;
   std::string context;
   bool in_cluster = false;
+  bool watch_objects = true;
   std::string pod_ca_file;
   size_t max_in_flight = 32;
   int workers = 8;

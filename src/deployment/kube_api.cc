@@ -21,11 +21,13 @@
 #include <sstream>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
 #include "deployment/yaml.h"
 #include "net/http_client.h"
+#include "net/http_stream.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -362,6 +364,7 @@ struct KubeApiClient::Impl {
   std::chrono::milliseconds request_timeout;
   std::string setup_error;              // non-empty: every request fails with it
   std::vector<std::string> temp_files;  // removed in the destructor
+  net::ClientOptions files;             // the CA and client certificate files, for streams
   std::unique_ptr<net::HttpClient> http;
 
   std::mutex token_mu;
@@ -399,6 +402,7 @@ KubeApiClient::Impl::Impl(KubeConfig cfg, std::chrono::milliseconds timeout)
   to_file(config.client_key_pem, "client-key-data", &options.client_key_file);
   if (config.server.empty() && setup_error.empty()) setup_error = "no Kubernetes API server set";
   if (!setup_error.empty()) return;
+  files = options;
   try {
     http = std::make_unique<net::HttpClient>(std::move(options));
   } catch (const std::exception& e) {
@@ -427,6 +431,55 @@ KubeApiClient::KubeApiClient(KubeConfig config, std::chrono::milliseconds reques
     : impl_(std::make_unique<Impl>(std::move(config), request_timeout)) {}
 
 KubeApiClient::~KubeApiClient() = default;
+
+ApiStatus KubeApiClient::Stream(std::string_view path,
+                                const std::function<bool(std::string_view line)>& on_line,
+                                const std::atomic<bool>* stop, std::chrono::milliseconds timeout,
+                                std::chrono::milliseconds idle_timeout, size_t max_line_bytes) {
+  if (!impl_->setup_error.empty()) return ApiStatus::Internal(impl_->setup_error);
+  net::StreamOptions options;
+  options.url = impl_->config.server + std::string(path);
+  options.headers.emplace_back("Accept", "application/json");
+  if (std::string token = impl_->Token(); !token.empty()) {
+    options.headers.emplace_back("Authorization", "Bearer " + token);
+  }
+  options.ca_file = impl_->files.ca_file;
+  options.client_cert_file = impl_->files.client_cert_file;
+  options.client_key_file = impl_->files.client_key_file;
+  options.timeout = timeout;
+  options.idle_timeout = idle_timeout;
+  std::string pending;
+  bool too_long = false;
+  const auto on_data = [&](std::string_view data) {
+    while (!data.empty()) {
+      const size_t newline = data.find('\n');
+      pending.append(data.substr(0, newline));
+      if (pending.size() > max_line_bytes) {
+        too_long = true;
+        return false;
+      }
+      if (newline == std::string_view::npos) return true;
+      data.remove_prefix(newline + 1);
+      if (!pending.empty() && !on_line(pending)) return false;
+      pending.clear();
+    }
+    return true;
+  };
+  const net::StreamResult result = net::Stream(options, on_data, stop);
+  const std::string what = "GET " + options.url;
+  if (too_long) {
+    return ApiStatus::Internal(
+        fmt::format("{}: a line of the stream is over {} bytes", what, max_line_bytes));
+  }
+  if (result.stopped || result.completed) return ApiStatus::Ok();
+  if (result.status >= 300) {
+    if (std::optional<ApiStatus> status = DecodeStatus(result.error_body, result.status)) {
+      return *status;
+    }
+    return {result.status, "", what + ": HTTP " + std::to_string(result.status)};
+  }
+  return ApiStatus::Unavailable(what + ": " + result.error);
+}
 
 ApiStatus KubeApiClient::Request(std::string_view method, std::string_view path,
                                  std::string_view body, std::string* response,

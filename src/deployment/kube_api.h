@@ -19,8 +19,10 @@
 #ifndef MODELMETRICS_DEPLOYMENT_KUBE_API_H_
 #define MODELMETRICS_DEPLOYMENT_KUBE_API_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -88,6 +90,15 @@ class KubeApiClient {
   ApiStatus Request(std::string_view method, std::string_view path, std::string_view body,
                     std::string* response,
                     std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+
+  // A streamed GET (a watch): `on_line` gets each line of the body as it arrives, without its
+  // newline; returning false ends the stream. Ends Ok when the server closes the body or
+  // `*stop` becomes true; a line over `max_line_bytes` is a 500 naming the limit; a non-2xx
+  // answer is its Status; a transport failure is 503. Nothing arriving for `idle_timeout` (not
+  // even a bookmark) ends it as a failure. Blocks the calling thread (net/http_stream.h).
+  ApiStatus Stream(std::string_view path, const std::function<bool(std::string_view line)>& on_line,
+                   const std::atomic<bool>* stop, std::chrono::milliseconds timeout,
+                   std::chrono::milliseconds idle_timeout, size_t max_line_bytes);
 
  private:
   struct Impl;

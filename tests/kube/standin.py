@@ -16,8 +16,10 @@ aggregators, the delegating authenticator and authoriser), written here in Pytho
   service's paths and definitions;
 - it answers TokenReview and SubjectAccessReview from TOKENS and RULES, serves the
   kube-system/extension-apiserver-authentication ConfigMap, and the objects of an objects file
-  (ModelDeployments, Pods by equality label selector, ReplicaSets, Deployments), counting every
-  object request so a test can tell whether a snapshot made one.
+  (ModelDeployments, Pods by equality label selector, ReplicaSets, Deployments) by get, paged
+  list and watch (chunked JSON lines, bookmarks, ERROR 410 for a resourceVersion older than the
+  kept history, as after an etcd compaction), counting every object request so a test can tell
+  whether a snapshot made one.
 """
 
 import http.client
@@ -25,6 +27,7 @@ import json
 import re
 import ssl
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -133,12 +136,28 @@ def request_info(method, path):
     return verb, group, resource
 
 
+KINDS = {"pods": "Pod", "replicasets": "ReplicaSet", "deployments": "Deployment",
+         "modeldeployments": "ModelDeployment"}
+
+
 class StandIn:
     def __init__(self, tls, objects_file=None):
         self.tls = tls  # a function naming a test TLS file: tls("ca.pem")
-        self.objects_file = objects_file
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.stopping = False
+        # The object store: (kind, namespace, name) -> object; every change is an event.
+        self.rv = 100
+        self.store = {}
+        self.events = []  # (rv, type, object)
+        self.compacted_before = 0  # a watch from an older resourceVersion gets 410
+        self.generation = 0  # drop_watches() ends every open watch
+        if objects_file is not None:
+            with open(objects_file) as f:
+                for item in json.load(f)["items"]:
+                    self.put(item)
         self.object_requests = 0
+        self.watches = 0
         self.token_reviews = 0
         self.access_reviews = []
         self.apiservices = {}  # (group, version) -> (host, port)
@@ -158,8 +177,43 @@ class StandIn:
         return f"https://127.0.0.1:{self.server.server_address[1]}"
 
     def stop(self):
+        with self.lock:
+            self.stopping = True
+            self.changed.notify_all()
         self.server.shutdown()
         self.server.server_close()
+
+    # -- the object store --------------------------------------------------------------------
+
+    def put(self, obj):
+        with self.changed:
+            self.rv += 1
+            obj = json.loads(json.dumps(obj))
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
+            kind = "MODIFIED" if key in self.store else "ADDED"
+            self.store[key] = obj
+            self.events.append((self.rv, kind, obj))
+            self.changed.notify_all()
+
+    def delete(self, kind, ns, name):
+        with self.changed:
+            obj = self.store.pop((kind, ns, name))
+            self.rv += 1
+            self.events.append((self.rv, "DELETED", obj))
+            self.changed.notify_all()
+
+    def drop_watches(self):
+        """Ends every open watch stream, as a kube-apiserver restart does."""
+        with self.changed:
+            self.generation += 1
+            self.changed.notify_all()
+
+    def compact(self):
+        """As etcd compaction: watches from any resourceVersion before now get 410 Gone."""
+        with self.changed:
+            self.compacted_before = self.rv + 1
+            self.events.clear()
 
     def kubeconfig(self, path, token):
         path.write_text(f"""apiVersion: v1
@@ -251,12 +305,6 @@ current-context: standin
             items += [i for i in json.loads(body)["items"] if i["metadata"]["name"] == group]
         return items
 
-    # -- objects ------------------------------------------------------------------------------
-
-    def objects(self):
-        with open(self.objects_file) as f:
-            return json.load(f)["items"]
-
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -290,6 +338,8 @@ class _Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         path, query = url.path, urllib.parse.parse_qs(url.query)
         info = request_info(method, path)
+        if info and query.get("watch", [""])[0] in ("true", "1"):
+            info = ("watch",) + info[1:]
         ok = (allowed(user, groups, info[0], info[1], info[2]) if info
               else allowed(user, groups, "get", path=path))
         if not ok:
@@ -403,28 +453,86 @@ class _Handler(BaseHTTPRequestHandler):
 
     def object_request(self, path, query):
         s = self.standin
-        with s.lock:
-            s.object_requests += 1
-        m = re.fullmatch(r"/(?:api|apis/([^/]+))/(v1|v1alpha1)/namespaces/([^/]+)/([^/]+)(?:/([^/]+))?",
-                         path)
-        if not m or s.objects_file is None:
+        if query.get("watch", [""])[0] not in ("true", "1"):
+            with s.lock:
+                s.object_requests += 1  # gets and lists; watches count in s.watches
+        m = re.fullmatch(r"/(?:api|apis/([^/]+))/(v1|v1alpha1)(?:/namespaces/([^/]+))?/([^/]+)"
+                         r"(?:/([^/]+))?", path)
+        if not m or m.group(4) not in KINDS:
             return self.reply(404, status(404, "NotFound", "the server could not find the "
                                                            "requested resource"))
         group, _, ns, resource, name = m.groups()
-        kinds = {"pods": "Pod", "replicasets": "ReplicaSet", "deployments": "Deployment",
-                 "modeldeployments": "ModelDeployment"}
-        matching = [o for o in s.objects() if o["kind"] == kinds.get(resource) and
-                    o["metadata"]["namespace"] == ns]
+        kind = KINDS[resource]
+        selector = dict(term.split("=", 1) for term in
+                        filter(None, query.get("labelSelector", [""])[0].split(",")))
+
+        def wanted(obj):
+            return (obj["kind"] == kind and (ns is None or obj["metadata"]["namespace"] == ns) and
+                    all(obj["metadata"].get("labels", {}).get(k) == v for k, v in selector.items()))
         if name:
-            found = [o for o in matching if o["metadata"]["name"] == name]
-            if not found:
+            with s.lock:
+                found = s.store.get((kind, ns, name))
+            if found is None:
                 return self.reply(404, status(404, "NotFound",
-                                              f'{resource}.{group or ""} "{name}" not found'))
-            return self.reply(200, found[0])
-        selector = query.get("labelSelector", [""])[0]
-        for term in filter(None, selector.split(",")):
-            key, value = term.split("=", 1)
-            matching = [o for o in matching
-                        if o["metadata"].get("labels", {}).get(key) == value]
-        return self.reply(200, {"kind": kinds[resource] + "List", "apiVersion": "v1",
-                                "metadata": {"resourceVersion": "1"}, "items": matching})
+                                              f'{resource}{"." + group if group else ""} "{name}" not found'))
+            return self.reply(200, found)
+        if query.get("watch", [""])[0] in ("true", "1"):
+            return self.watch(wanted, int(query.get("resourceVersion", ["0"])[0] or 0),
+                              int(query.get("timeoutSeconds", ["300"])[0]))
+        with s.lock:
+            items = sorted((o for o in s.store.values() if wanted(o)),
+                           key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
+            rv = s.rv
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        start = int(query.get("continue", ["0"])[0] or 0)
+        page = items[start:start + limit] if limit else items[start:]
+        more = limit and start + limit < len(items)
+        return self.reply(200, {"kind": kind + "List", "apiVersion": "v1",
+                                "metadata": {"resourceVersion": str(rv),
+                                             "continue": str(start + limit) if more else ""},
+                                "items": page})
+
+    def watch(self, wanted, since, timeout):
+        s = self.standin
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def send(event):
+            data = (json.dumps(event) + "\n").encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        with s.lock:
+            s.watches += 1
+            gone = since < s.compacted_before
+            generation = s.generation
+        try:
+            if gone:  # as kube-apiserver: a 200 stream whose one event is the 410
+                send({"type": "ERROR", "object": status(
+                    410, "Expired", f"too old resource version: {since} ({s.compacted_before})")})
+            else:
+                deadline = time.monotonic() + timeout
+                last = since
+                while time.monotonic() < deadline:
+                    with s.changed:
+                        pending = [e for e in s.events if e[0] > last]
+                        if not pending and not s.stopping:
+                            s.changed.wait(timeout=1.0)
+                            pending = [e for e in s.events if e[0] > last]
+                        stopping, rv = s.stopping or s.generation != generation, s.rv
+                    if stopping:
+                        break
+                    for event_rv, kind, obj in pending:
+                        last = event_rv
+                        if wanted(obj):
+                            send({"type": kind, "object": obj})
+                    if not pending:
+                        last = max(last, rv)
+                        send({"type": "BOOKMARK", "object": {
+                            "kind": "Bookmark", "metadata": {"resourceVersion": str(last)}}})
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass
+        self.close_connection = True

@@ -53,6 +53,7 @@ delegated_authentication: true
 authentication_refresh: 200ms
 authorization: subjectaccessreview
 snapshot_reuse_ms: 0
+watch_objects: true
 """)
     serve = Process([BIN, "serve", "--config", str(config), "--duration", "300s"])
     port = int(serve.match(r"serving ModelDeploymentMetrics on https://127\.0\.0\.1:(\d+)").group(1))
@@ -188,3 +189,71 @@ def test_a_second_group_changes_every_path_and_document(tmp_path, pods):
     finally:
         serve.stop()
         standin.stop()
+
+
+def wait_ready(port, timeout=15):
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        context = ssl.create_default_context(cafile=tls("ca.pem"))
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz?verbose", context=context,
+                                        timeout=5) as response:
+                return response.read().decode()
+        except urllib.error.HTTPError:
+            time.sleep(0.1)
+    raise AssertionError("the server never became ready")
+
+
+def through(standin, path, token="viewer-token"):
+    request = urllib.request.Request(standin.url + path,
+                                     headers={"Authorization": f"Bearer {token}"})
+    context = ssl.create_default_context(cafile=tls("ca.pem"))
+    with urllib.request.urlopen(request, context=context, timeout=15) as response:
+        return json.loads(response.read())
+
+
+def counter(port, name, labels):
+    code, body = direct(port, "/metrics", "admin-token")
+    assert code == 200, body
+    for line in body.decode().splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_snapshots_come_from_watch_caches_and_an_expired_watch_relists(cluster):
+    standin, port, work = cluster
+    assert "[+]informer-sync ok" in wait_ready(port)
+    import time
+    deadline = time.monotonic() + 10
+    while standin.watches < 4 and time.monotonic() < deadline:  # one per resource
+        time.sleep(0.05)
+    before = (standin.object_requests, standin.watches)
+    for _ in range(100):
+        assert through(standin, METRICS)["kind"] == "ModelDeploymentMetrics"
+    assert (standin.object_requests, standin.watches) == before, \
+        "a snapshot read an object from kube-apiserver"
+
+    # A Pod deleted in the cluster is gone from the next snapshot (a DELETED event).
+    standin.delete("Pod", "demo", "chat-server-1")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        missing = [m["reason"] for m in through(standin, METRICS).get("missing", [])]
+        if any("1 of 2" in reason for reason in missing):
+            break
+        time.sleep(0.1)
+    assert any("1 of 2" in reason for reason in missing), missing
+
+    # History compacted and the watches cut: the next watch gets 410 and the caches relist.
+    lists_before = counter(port, "modelmetrics_watch_relists_total", {"reason": "expired"})
+    standin.compact()
+    standin.drop_watches()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and counter(
+            port, "modelmetrics_watch_relists_total", {"reason": "expired"}) < lists_before + 4:
+        time.sleep(0.1)
+    assert counter(port, "modelmetrics_watch_relists_total",
+                   {"reason": "expired", "resource": "pods"}) >= 1
+    assert counter(port, "modelmetrics_watch_cache_objects", {"resource": "pods"}) == 1
+    assert through(standin, METRICS)["kind"] == "ModelDeploymentMetrics"
