@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every test: set-up, unit and integration tests (ctest), a benchmark smoke run, the alert rules and
-# dashboards on a real Prometheus, the web page in headless Chromium, the Python package's tests
+# dashboards on a real Prometheus, the Kubernetes manifests against their schemas, the container
+# image (buildah) and its smoke test, kubectl through a kube-apiserver stand-in in front of
+# `modelmetrics serve`, the web page in headless Chromium, the Python package's tests
 # (installed in build/venv, and the extension again under ASan+UBSan), the same under ASan+UBSan,
 # the threaded ones under TSan, the fuzzers for a bounded time and the format check. Exits
 # non-zero on the first failure, and prints every stage's wall time against its budget at the end.
@@ -124,8 +126,9 @@ stage "ASan + UBSan (ctest)" 240
 # drive runs here in deployment_tests' in-process agreement cases. The 200-client load case is
 # a throughput check (a Debug ASan server handshakes TLS ~10x slower than the real one); the
 # other load cases, the same server code under fewer clients, run here.
+# One job more than cores: most cases wait on loopback servers and timeouts, not on the CPU.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j "$jobs" -E 'RealStore|StatelessReplicas|TwoHundredKeepAlive')
+  ctest --output-on-failure -j "$((jobs + 1))" -E 'RealStore|StatelessReplicas|TwoHundredKeepAlive')
 
 stage "the Python extension under ASan + UBSan (its C API code: references, buffers)" 90
 # Python itself is not built with ASan: the runtime is preloaded, leak checking (which would
@@ -139,9 +142,11 @@ stage "TSan: waiting for the background build" 180
 await_tree tsan
 
 stage "TSan (threaded code: net, metrics, pipeline, deployment, simulators, API server)" 180
-for suite in "${tsan_suites[@]}"; do
-  TSAN_OPTIONS="halt_on_error=1" "./build-tsan/tests/$suite" --gtest_brief=1
-done
+# Two suites at a time (one per core); a failing suite prints its log and stops the stage.
+printf '%s\n' "${tsan_suites[@]}" | work="$work" xargs -P "$jobs" -I{} bash -c \
+  'log="$work/tsan-${1//\//-}.log"
+   TSAN_OPTIONS=halt_on_error=1 "./build-tsan/tests/$1" --gtest_brief=1 >"$log" 2>&1 ||
+     { echo "TSan: $1 failed:"; tail -n 60 "$log"; exit 255; }' _ {}
 
 background=""
 
