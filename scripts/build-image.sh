@@ -58,7 +58,8 @@ policy_file: policy.yaml
 objects_file: objects.json
 YAML
 chmod -R a+rX "$config"
-"${buildah[@]}" run --isolation chroot --user 65532:65532 \
+# In a session of its own: the server inside the chroot is stopped with `buildah run` itself.
+setsid "${buildah[@]}" run --isolation chroot --user 65532:65532 \
   --volume "$config:/etc/modelmetrics:ro" "$container" -- \
   /usr/bin/modelmetrics serve --config /etc/modelmetrics/serve.yaml --duration 30s \
   >"$work/serve.out" 2>"$work/serve.err" &
@@ -78,6 +79,6 @@ for path in /livez /readyz; do
   [ "$body" = ok ] || { echo "build-image: $path answered '$body'"; exit 1; }
 done
 version=$(curl --silent --insecure --max-time 5 "$url/version")
-kill "$server" 2>/dev/null || true
+kill -- -"$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
 echo "build-image: smoke test passed: $url/livez and /readyz answered ok, /version $version"

@@ -304,6 +304,12 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
 }
 
 void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Responder& respond) {
+  // A request that waited out its budget in the queue is not authenticated (a TokenReview) late.
+  if (request.received_at != SteadyTime() &&
+      SteadyClock::now() - request.received_at > options.request_timeout) {
+    return respond(StatusResponse({503, "ServiceUnavailable", "the server is busy; try again"},
+                                  nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
+  }
   UserInfo user;
   if (!authenticator->Authenticate(request, &user)) return respond(Unauthorized());
 
@@ -532,7 +538,7 @@ void ApiServer::Impl::AddHealthChecks() {
     readyz.Add(name, check);
     healthz.Add(name, check);
   }
-  // Fails from the moment Stop() begins, so load balancers drain before the listener closes.
+  // Fails from the moment Stop() begins (a probe that reaches a stopping server sees why).
   readyz.Add("shutdown", [this] {
     return stopping.load() ? std::string("the server is shutting down") : std::string();
   });
@@ -695,10 +701,15 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
       std::string text;
       std::chrono::milliseconds value{};
       if (!scalar(key, node, &text)) return false;
-      if (!base::ParseDuration(text, &value) || value.count() <= 0 ||
-          value > std::chrono::hours(1)) {
-        return fail(
-            fmt::format("{}: `{}` is not a duration between 1ms and 1h (e.g. 10s)", key, text));
+      // Bounded both ways: the ConfigMap is not re-read a thousand times a second, and a
+      // revoked token is not trusted for an hour.
+      const bool refresh = key == "authentication_refresh";
+      const std::chrono::milliseconds most =
+          refresh ? std::chrono::milliseconds(std::chrono::hours(1)) : std::chrono::minutes(10);
+      if (!base::ParseDuration(text, &value) || value < std::chrono::milliseconds(100) ||
+          value > most) {
+        return fail(fmt::format("{}: `{}` is not a duration between 100ms and {} (e.g. 10s)", key,
+                                text, refresh ? "1h" : "10m"));
       }
       (key == "authentication_refresh" ? config.authentication_refresh
                                        : config.token_review_cache_ttl) = value;

@@ -41,6 +41,9 @@ struct Resource {
   std::string selector;    // a labelSelector for the whole watch, or ""
   std::string not_found;   // `pods` in `pods "x" not found`
   bool (*decode)(const json&, T*, std::string*);
+  // Drops what a snapshot never reads of a cached object (an owner's annotations, which can
+  // hold a whole last-applied configuration), as client-go's store transforms do.
+  void (*trim)(T*) = nullptr;
 };
 
 // One resource's list+watch loop and its store.
@@ -63,30 +66,36 @@ class Reflector : public ReflectorBase {
         stop_mu_(stop_mu),
         stop_cv_(stop_cv) {}
 
+  // List, watch, and on any failure relist: every relist waits the back-off first (0.8 s
+  // doubling to 30 s), which resets only after a watch has run for a while, so an API server that
+  // answers every watch with 410 or an error is listed at most every 30 s, never in a loop.
   void Run() override {
     std::chrono::milliseconds backoff = options_.backoff_min;
     bool first = true;
     std::string reason;
     while (!stop_->load()) {
-      if (!first && options_.on_relist) options_.on_relist(resource_.name, reason);
-      std::string rv;
-      ApiStatus status = List(&rv);
-      if (status.ok()) {
-        first = false;
-        backoff = options_.backoff_min;
-        status = WatchFrom(&rv);
-        if (status.ok()) continue;  // unreachable: WatchFrom returns only to relist or stop
+      if (!first) {
+        if (options_.on_relist) options_.on_relist(resource_.name, reason);
+        std::unique_lock lock(*stop_mu_);
+        if (stop_cv_->wait_for(lock, backoff, [this] { return stop_->load(); })) break;
+        backoff = std::min(options_.backoff_max, backoff * 2);
+      }
+      first = false;
+      ApiStatus status;
+      const auto started = std::chrono::steady_clock::now();
+      try {
+        std::string rv;
+        status = List(&rv);
+        if (status.ok()) status = WatchFrom(&rv);
+      } catch (const std::exception& e) {  // a value of the wrong JSON type, say
+        status = ApiStatus::Internal(resource_.name + ": " + e.what());
       }
       if (stop_->load()) break;
-      SetProblem(status.message);
-      if (status.code == 410) {
-        reason = "expired";
-        continue;  // relist at once, as the reflector does
+      if (std::chrono::steady_clock::now() - started > std::chrono::minutes(2)) {
+        backoff = options_.backoff_min;  // it ran well for a while: this failure is news
       }
-      reason = "error";
-      std::unique_lock lock(*stop_mu_);
-      stop_cv_->wait_for(lock, backoff, [this] { return stop_->load(); });
-      backoff = std::min(options_.backoff_max, backoff * 2);
+      SetProblem(status.message);
+      reason = status.code == 410 ? "expired" : "error";
     }
   }
 
@@ -156,6 +165,7 @@ class Reflector : public ReflectorBase {
         T object;
         std::string ignored;
         if (!resource_.decode(item, &object, &ignored)) continue;  // as a failed event: skipped
+        if (resource_.trim != nullptr) resource_.trim(&object);
         fresh[Key(object.metadata.namespace_, object.metadata.name)] = std::move(object);
       }
       if (fresh.size() > options_.max_objects) {
@@ -163,6 +173,7 @@ class Reflector : public ReflectorBase {
             fmt::format("{}: more than {} objects", resource_.name, options_.max_objects));
       }
     } while (!next.empty() && !stop_->load());
+    if (stop_->load()) return ApiStatus::Ok();  // a list cut short never replaces the store
     size_t count = 0;
     {
       std::lock_guard lock(mu_);
@@ -179,7 +190,12 @@ class Reflector : public ReflectorBase {
   ApiStatus WatchFrom(std::string* rv) {
     while (!stop_->load()) {
       ApiStatus event_error;
-      const auto on_line = [&](std::string_view line) { return Apply(line, rv, &event_error); };
+      size_t events = 0;
+      const auto started = std::chrono::steady_clock::now();
+      const auto on_line = [&](std::string_view line) {
+        ++events;
+        return Apply(line, rv, &event_error);
+      };
       const ApiStatus status = client_->Stream(
           Query({{"watch", "true"},
                  {"resourceVersion", *rv},
@@ -189,6 +205,12 @@ class Reflector : public ReflectorBase {
           options_.max_event_bytes);
       if (!event_error.ok()) return event_error;
       if (!status.ok()) return status;
+      // A stream that ends at once with nothing in it is a broken server, not a timeout
+      // (client-go's very short watch): relist after the back-off rather than spin.
+      if (events == 0 && !stop_->load() &&
+          std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) {
+        return ApiStatus::Unavailable(resource_.name + " watch: ended at once without an event");
+      }
     }
     return ApiStatus::Ok();
   }
@@ -217,6 +239,7 @@ class Reflector : public ReflectorBase {
     T decoded;
     std::string ignored;
     if (!resource_.decode(object, &decoded, &ignored)) return true;  // skipped, as in a list
+    if (resource_.trim != nullptr) resource_.trim(&decoded);
     const std::string key = Key(decoded.metadata.namespace_, decoded.metadata.name);
     size_t count = 0;
     {
@@ -289,10 +312,13 @@ WatchCache::WatchCache(KubeApiClient* client, Options options) : impl_(std::make
   impl.pods =
       impl.Make<Pod>({"pods", "/api/v1/pods", fmt::format("{}={}", kLabelName, kLabelNameValue),
                       "pods", &DecodePod});
+  // Owners are read for their names, uids and owner references only.
   impl.replica_sets = impl.Make<ReplicaSet>(
-      {"replicasets", "/apis/apps/v1/replicasets", "", "replicasets.apps", &DecodeReplicaSet});
+      {"replicasets", "/apis/apps/v1/replicasets", "", "replicasets.apps", &DecodeReplicaSet,
+       [](ReplicaSet* rs) { rs->metadata.annotations.clear(), rs->metadata.labels.clear(); }});
   impl.apps_deployments = impl.Make<Deployment>(
-      {"deployments", "/apis/apps/v1/deployments", "", "deployments.apps", &DecodeDeployment});
+      {"deployments", "/apis/apps/v1/deployments", "", "deployments.apps", &DecodeDeployment,
+       [](Deployment* d) { d->metadata.annotations.clear(), d->metadata.labels.clear(); }});
 }
 
 WatchCache::~WatchCache() { Stop(); }

@@ -9,11 +9,14 @@
 //   watch  GET COLLECTION?watch=true&resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=N
 //          ADDED and MODIFIED put the object, DELETED removes it, BOOKMARK moves RV on. A normal
 //          end of the stream (its timeout) watches again from RV. An ERROR event with code 410
-//          (resourceVersion too old: Expired or Gone), or an HTTP 410, relists at once.
-//   errors a failed list or watch relists after a back-off of 0.8 s doubling to 30 s (client-go's
-//          numbers); objects that do not decode are skipped; more than `max_objects` of a resource
-//          or an event line over `max_event_bytes` is a failure (and a relist), so a runaway or
-//          hostile API server cannot grow memory without bound.
+//          (resourceVersion too old: Expired or Gone), or an HTTP 410, relists.
+//   errors every relist (after a 410, a failed list or watch, a value of the wrong JSON type, a
+//          watch that ends at once with no event) waits a back-off of 0.8 s doubling to 30 s,
+//          reset only after a watch ran for two minutes (client-go's numbers), so no API server
+//          answer makes it list in a loop; objects that do not decode are skipped; more than
+//          `max_objects` of a resource or an event line over `max_event_bytes` is a failure (and
+//          a relist). ReplicaSets and Deployments are kept without labels and annotations (only
+//          their names and owners are read), bounding what a large cluster's owners cost.
 // Ready() says why not until every resource has listed once (`/readyz`'s informer-sync).
 //
 // Thread-safety: the ObjectSource methods may be called concurrently with each other and with
@@ -56,7 +59,8 @@ class WatchCache : public ObjectSource {
   ~WatchCache() override;  // Stop()s
 
   void Start();
-  // Ends every list and watch within about 100 ms and joins the threads. Idempotent.
+  // Ends every watch within about a second (a list page in flight: its request timeout) and
+  // joins the threads. Idempotent.
   void Stop();
   // "" once every resource has listed once; else which have not, and why.
   std::string Ready() const;

@@ -278,6 +278,7 @@ class ServerImpl {
   const RouteEntry* FindRoute(std::string_view method, std::string_view path,
                               std::string* allow) const;
   TlsPeer PeerOf(SSL* ssl) const;
+  bool dynamic_cas() const { return options_.tls && options_.tls->dynamic_client_cas != nullptr; }
   void Unregister(ConnectionBase* connection);  // any IO thread
   // Any thread: increasing ticks that order connections' last activity.
   uint64_t NextActivityTick() { return activity_.fetch_add(1, std::memory_order_relaxed) + 1; }
@@ -533,6 +534,12 @@ class Connection final : public ConnectionBase {
     request->body = std::move(msg.body());
     request->remote_address = remote_address_;
     request->remote_port = remote_port_;
+    // With CAs that rotate, each request is judged by the CAs (and the clock) of its moment, as
+    // Kubernetes verifies a client certificate per request: a kept-alive connection from a
+    // rotated-out CA must not keep its trust.
+    if constexpr (kTls) {
+      if (server_->dynamic_cas()) peer_ = server_->PeerOf(stream_.native_handle());
+    }
     request->peer = peer_;
 
     std::string allow;

@@ -1534,7 +1534,9 @@ TEST(ServeConfigTest, RejectsBadConfigurationsClearly) {
                                      "client_ca_file: ca.pem\n"),
       HasSubstr("remove client_ca_file and requestheader_ca_file"));
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "authentication_refresh: 0s\n"),
-            "authentication_refresh: `0s` is not a duration between 1ms and 1h (e.g. 10s)");
+            "authentication_refresh: `0s` is not a duration between 100ms and 1h (e.g. 10s)");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "token_review_cache_ttl: 1h\n"),
+            "token_review_cache_ttl: `1h` is not a duration between 100ms and 10m (e.g. 10s)");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "requestheader_allowed_names: [front-proxy]\n"),
             "requestheader_allowed_names needs requestheader_ca_file");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "kubeconfig: kubeconfig\nin_cluster: true\n"),

@@ -103,7 +103,7 @@ TEST(TokenReviewAuthenticatorTest, CachesAnswersButNotFailures) {
   bool fail = false;
   int hits = 0;
   TokenReviewAuthenticator::Options options;
-  options.ttl = std::chrono::milliseconds(200);
+  options.ttl = std::chrono::milliseconds(2000);
   options.on_cache = [&hits](bool hit) { hits += hit ? 1 : 0; };
   TokenReviewAuthenticator tokens(
       [&](std::string_view token, bool* authenticated, UserInfo* user) {
@@ -130,7 +130,7 @@ TEST(TokenReviewAuthenticatorTest, CachesAnswersButNotFailures) {
   EXPECT_FALSE(tokens.Authenticate(WithBearer("other"), &user));
   EXPECT_EQ(reviews, 4);  // failures are asked again
   // After the TTL the answer is asked again (and now fails: nobody).
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
   EXPECT_FALSE(tokens.Authenticate(WithBearer("good"), &user));
   EXPECT_EQ(reviews, 5);
 }

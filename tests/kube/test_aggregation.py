@@ -229,6 +229,7 @@ def test_snapshots_come_from_watch_caches_and_an_expired_watch_relists(cluster):
     deadline = time.monotonic() + 10
     while standin.watches < 4 and time.monotonic() < deadline:  # one per resource
         time.sleep(0.05)
+    assert standin.watches == 4, standin.watches
     before = (standin.object_requests, standin.watches)
     for _ in range(100):
         assert through(standin, METRICS)["kind"] == "ModelDeploymentMetrics"

@@ -1246,8 +1246,19 @@ TEST(HttpServerTlsTest, DynamicClientCasApplyToEachNewConnection) {
   ASSERT_TRUE(TlsGet(server.port(), *proxy));
   ASSERT_TRUE(TlsGet(server.port(), *client));
 
+  // A kept-alive connection is judged per request: rotated out, its next request is nobody's.
+  TlsClient kept(*client);
+  ASSERT_FALSE(kept.Connect(server.port()));
+  EXPECT_EQ(kept.Get("/peer").result_int(), 200);
+  cas->Set("untrusted-ca.pem", "untrusted-ca.pem");
+  EXPECT_EQ(kept.Get("/peer").result_int(), 200);
+  const auto kept_peers = recorder.peers();
+  ASSERT_EQ(kept_peers.size(), 8u);
+  EXPECT_TRUE(kept_peers[6].cert_verified);
+  EXPECT_FALSE(kept_peers[7].cert_verified);
+
   auto peers = recorder.peers();
-  ASSERT_EQ(peers.size(), 6u);
+  ASSERT_EQ(peers.size(), 8u);
   EXPECT_TRUE(peers[0].verified_by_client_ca);
   EXPECT_FALSE(peers[0].verified_by_requestheader_ca);
   EXPECT_TRUE(peers[1].verified_by_requestheader_ca);
