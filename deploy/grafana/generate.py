@@ -167,6 +167,18 @@ DEPLOYMENT = [
             (f"sum by (pod) (smg_worker_requests_active{{{P}}})", "active {{pod}}"),
             (f"sum by (pod) (smg_worker_pool_size{{{P}}})", "pool {{pod}}")]),
     ]),
+    # The aggregated API server itself (modelmetrics serve's own /metrics).
+    ("modelmetrics aggregated API", [
+        ("API requests by path and code", "reqps", [
+            (f"sum by (path, code) (rate(modelmetrics_apiserver_requests_total[{RATE}]))",
+             "{{path}} {{code}}")]),
+        ("API request latency p90 by path", "s", [
+            (f"histogram_quantile(0.9, sum by (le, path) "
+             f"(rate(modelmetrics_apiserver_request_duration_seconds_bucket[{RATE}])))",
+             "{{path}}")]),
+        ("Requests in flight", "short", [
+            ("sum (modelmetrics_apiserver_requests_in_flight)", "in flight")]),
+    ]),
 ]
 
 

@@ -25,7 +25,12 @@ bool LoopbackApi::Start(std::string* error) {
   rule.users = {"loopback"};
   rule.namespaces = options_.namespaces;
   rule.verbs = {"get"};
-  rule.resources = {"modeldeployments/metrics"};
+  rule.resources = {"modeldeployments/metrics", "modeldeploymentmetrics"};
+  // The server's own /metrics, for a Prometheus scraping it with the same token.
+  deployment::PolicyRule metrics_rule;
+  metrics_rule.users = {"loopback"};
+  metrics_rule.verbs = {"get"};
+  metrics_rule.non_resource_urls = {"/metrics"};
   deployment::ApiServerOptions api = options_.api;
   api.http.address = "127.0.0.1";
   if (!options_.tls_cert_file.empty() && !options_.tls_key_file.empty()) {
@@ -40,7 +45,8 @@ bool LoopbackApi::Start(std::string* error) {
       [aggregator](std::string_view ns, std::string_view name, deployment::SteadyTime deadline,
                    deployment::Snapshot* out) { return aggregator->Get(ns, name, out, deadline); },
       std::move(authenticator),
-      std::make_unique<deployment::PolicyAuthorizer>(std::vector<deployment::PolicyRule>{rule}));
+      std::make_unique<deployment::PolicyAuthorizer>(
+          std::vector<deployment::PolicyRule>{rule, metrics_rule}));
   return server_->Start(error);
 }
 

@@ -94,12 +94,18 @@ def prometheus():
             groups.append({"targets": [pipeline.group(1)],
                            "labels": {"namespace": "demo", "pod": "pipeline-simulator"}})
     assert len(groups) >= 10, banner
+    api = next(re.search(r"aggregated API: http://(127\.0\.0\.1:\d+) \(bearer token (\w+)\)", line)
+               for line in banner if "aggregated API:" in line)
     (work / "demo.json").write_text(json.dumps(groups))
     port = free_port()
     (work / "prometheus.yml").write_text(yaml.safe_dump({
         "global": {"scrape_interval": "2s", "evaluation_interval": "2s"},
-        "scrape_configs": [{"job_name": "pods", "file_sd_configs": [
-            {"files": [str(work / "demo.json"), str(routed_sd)], "refresh_interval": "2s"}]}],
+        "scrape_configs": [
+            {"job_name": "pods", "file_sd_configs": [
+                {"files": [str(work / "demo.json"), str(routed_sd)], "refresh_interval": "2s"}]},
+            # The aggregated API server's own metrics, with the demo's token.
+            {"job_name": "modelmetrics-apiserver", "authorization": {"credentials": api.group(2)},
+             "static_configs": [{"targets": [api.group(1)]}]}],
     }))
     server = Process(["prometheus", f"--config.file={work / 'prometheus.yml'}",
                       f"--storage.tsdb.path={work / 'data'}",
