@@ -16,18 +16,15 @@ import argparse
 import json
 import os
 import pathlib
-import ssl
 import statistics
 import sys
 import time
-import urllib.error
-import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "kube"))
 from loopback_process import Process  # noqa: E402
-from standin import StandIn  # noqa: E402
+from standin import StandIn, https_get  # noqa: E402
 
 BIN = os.environ.get("MODELMETRICS_BIN", str(ROOT / "build/src/cli/modelmetrics"))
 TLS = ROOT / "tests" / "testdata" / "tls"
@@ -45,14 +42,7 @@ def rss_mib(pid):
 
 
 def get(port, path, token="reader-sa-token"):
-    request = urllib.request.Request(f"https://127.0.0.1:{port}{path}",
-                                     headers={"Authorization": f"Bearer {token}"})
-    context = ssl.create_default_context(cafile=tls("ca.pem"))
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=30) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    return https_get(f"https://127.0.0.1:{port}{path}", token, tls("ca.pem"))
 
 
 def run(work, objects, names, watch, reads):

@@ -28,6 +28,10 @@ std::string ValidUtf8(std::string_view text);
 // how much was cut: "... [cut 2097152 bytes]". Texts within the bound come back whole.
 std::string Excerpt(std::string_view text, size_t max_bytes);
 
+// Percent-encodes everything but RFC 3986 unreserved characters (A-Z a-z 0-9 - . _ ~): safe for
+// a path segment and for a query value alike.
+std::string PercentEncode(std::string_view text);
+
 // RFC 3986 percent-decoding of one path segment or query value (`%2F` -> `/`; `+` stays `+`).
 // False when a `%` is not followed by two hex digits.
 bool PercentDecode(std::string_view text, std::string* out);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text.h"
+#include "deployment/json_dump.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -16,10 +17,6 @@ using OrderedJson = nlohmann::ordered_json;
 
 constexpr std::string_view kDiscoveryGroup = "apidiscovery.k8s.io";
 constexpr std::string_view kDiscoveryList = "APIGroupDiscoveryList";
-
-std::string Dump(const OrderedJson& json) {
-  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 std::string_view Trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -138,16 +135,18 @@ std::string ApisJson(const MetricsApi& api, DiscoveryForm form) {
   if (form == DiscoveryForm::kLegacy) {
     OrderedJson list{{"kind", "APIGroupList"}, {"apiVersion", "v1"}};
     list["groups"] = OrderedJson::array({GroupJson(api, /*with_type=*/false)});
-    return Dump(list);
+    return DumpJson(list);
   }
   OrderedJson list{{"kind", kDiscoveryList},
                    {"apiVersion", fmt::format("{}/{}", kDiscoveryGroup, DiscoveryVersion(form))},
                    {"metadata", OrderedJson::object()}};
   list["items"] = OrderedJson::array({AggregatedGroupJson(api)});
-  return Dump(list);
+  return DumpJson(list);
 }
 
-std::string ApiGroupJson(const MetricsApi& api) { return Dump(GroupJson(api, /*with_type=*/true)); }
+std::string ApiGroupJson(const MetricsApi& api) {
+  return DumpJson(GroupJson(api, /*with_type=*/true));
+}
 
 std::string ApiResourceListJson(const MetricsApi& api) {
   OrderedJson object{{"name", kMetricsObjectResource},
@@ -164,7 +163,7 @@ std::string ApiResourceListJson(const MetricsApi& api) {
   OrderedJson list{
       {"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", api.GroupVersion()}};
   list["resources"] = OrderedJson::array({std::move(object), std::move(subresource)});
-  return Dump(list);
+  return DumpJson(list);
 }
 
 }  // namespace modelmetrics::deployment

@@ -1,5 +1,6 @@
 // See api_openapi.h.
 #include "deployment/api_openapi.h"
+#include "deployment/json_dump.h"
 
 #include <openssl/sha.h>
 
@@ -17,10 +18,6 @@ namespace modelmetrics::deployment {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-std::string Dump(const OrderedJson& json) {
-  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 // `worker.gpustack.ai` -> `ai.gpustack.worker`, as Kubernetes names the types of a CRD group.
 std::string ReversedGroup(std::string_view group) {
@@ -223,7 +220,7 @@ std::string BuildV2(const MetricsApi& api) {
                   {"info", {{"title", "modelmetrics"}, {"version", api.version}}},
                   {"paths", Paths(api, schemas, false)},
                   {"definitions", schemas.All()}};
-  return Dump(doc);
+  return DumpJson(doc);
 }
 
 std::string BuildV3(const MetricsApi& api) {
@@ -232,7 +229,7 @@ std::string BuildV3(const MetricsApi& api) {
                   {"info", {{"title", "modelmetrics"}, {"version", api.version}}},
                   {"paths", Paths(api, schemas, true)},
                   {"components", {{"schemas", schemas.All()}}}};
-  return Dump(doc);
+  return DumpJson(doc);
 }
 
 net::HttpResponse Document(const std::string& body, const std::string& etag) {
@@ -289,7 +286,7 @@ OpenApiDocuments::OpenApiDocuments(const MetricsApi& api)
   OrderedJson index{{"paths",
                      {{api.VersionPath().substr(1),
                        {{"serverRelativeURL", fmt::format("{}?hash={}", v3_path_, v3_hash_)}}}}}};
-  v3_index_ = Dump(index);
+  v3_index_ = DumpJson(index);
   v3_index_etag_ = DocumentHash(v3_index_);
 }
 

@@ -19,6 +19,7 @@
 #include "base/duration.h"
 #include "base/file.h"
 #include "deployment/api_discovery.h"
+#include "deployment/json_dump.h"
 #include "deployment/kube_names.h"
 #include "deployment/yaml.h"
 
@@ -26,11 +27,6 @@ namespace modelmetrics::deployment {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-// Request paths may carry any bytes; the JSON writer must not throw on invalid UTF-8.
-std::string Dump(const OrderedJson& json) {
-  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 net::HttpResponse JsonResponse(int code, std::string body) {
   net::HttpResponse response;
@@ -75,7 +71,7 @@ std::string VersionJson() {
   OrderedJson info{{"major", "0"},    {"minor", "1"},       {"gitVersion", "v0.1.0"},
                    {"gitCommit", ""}, {"gitTreeState", ""}, {"buildDate", ""},
                    {"goVersion", ""}, {"compiler", "c++"},  {"platform", "linux/amd64"}};
-  return Dump(info);
+  return DumpJson(info);
 }
 
 // Kubernetes' forbidden message: `modeldeployments.worker.gpustack.ai "chat" is forbidden: User
@@ -219,7 +215,7 @@ std::string StatusJson(const ApiStatus& status, const StatusDetails* details, bo
     json["details"] = std::move(json_details);
   }
   json["code"] = code;
-  return Dump(json);
+  return DumpJson(json);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/text.h"
 #include "deployment/yaml.h"
 #include "net/http_client.h"
 #include "net/http_stream.h"
@@ -169,25 +170,6 @@ class KubeconfigReader {
   std::string file_;
   std::string* error_;
 };
-
-// Percent-encodes everything but RFC 3986 unreserved characters: safe for a path segment and for
-// a query value alike.
-std::string PercentEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if ((u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || u == '-' ||
-        u == '.' || u == '_' || u == '~') {
-      out.push_back(c);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 0xF]);
-    }
-  }
-  return out;
-}
 
 // A Kubernetes Status from an error body, or nullopt when the body is not one.
 std::optional<ApiStatus> DecodeStatus(const std::string& body, int http_status) {
@@ -569,8 +551,8 @@ ApiStatus GetObject(KubeApiClient* client, const std::string& path, std::string_
 
 std::string NamespacePath(std::string_view prefix, std::string_view ns, std::string_view resource,
                           std::string_view name) {
-  return std::string(prefix) + "/namespaces/" + PercentEncode(ns) + "/" + std::string(resource) +
-         "/" + PercentEncode(name);
+  return std::string(prefix) + "/namespaces/" + base::PercentEncode(ns) + "/" +
+         std::string(resource) + "/" + base::PercentEncode(name);
 }
 
 ApiStatus KubeApiSource::GetModelDeployment(std::string_view ns, std::string_view name,
@@ -584,7 +566,7 @@ ApiStatus KubeApiSource::ListModelDeployments(std::string_view ns,
                                               std::vector<ModelDeployment>* out) {
   const std::string path = ns.empty() ? "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"
                                       : "/apis/worker.gpustack.ai/v1alpha1/namespaces/" +
-                                            PercentEncode(ns) + "/modeldeployments";
+                                            base::PercentEncode(ns) + "/modeldeployments";
   json list;
   ApiStatus status = GetJson(client_, path, "ModelDeploymentList", &list);
   if (!status.ok()) return status;
@@ -609,8 +591,8 @@ ApiStatus KubeApiSource::ListModelDeployments(std::string_view ns,
 ApiStatus KubeApiSource::ListPods(std::string_view ns, std::string_view label_selector,
                                   std::vector<Pod>* out) {
   std::string path =
-      ns.empty() ? "/api/v1/pods" : "/api/v1/namespaces/" + PercentEncode(ns) + "/pods";
-  if (!label_selector.empty()) path += "?labelSelector=" + PercentEncode(label_selector);
+      ns.empty() ? "/api/v1/pods" : "/api/v1/namespaces/" + base::PercentEncode(ns) + "/pods";
+  if (!label_selector.empty()) path += "?labelSelector=" + base::PercentEncode(label_selector);
   json list;
   ApiStatus status = GetJson(client_, path, "PodList", &list);
   if (!status.ok()) return status;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -12,6 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/text.h"
+
 namespace modelmetrics::deployment {
 namespace {
 
@@ -19,18 +20,6 @@ using json = nlohmann::json;
 
 std::string Key(std::string_view ns, std::string_view name) {
   return fmt::format("{}/{}", ns, name);
-}
-
-std::string PercentEncodeQuery(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
 }
 
 // Where a resource lives and how its objects decode.
@@ -133,11 +122,11 @@ class Reflector : public ReflectorBase {
   std::string Query(std::initializer_list<std::pair<std::string_view, std::string>> params) const {
     std::string query;
     if (!resource_.selector.empty()) {
-      query = "labelSelector=" + PercentEncodeQuery(resource_.selector);
+      query = "labelSelector=" + base::PercentEncode(resource_.selector);
     }
     for (const auto& [key, value] : params) {
       if (value.empty()) continue;
-      query += fmt::format("{}{}={}", query.empty() ? "" : "&", key, PercentEncodeQuery(value));
+      query += fmt::format("{}{}={}", query.empty() ? "" : "&", key, base::PercentEncode(value));
     }
     return resource_.collection + (query.empty() ? "" : "?" + query);
   }

@@ -20,7 +20,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 from loopback_process import Process  # noqa: E402
-from standin import StandIn  # noqa: E402
+from standin import StandIn, https_get  # noqa: E402
 
 BIN = os.environ.get("MODELMETRICS_BIN", str(ROOT / "build/src/cli/modelmetrics"))
 TLS = ROOT / "tests" / "testdata" / "tls"
@@ -81,14 +81,7 @@ def kubectl(standin, work, token, *args, check=True):
 
 def direct(port, path, token):
     """A client of the server itself (not through the stand-in), e.g. Prometheus with its token."""
-    request = urllib.request.Request(f"https://127.0.0.1:{port}{path}",
-                                     headers={"Authorization": f"Bearer {token}"})
-    context = ssl.create_default_context(cafile=tls("ca.pem"))
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=10) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    return https_get(f"https://127.0.0.1:{port}{path}", token, tls("ca.pem"), timeout=10)
 
 
 METRICS = "/apis/worker.gpustack.ai/v1/namespaces/demo/modeldeployments/chat/metrics"
@@ -206,11 +199,9 @@ def wait_ready(port, timeout=15):
 
 
 def through(standin, path, token="viewer-token"):
-    request = urllib.request.Request(standin.url + path,
-                                     headers={"Authorization": f"Bearer {token}"})
-    context = ssl.create_default_context(cafile=tls("ca.pem"))
-    with urllib.request.urlopen(request, context=context, timeout=15) as response:
-        return json.loads(response.read())
+    code, body = https_get(standin.url + path, token, tls("ca.pem"), timeout=15)
+    assert code == 200, body[:300]
+    return json.loads(body)
 
 
 def counter(port, name, labels):
