@@ -12,7 +12,7 @@
 // then prints each deployment's snapshot table every --interval until --duration has passed. The
 // first round is every Pod's baseline (so it lists `awaiting a second counter sample`); windows,
 // cache hits and rates appear from the second round on.
-#include "cli/demo_command.h"
+#include "demo_command.h"
 
 #include <algorithm>
 #include <atomic>
@@ -31,13 +31,13 @@
 #include <fmt/format.h>
 
 #include "base/duration.h"
-#include "cli/stop_signals.h"
 #include "deployment/aggregator.h"
 #include "deployment/baseline_store.h"
 #include "deployment/object_file.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"
 #include "sim/pipeline_sim.h"
+#include "stop_signals.h"
 #include "ui/ui_server.h"
 
 namespace modelmetrics::cli {

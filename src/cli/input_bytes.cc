@@ -1,4 +1,4 @@
-#include "cli/input_bytes.h"
+#include "input_bytes.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,12 +1,12 @@
 // The `modelmetrics` command: one binary, one subcommand per job.
 #include <CLI/CLI.hpp>
 
-#include "cli/demo_command.h"
-#include "cli/parse_command.h"
-#include "cli/serve_command.h"
-#include "cli/simulate_command.h"
-#include "cli/snapshot_command.h"
-#include "cli/ui_command.h"
+#include "demo_command.h"
+#include "parse_command.h"
+#include "serve_command.h"
+#include "simulate_command.h"
+#include "snapshot_command.h"
+#include "ui_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"modelmetrics: metrics for multi-stage model serving"};

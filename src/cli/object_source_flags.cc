@@ -1,4 +1,4 @@
-#include "cli/object_source_flags.h"
+#include "object_source_flags.h"
 
 #include <cstdlib>
 

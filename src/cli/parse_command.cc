@@ -1,4 +1,4 @@
-#include "cli/parse_command.h"
+#include "parse_command.h"
 
 #include <fmt/core.h>
 
@@ -13,10 +13,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/input_bytes.h"
-#include "cli/parse_output.h"
+#include "input_bytes.h"
 #include "modelmetrics/parser.h"
 #include "net/http_client.h"
+#include "parse_output.h"
 
 namespace modelmetrics::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "cli/parse_output.h"
+#include "parse_output.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,5 +1,5 @@
 // See sample_source_flags.h.
-#include "cli/sample_source_flags.h"
+#include "sample_source_flags.h"
 
 #include <utility>
 

@@ -11,7 +11,7 @@
 // with sigtimedwait, so no handler runs asynchronously. Because they are blocked from the start, a
 // stop signal during start-up stays pending: it is checked between the start-up steps (each one
 // bounded: files are size-capped, YAML is bounded), so start-up ends at the next step.
-#include "cli/serve_command.h"
+#include "serve_command.h"
 
 #include <csignal>
 #include <cstddef>
@@ -26,8 +26,6 @@
 
 #include "base/duration.h"
 #include "base/file.h"
-#include "cli/object_source_flags.h"
-#include "cli/stop_signals.h"
 #include "deployment/aggregator.h"
 #include "deployment/api_server.h"
 #include "deployment/kube_api.h"
@@ -35,6 +33,8 @@
 #include "deployment/prometheus_source.h"
 #include "deployment/watch_cache.h"
 #include "net/self_signed.h"
+#include "object_source_flags.h"
+#include "stop_signals.h"
 
 namespace modelmetrics::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "cli/simulate_command.h"
+#include "simulate_command.h"
 
 #include <chrono>
 #include <iostream>
@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "base/duration.h"
-#include "cli/stop_signals.h"
 #include "sim/deployment_sim.h"
 #include "sim/fleet_sim.h"
 #include "sim/pipeline_sim.h"
+#include "stop_signals.h"
 
 namespace modelmetrics::cli {
 namespace {

@@ -8,7 +8,7 @@
 //
 // Exit codes: 0 printed, 1 the API answered an error (e.g. 404, 503; printed as `Error from
 // server (Reason): message`, the way kubectl prints a Status), 2 usage or configuration errors.
-#include "cli/snapshot_command.h"
+#include "snapshot_command.h"
 
 #include <cstdlib>
 #include <iostream>
@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "base/duration.h"
-#include "cli/object_source_flags.h"
-#include "cli/sample_source_flags.h"
 #include "deployment/aggregator.h"
 #include "deployment/snapshot.h"
+#include "object_source_flags.h"
+#include "sample_source_flags.h"
 
 namespace modelmetrics::cli {
 namespace {

@@ -1,5 +1,5 @@
 // See stop_signals.h.
-#include "cli/stop_signals.h"
+#include "stop_signals.h"
 
 #include <cstdio>
 

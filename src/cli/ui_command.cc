@@ -10,7 +10,7 @@
 //
 // Exit codes: 0 after a clean stop; 2 for bad flags or a source that cannot be opened; 1 when the
 // server cannot start.
-#include "cli/ui_command.h"
+#include "ui_command.h"
 
 #include <chrono>
 #include <iostream>
@@ -19,12 +19,12 @@
 #include <string>
 
 #include "base/duration.h"
-#include "cli/object_source_flags.h"
-#include "cli/sample_source_flags.h"
-#include "cli/stop_signals.h"
 #include "deployment/aggregator.h"
 #include "deployment/kube_api.h"
 #include "deployment/metrics_api_reader.h"
+#include "object_source_flags.h"
+#include "sample_source_flags.h"
+#include "stop_signals.h"
 #include "ui/ui_server.h"
 
 namespace modelmetrics::cli {

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "deployment/baseline_store.h"
-#include "deployment/merge.h"
-#include "deployment/scrape_source.h"
 #include "deployment/shared_reads.h"
+#include "merge.h"
+#include "scrape_source.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -95,6 +95,16 @@ bool EnginePodOwned(const ModelDeployment& md, const Pod& pod) {
   return ref != nullptr && ref->kind == "ModelDeployment" && ref->uid == md.metadata.uid;
 }
 
+std::shared_ptr<PodMetricsSource> DirectScrape(const AggregatorOptions& o) {
+  return std::make_shared<ScrapeSource>(ScrapeOptions{.pod_limit = o.pod_limit,
+                                                      .max_in_flight = o.max_in_flight,
+                                                      .fetch_timeout = o.fetch_timeout,
+                                                      .max_body_bytes = o.max_body_bytes,
+                                                      .ca_file = o.ca_file,
+                                                      .now = o.now,
+                                                      .steady_now = o.steady_now});
+}
+
 }  // namespace
 
 struct Aggregator::Impl {
@@ -107,8 +117,7 @@ struct Aggregator::Impl {
       : source(s),
         options(std::move(o)),
         store(options.baselines != nullptr ? options.baselines : BaselineStore::Global()),
-        pods(options.pod_source != nullptr ? options.pod_source
-                                           : std::make_shared<ScrapeSource>(options)) {}
+        pods(options.pod_source != nullptr ? options.pod_source : DirectScrape(options)) {}
 };
 
 Aggregator::Aggregator(ObjectSource* source, AggregatorOptions options)

@@ -1,5 +1,5 @@
 // See api_discovery.h.
-#include "deployment/api_discovery.h"
+#include "api_discovery.h"
 
 #include <algorithm>
 #include <vector>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text.h"
-#include "deployment/json_dump.h"
+#include "json_dump.h"
 
 namespace modelmetrics::deployment {
 namespace {

@@ -1,6 +1,6 @@
 // See api_openapi.h.
 #include "deployment/api_openapi.h"
-#include "deployment/json_dump.h"
+#include "json_dump.h"
 
 #include <openssl/sha.h>
 

@@ -16,12 +16,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "api_discovery.h"
 #include "base/duration.h"
 #include "base/file.h"
-#include "deployment/api_discovery.h"
-#include "deployment/json_dump.h"
-#include "deployment/kube_names.h"
-#include "deployment/yaml.h"
+#include "json_dump.h"
+#include "kube_names.h"
+#include "yaml.h"
 
 namespace modelmetrics::deployment {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "base/file.h"
 #include "base/text.h"
-#include "deployment/yaml.h"
+#include "yaml.h"
 
 namespace modelmetrics::deployment {
 namespace {

@@ -1,5 +1,5 @@
 // See exporter_profile.h.
-#include "deployment/exporter_profile.h"
+#include "exporter_profile.h"
 
 #include <algorithm>
 

@@ -1,12 +1,12 @@
 // See exporter_registry.h.
-#include "deployment/exporter_registry.h"
+#include "exporter_registry.h"
 
 #include <algorithm>
 #include <mutex>
 #include <vector>
 
-#include "deployment/exporters/builtin.h"
 #include "deployment/objects.h"
+#include "exporters/builtin.h"
 
 namespace modelmetrics::deployment {
 namespace {

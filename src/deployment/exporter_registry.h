@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "deployment/exporter_profile.h"
+#include "exporter_profile.h"
 
 namespace modelmetrics::deployment {
 

@@ -26,9 +26,9 @@
 
 #include "base/file.h"
 #include "base/text.h"
-#include "deployment/yaml.h"
 #include "net/http_client.h"
 #include "net/http_stream.h"
+#include "yaml.h"
 
 namespace modelmetrics::deployment {
 namespace {

@@ -1,5 +1,5 @@
 // See kube_names.h. Messages as k8s.io/apimachinery's validation package writes them.
-#include "deployment/kube_names.h"
+#include "kube_names.h"
 
 #include <algorithm>
 

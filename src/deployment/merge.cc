@@ -1,5 +1,5 @@
 // See merge.h. Section numbers refer to the reference (deployment-metrics-behaviour.md).
-#include "deployment/merge.h"
+#include "merge.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "deployment/exporter_registry.h"
+#include "exporter_registry.h"
 #include "modelmetrics/writer.h"
 
 namespace modelmetrics::deployment {
@@ -17,11 +17,6 @@ namespace {
 double Seconds(WallClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 }  // namespace
-
-bool IsNotPartialReason(std::string_view reason) {
-  return std::find(std::begin(reason::kNotPartialReasons), std::end(reason::kNotPartialReasons),
-                   reason) != std::end(reason::kNotPartialReasons);
-}
 
 std::string UnsupportedEngineReason(std::string_view engine) {
   return fmt::format(

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "deployment/kube_names.h"
+#include "kube_names.h"
 
 namespace modelmetrics::deployment {
 

@@ -1,5 +1,5 @@
 // See metrics_parse.h. The rows are §3 of the reference, kept in exporters/.
-#include "deployment/metrics_parse.h"
+#include "metrics_parse.h"
 
 #include <cmath>
 #include <map>

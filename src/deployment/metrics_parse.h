@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "deployment/exporter_profile.h"
 #include "deployment/pod_metrics.h"
+#include "exporter_profile.h"
 
 namespace modelmetrics {
 class Scrape;

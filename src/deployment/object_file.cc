@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
-#include "deployment/yaml.h"
+#include "yaml.h"
 
 namespace modelmetrics::deployment {
 namespace {

@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 
 #include "base/file.h"
-#include "deployment/exporter_registry.h"
-#include "deployment/metrics_parse.h"
-#include "deployment/store_copies.h"
+#include "exporter_registry.h"
+#include "metrics_parse.h"
 #include "modelmetrics/scrape.h"
 #include "net/http_client.h"
+#include "store_copies.h"
 
 namespace modelmetrics::deployment {
 namespace {

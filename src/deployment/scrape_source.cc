@@ -1,16 +1,17 @@
 // See scrape_source.h. Step numbers refer to §2.2 of the reference.
-#include "deployment/scrape_source.h"
+#include "scrape_source.h"
 
 #include <algorithm>
 #include <charconv>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
-#include "deployment/exporter_registry.h"
-#include "deployment/merge.h"
-#include "deployment/metrics_parse.h"
+#include "exporter_registry.h"
+#include "metrics_parse.h"
+#include "reasons.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -85,7 +86,7 @@ std::string FetchErrorText(const std::string& url, const net::FetchResult& resul
   }
 }
 
-net::ClientOptions ClientOptionsFrom(const AggregatorOptions& options) {
+net::ClientOptions ClientOptionsFrom(const ScrapeOptions& options) {
   net::ClientOptions client;
   // The bound is per request, as upstream's per-request semaphore: concurrent snapshots must
   // not shrink each other's share and miss the two-rounds-in-half-the-budget guarantee. The
@@ -102,8 +103,8 @@ net::ClientOptions ClientOptionsFrom(const AggregatorOptions& options) {
 
 }  // namespace
 
-ScrapeSource::ScrapeSource(const AggregatorOptions& options)
-    : options_(options), client_(ClientOptionsFrom(options)) {}
+ScrapeSource::ScrapeSource(ScrapeOptions options)
+    : options_(std::move(options)), client_(ClientOptionsFrom(options_)) {}
 
 std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<const Pod> pods,
                                         SteadyTime deadline) {

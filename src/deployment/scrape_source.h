@@ -11,23 +11,38 @@
 #ifndef MODELMETRICS_DEPLOYMENT_SCRAPE_SOURCE_H_
 #define MODELMETRICS_DEPLOYMENT_SCRAPE_SOURCE_H_
 
-#include "deployment/aggregator.h"
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+
 #include "deployment/pod_source.h"
 #include "net/http_client.h"
 
 namespace modelmetrics::deployment {
 
+// What a direct scrape needs; the aggregator fills it from its own options (the spec's numbers
+// are AggregatorOptions' defaults, kept there once).
+struct ScrapeOptions {
+  size_t pod_limit = 0;
+  size_t max_in_flight = 0;  // per Read()
+  std::chrono::milliseconds fetch_timeout{0};
+  size_t max_body_bytes = 0;  // decoded
+  std::string ca_file;        // trust for HTTPS Pods; empty: the system bundle
+  std::function<WallTime()> now;
+  std::function<SteadyTime()> steady_now;
+};
+
 class ScrapeSource : public PodMetricsSource {
  public:
-  // Uses the options' limits, trust and clocks.
-  explicit ScrapeSource(const AggregatorOptions& options);
+  explicit ScrapeSource(ScrapeOptions options);
 
   size_t pod_limit() const override { return options_.pod_limit; }
   std::vector<PodRead> Read(const ModelDeployment& md, std::span<const Pod> pods,
                             SteadyTime deadline) override;
 
  private:
-  AggregatorOptions options_;
+  ScrapeOptions options_;
   net::HttpClient client_;
 };
 

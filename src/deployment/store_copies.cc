@@ -1,5 +1,5 @@
 // See store_copies.h.
-#include "deployment/store_copies.h"
+#include "store_copies.h"
 
 #include <algorithm>
 #include <limits>

@@ -4,7 +4,7 @@
 // costs heap, not the C stack). Every value is charged to one budget of nodes and scalar bytes
 // when it is built; an alias charges its anchor's whole size again, and so does the copy kept
 // for an anchor, so the budget bounds the memory of everything held at once.
-#include "deployment/yaml.h"
+#include "yaml.h"
 
 #include <yaml.h>
 

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <thread>
 
-#include "metrics/series.h"
 #include "modelmetrics/metrics.h"
+#include "series.h"
 
 namespace modelmetrics {
 namespace {

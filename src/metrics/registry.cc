@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <variant>
 
-#include "metrics/series.h"
 #include "modelmetrics/metrics.h"
+#include "series.h"
 
 namespace modelmetrics {
 namespace metrics_internal {

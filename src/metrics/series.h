@@ -23,8 +23,8 @@
 #include <new>
 #include <vector>
 
-#include "metrics/thread_slot.h"
 #include "modelmetrics/metrics.h"
+#include "thread_slot.h"
 
 namespace modelmetrics::metrics_internal {
 

@@ -1,4 +1,4 @@
-#include "metrics/thread_slot.h"
+#include "thread_slot.h"
 
 #include <atomic>
 #include <bitset>

@@ -12,7 +12,7 @@
 // duplicate or colliding families. Within a family, samples are grouped by their labels without
 // `le`/`quantile` (one group per series), groups in order of first appearance, samples within a
 // group in arrival order; a (name, labels) pair appears at most once.
-#include "pipeline/federation.h"
+#include "federation.h"
 
 #include <algorithm>
 #include <exception>

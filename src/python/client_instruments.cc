@@ -1,5 +1,5 @@
 // The prometheus_client-compatible instrument cores. See client_instruments.h for the contract.
-#include "python/client_instruments.h"
+#include "client_instruments.h"
 
 #include <array>
 #include <memory>
@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "fork_gate.h"
 #include "modelmetrics/metrics.h"
-#include "python/fork_gate.h"
-#include "python/py_args.h"
+#include "py_args.h"
 
 namespace modelmetrics::python {
 namespace {

@@ -1,5 +1,5 @@
 // The engine stats logger type. See engine_logger.h for the contract.
-#include "python/engine_logger.h"
+#include "engine_logger.h"
 
 #include <memory>
 #include <string>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "pipeline/engine_stats.h"
-#include "python/process_registry.h"
-#include "python/py_args.h"
+#include "process_registry.h"
+#include "py_args.h"
 
 namespace modelmetrics::python {
 namespace {

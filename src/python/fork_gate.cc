@@ -1,5 +1,5 @@
 // See fork_gate.h.
-#include "python/fork_gate.h"
+#include "fork_gate.h"
 
 #include <pthread.h>
 

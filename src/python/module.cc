@@ -17,15 +17,15 @@
 #include <string>
 #include <vector>
 
+#include "client_instruments.h"
+#include "engine_logger.h"
+#include "fork_gate.h"
 #include "modelmetrics/metrics.h"
+#include "observe_types.h"
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
-#include "python/client_instruments.h"
-#include "python/engine_logger.h"
-#include "python/fork_gate.h"
-#include "python/observe_types.h"
-#include "python/process_registry.h"
-#include "python/py_args.h"
+#include "process_registry.h"
+#include "py_args.h"
 
 namespace modelmetrics::python {
 namespace {

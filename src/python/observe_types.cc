@@ -4,7 +4,7 @@
 // (Dispatch) driven by a constexpr MethodSpec row; a template instantiates one C entry point per
 // row so PyMethodDef gets a plain function pointer. The two methods that touch two families
 // (observe_tokens, request_succeeded) are written out.
-#include "python/observe_types.h"
+#include "observe_types.h"
 
 #include <structmember.h>
 
@@ -17,11 +17,11 @@
 #include <string_view>
 #include <utility>
 
+#include "handle_cache.h"
 #include "pipeline/audio_metrics.h"
 #include "pipeline/catalog.h"
-#include "python/handle_cache.h"
-#include "python/process_registry.h"
-#include "python/py_args.h"
+#include "process_registry.h"
+#include "py_args.h"
 
 namespace modelmetrics::python {
 namespace {

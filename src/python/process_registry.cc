@@ -1,5 +1,5 @@
 // The process registry. See process_registry.h.
-#include "python/process_registry.h"
+#include "process_registry.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
 // See api_load.h.
-#include "sim/api_load.h"
+#include "api_load.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "base/file.h"
+#include "exporters.h"
+#include "fault_server.h"
 #include "net/self_signed.h"
-#include "sim/exporters.h"
-#include "sim/fault_server.h"
 
 namespace modelmetrics::sim {
 namespace {

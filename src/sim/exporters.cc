@@ -1,4 +1,4 @@
-#include "sim/exporters.h"
+#include "exporters.h"
 
 #include <algorithm>
 #include <charconv>

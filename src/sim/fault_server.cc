@@ -1,4 +1,4 @@
-#include "sim/fault_server.h"
+#include "fault_server.h"
 
 #include <zlib.h>
 

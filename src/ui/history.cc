@@ -1,5 +1,5 @@
 // See history.h.
-#include "ui/history.h"
+#include "history.h"
 
 #include <algorithm>
 

@@ -14,12 +14,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "assets.h"
 #include "base/random_token.h"
 #include "base/text.h"
 #include "deployment/snapshot.h"
+#include "history.h"
 #include "net/http_server.h"
-#include "ui/assets.h"
-#include "ui/history.h"
 
 namespace modelmetrics::ui {
 namespace {

@@ -5,7 +5,7 @@
 #ifndef MODELMETRICS_DEPLOYMENT_EXPORTERS_BUILTIN_H_
 #define MODELMETRICS_DEPLOYMENT_EXPORTERS_BUILTIN_H_
 
-#include "deployment/exporter_profile.h"
+#include "../exporter_profile.h"  // relative: white-box tests include this header too
 
 namespace modelmetrics::deployment::exporters {
 

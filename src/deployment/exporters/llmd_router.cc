@@ -1,8 +1,8 @@
 // The llm-d router's (EPP's) metrics (reference §3): running requests and ready endpoints, TTFT and
 // streaming TPOT, request and error counters (the errors are labelled by kind, so they pair with
 // the requests counter).
-#include "deployment/exporters/builtin.h"
 #include "deployment/objects.h"
+#include "exporters/builtin.h"
 
 namespace modelmetrics::deployment {
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <iterator>
 
-#include "deployment/exporters/builtin.h"
-#include "deployment/merge.h"
 #include "deployment/objects.h"
+#include "exporters/builtin.h"
 #include "modelmetrics/scrape.h"
+#include "reasons.h"
 
 namespace modelmetrics::deployment {
 namespace {

@@ -3,8 +3,8 @@
 #include <charconv>
 #include <cmath>
 
-#include "deployment/exporters/builtin.h"
 #include "deployment/objects.h"
+#include "exporters/builtin.h"
 #include "modelmetrics/scrape.h"
 
 namespace modelmetrics::deployment {

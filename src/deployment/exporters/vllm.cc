@@ -1,8 +1,8 @@
 // vLLM's engine metrics (reference §3): request gauges, the local and external prefix caches, and
 // the TTFT/TPOT/ITL histograms.
-#include "deployment/exporters/builtin.h"
-#include "deployment/merge.h"
 #include "deployment/objects.h"
+#include "exporters/builtin.h"
+#include "reasons.h"
 
 namespace modelmetrics::deployment {
 namespace {

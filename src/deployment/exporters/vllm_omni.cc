@@ -10,9 +10,9 @@
 // interruption ratio (aborted over aborted + completed, all reasons) and the continuity-ok ratio
 // (requests whose worst underrun stayed below the threshold, over the requests that reported an
 // underrun sample, per code2wav replica).
-#include "deployment/exporters/builtin.h"
-#include "deployment/merge.h"
 #include "deployment/objects.h"
+#include "exporters/builtin.h"
+#include "reasons.h"
 
 namespace modelmetrics::deployment {
 namespace {

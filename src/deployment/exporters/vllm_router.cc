@@ -1,7 +1,7 @@
 // The vLLM router's metrics for an aggregated deployment (reference §3): running requests and the
 // workers it reports, successful requests, errors and exhausted retries.
-#include "deployment/exporters/builtin.h"
 #include "deployment/objects.h"
+#include "exporters/builtin.h"
 
 namespace modelmetrics::deployment {
 

@@ -1,8 +1,8 @@
 // The vLLM router in prefill/decode mode (reference §3): it counts P/D requests and errors on its
 // own series and exports no processing gauge, which every Pod reports as unsupported.
-#include "deployment/exporters/builtin.h"
-#include "deployment/merge.h"
 #include "deployment/objects.h"
+#include "exporters/builtin.h"
+#include "reasons.h"
 
 namespace modelmetrics::deployment {
 
