@@ -4,7 +4,8 @@
 # image (buildah) and its smoke test, kubectl through a kube-apiserver stand-in in front of
 # `modelmetrics serve`, the web page in headless Chromium, the Python package's tests
 # (installed in build/venv, and the extension again under ASan+UBSan), the same under ASan+UBSan,
-# the threaded ones under TSan, the fuzzers for a bounded time and the format check. Exits
+# the threaded ones under TSan, the fuzzers for a bounded time, the format check and the
+# function-length check (scripts/check-function-length.py). Exits
 # non-zero on the first failure, and prints every stage's wall time against its budget at the end.
 #
 # The sanitizer trees (the ASan one holds the fuzzers) build in the background at the lowest CPU
@@ -75,8 +76,9 @@ await_tree() {
 }
 
 # ---- the main tree -----------------------------------------------------------------------------
-stage "format check (clang-format)" 15
+stage "format check (clang-format) and function length (<= 100 lines in src/ and python/)" 15
 git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
+python3 scripts/check-function-length.py --limit 100
 
 stage "unit and integration tests (ctest)" 150
 (cd build && ctest --output-on-failure -j "$jobs")

@@ -172,6 +172,46 @@ class StopFlag {
   bool stopped_ = false;
 };
 
+// The three simulated deployments, started; false (having said why) when one does not start.
+bool StartSimulators(uint64_t seed, std::vector<std::unique_ptr<sim::DeploymentSim>>* sims) {
+  for (sim::DeploymentSimOptions options :
+       {VllmPrefillDecode(seed), SglangBehindGateway(seed), OmniSpeech(seed)}) {
+    auto simulator = std::make_unique<sim::DeploymentSim>(std::move(options));
+    std::string error;
+    if (!simulator->Start(&error)) {
+      std::cerr << "modelmetrics demo: simulator: " << error << "\n";
+      return false;
+    }
+    sims->push_back(std::move(simulator));
+  }
+  return true;
+}
+
+// One round: each deployment's snapshot as a table (or JSON); returns how many reads failed.
+int PrintRound(int round, const std::vector<std::unique_ptr<sim::DeploymentSim>>& sims,
+               deployment::Aggregator* aggregator, const std::string& output) {
+  int failures = 0;
+  for (const auto& simulator : sims) {
+    deployment::Snapshot snapshot;
+    const deployment::ApiStatus status =
+        aggregator->Get(simulator->options().ns, simulator->options().name, &snapshot);
+    std::cout << fmt::format("--- round {} ---\n", round);
+    if (!status.ok()) {
+      ++failures;
+      std::cout << "Error from server (" << status.reason << "): " << status.message << "\n\n";
+      continue;
+    }
+    if (output == "json") {
+      std::cout << deployment::SnapshotToJson(snapshot) << "\n\n";
+    } else {
+      std::cout << deployment::SnapshotToTable(snapshot)
+                << "partial: " << (snapshot.partial ? "true" : "false") << "\n\n";
+    }
+  }
+  std::cout << std::flush;
+  return failures;
+}
+
 int RunDemo(const DemoArgs& args) {
   const sigset_t signals = BlockStopSignals();  // before any thread starts
   std::chrono::milliseconds duration{};
@@ -183,16 +223,7 @@ int RunDemo(const DemoArgs& args) {
   const auto end = start + duration;
 
   std::vector<std::unique_ptr<sim::DeploymentSim>> sims;
-  for (sim::DeploymentSimOptions options :
-       {VllmPrefillDecode(args.seed), SglangBehindGateway(args.seed), OmniSpeech(args.seed)}) {
-    auto simulator = std::make_unique<sim::DeploymentSim>(std::move(options));
-    std::string error;
-    if (!simulator->Start(&error)) {
-      std::cerr << "modelmetrics demo: simulator: " << error << "\n";
-      return 1;
-    }
-    sims.push_back(std::move(simulator));
-  }
+  if (!StartSimulators(args.seed, &sims)) return 1;
   deployment::ObjectSet objects;
   for (const auto& simulator : sims) Append(&objects, simulator->Objects());
   deployment::FileObjectSource source;
@@ -263,24 +294,7 @@ int RunDemo(const DemoArgs& args) {
   int failures = 0;
   for (int round = 1;; ++round) {
     const auto round_start = std::chrono::steady_clock::now();
-    for (const auto& simulator : sims) {
-      deployment::Snapshot snapshot;
-      const deployment::ApiStatus status =
-          aggregator.Get(simulator->options().ns, simulator->options().name, &snapshot);
-      std::cout << fmt::format("--- round {} ---\n", round);
-      if (!status.ok()) {
-        ++failures;
-        std::cout << "Error from server (" << status.reason << "): " << status.message << "\n\n";
-        continue;
-      }
-      if (args.output == "json") {
-        std::cout << deployment::SnapshotToJson(snapshot) << "\n\n";
-      } else {
-        std::cout << deployment::SnapshotToTable(snapshot)
-                  << "partial: " << (snapshot.partial ? "true" : "false") << "\n\n";
-      }
-    }
-    std::cout << std::flush;
+    failures += PrintRound(round, sims, &aggregator, args.output);
     const auto next = round_start + interval;
     if (next >= end) break;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -31,9 +31,12 @@
 #include "deployment/kube_api.h"
 #include "deployment/object_file.h"
 #include "deployment/prometheus_source.h"
+#include "deployment/serve_build.h"
+#include "deployment/serve_config.h"
 #include "deployment/watch_cache.h"
 #include "net/self_signed.h"
 #include "object_source_flags.h"
+#include "read_limit_flags.h"
 #include "stop_signals.h"
 
 namespace modelmetrics::cli {
@@ -94,30 +97,48 @@ std::unique_ptr<deployment::ObjectSource> MakeObjectSource(
   return cache;
 }
 
-int RunServe(const std::string& config_path, size_t max_config_bytes,
+std::unique_ptr<deployment::KubeApiClient> OpenKubeApi(const ServeConfig& config,
+                                                       size_t max_config_bytes,
+                                                       std::string* error) {
+  deployment::KubeConfig kube_config;
+  const bool loaded = config.in_cluster
+                          ? deployment::LoadInClusterConfig(&kube_config, error)
+                          : deployment::LoadKubeconfig(config.kubeconfig, config.context,
+                                                       &kube_config, error, max_config_bytes);
+  if (!loaded) return nullptr;
+  return std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
+}
+
+// The aggregator's limits, trust and sample source from the configuration; its Pod reads counted
+// in `metrics`. False when the store's credential files do not load.
+bool MakeAggregatorOptions(const ServeConfig& config,
+                           const std::shared_ptr<deployment::ServerMetrics>& metrics,
+                           deployment::AggregatorOptions* options, std::string* error) {
+  config.ApplyReadLimits(options);
+  options->ca_file = config.pod_ca_file;
+  options->on_pod_read = [metrics](std::string_view outcome) { metrics->PodRead(outcome); };
+  if (config.source != deployment::SampleSource::kPrometheus) return true;
+  deployment::PrometheusSourceOptions store = config.prometheus;
+  if (!deployment::LoadPrometheusCredentials(config.prometheus_bearer_token_file,
+                                             config.prometheus_basic_password_file, &store,
+                                             error)) {
+    *error = "prometheus: " + *error;
+    return false;
+  }
+  options->pod_source = std::make_shared<deployment::PrometheusSource>(store);
+  return true;
+}
+
+int RunServe(const std::string& config_path, size_t max_config_bytes, const ReadLimitFlags& limits,
              std::optional<std::chrono::milliseconds> duration) {
-  // Block the stop signals before anything starts a thread (the API client, the aggregator and
-  // the server all do), so every thread inherits the mask and only sigtimedwait receives them.
-  sigset_t previous;
-  pthread_sigmask(SIG_BLOCK, nullptr, &previous);
-  const sigset_t signals = BlockStopSignals();
-  // On the way out, stop signals still pending (sent during a failing start-up, or a second one
-  // during Stop) are taken first: unblocked, they would kill the process and turn the documented
-  // exit code into 143.
-  struct RestoreMask {
-    sigset_t mask;
-    sigset_t stop;
-    ~RestoreMask() {
-      timespec now{0, 0};
-      while (sigtimedwait(&stop, nullptr, &now) > 0) {
-      }
-      pthread_sigmask(SIG_SETMASK, &mask, nullptr);
-    }
-  } restore{previous, signals};
+  // Before anything starts a thread (the API client, the aggregator and the server all do).
+  const ScopedStopSignals stop_signals;
+  const sigset_t& signals = stop_signals.signals();
 
   ServeConfig config;
   std::string error;
-  if (!deployment::LoadServeConfig(config_path, &config, &error, max_config_bytes)) {
+  if (!deployment::LoadServeConfig(config_path, &config, &error, max_config_bytes) ||
+      !ApplyReadLimitFlags(limits, &config, &error)) {
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 2;
   }
@@ -131,17 +152,12 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
   // The Kubernetes API client, when objects or reviews come from the cluster.
   std::unique_ptr<deployment::KubeApiClient> kube;
   if (config.UsesKubeApi()) {
-    deployment::KubeConfig kube_config;
-    const bool loaded = config.in_cluster
-                            ? deployment::LoadInClusterConfig(&kube_config, &error)
-                            : deployment::LoadKubeconfig(config.kubeconfig, config.context,
-                                                         &kube_config, &error, max_config_bytes);
-    if (!loaded) {
+    kube = OpenKubeApi(config, max_config_bytes, &error);
+    if (!kube) {
       std::fprintf(stderr, "serve: %s\n", error.c_str());
       return 2;
     }
     if (StopPending(signals, "serve")) return 0;
-    kube = std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
   }
 
   auto metrics = std::make_shared<deployment::ServerMetrics>();
@@ -177,19 +193,9 @@ int RunServe(const std::string& config_path, size_t max_config_bytes,
   if (StopPending(signals, "serve")) return 0;
 
   deployment::AggregatorOptions aggregator_options;
-  aggregator_options.ca_file = config.pod_ca_file;
-  aggregator_options.on_pod_read = [metrics](std::string_view outcome) {
-    metrics->PodRead(outcome);
-  };
-  if (config.source == deployment::SampleSource::kPrometheus) {
-    deployment::PrometheusSourceOptions store = config.prometheus;
-    if (!deployment::LoadPrometheusCredentials(config.prometheus_bearer_token_file,
-                                               config.prometheus_basic_password_file, &store,
-                                               &error)) {
-      std::fprintf(stderr, "serve: prometheus: %s\n", error.c_str());
-      return 2;
-    }
-    aggregator_options.pod_source = std::make_shared<deployment::PrometheusSource>(store);
+  if (!MakeAggregatorOptions(config, metrics, &aggregator_options, &error)) {
+    std::fprintf(stderr, "serve: %s\n", error.c_str());
+    return 2;
   }
   deployment::Aggregator aggregator(source.get(), aggregator_options);
 
@@ -232,23 +238,33 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
     std::string config;
     std::string duration;
     size_t max_config_bytes = base::kDefaultMaxFileBytes;
+    ReadLimitFlags limits;
+    bool config_keys = false;
   };
   auto args = std::make_shared<Args>();
   serve->add_option("--config", args->config, "The serve configuration (YAML)")
-      ->required()
       ->check(CLI::ExistingFile);
+  serve->add_flag("--config-keys", args->config_keys,
+                  "Print every configuration key, its default or an example, and what it does");
   serve
       ->add_option("--duration", args->duration,
                    "Stop after this long (e.g. 30s, 2m); default: until SIGINT/SIGTERM")
       ->check(base::CheckDuration);
   AddMaxConfigBytesFlag(serve, &args->max_config_bytes, "the configuration or its kubeconfig");
+  AddReadLimitFlags(serve, &args->limits);
   serve->callback([args, exit_code] {
+    if (args->config_keys) {
+      std::fputs(deployment::ServeConfigReference().c_str(), stdout);
+      *exit_code = 0;
+      return;
+    }
+    if (args->config.empty()) throw CLI::RequiredError("--config");
     std::optional<std::chrono::milliseconds> duration;
     if (!args->duration.empty()) {
       duration.emplace();
       base::ParseDuration(args->duration, &*duration);
     }
-    *exit_code = RunServe(args->config, args->max_config_bytes, duration);
+    *exit_code = RunServe(args->config, args->max_config_bytes, args->limits, duration);
   });
 }
 

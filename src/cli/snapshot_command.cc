@@ -20,6 +20,7 @@
 #include "deployment/aggregator.h"
 #include "deployment/snapshot.h"
 #include "object_source_flags.h"
+#include "read_limit_flags.h"
 #include "sample_source_flags.h"
 
 namespace modelmetrics::cli {
@@ -36,6 +37,7 @@ struct SnapshotArgs {
   std::string ca_file;
   bool window_given = false;
   SampleSourceFlags samples;
+  ReadLimitFlags limits;
 };
 
 std::string Render(const deployment::Snapshot& snapshot, const std::string& output) {
@@ -55,6 +57,10 @@ int RunSnapshot(const SnapshotArgs& args) {
   std::chrono::milliseconds watch{};
   base::ParseDuration(args.window, &window);
   deployment::AggregatorOptions options;
+  if (!ApplyReadLimitFlags(args.limits, &options, &error)) {
+    std::cerr << "modelmetrics snapshot: " << error << "\n";
+    return 2;
+  }
   options.ca_file = args.ca_file;
   if (args.samples.from_store()) {
     // The store holds the history: one read has windows, and --window is the range it reads.
@@ -112,6 +118,7 @@ void AddSnapshotCommand(CLI::App& app, int* exit_code) {
       ->check(base::CheckDuration)
       ->each([args](const std::string&) { args->window_given = true; });
   AddSampleSourceFlags(command, &args->samples);
+  AddReadLimitFlags(command, &args->limits);
   command
       ->add_option("--watch", args->watch,
                    "Print a new snapshot every DURATION, windowed against the one before")

@@ -34,6 +34,18 @@ sigset_t BlockStopSignals() {
   return signals;
 }
 
+ScopedStopSignals::ScopedStopSignals() {
+  pthread_sigmask(SIG_BLOCK, nullptr, &previous_);
+  signals_ = BlockStopSignals();
+}
+
+ScopedStopSignals::~ScopedStopSignals() {
+  timespec now{0, 0};
+  while (sigtimedwait(&signals_, nullptr, &now) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
+
 bool WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration,
                  const char* command) {
   const auto deadline =

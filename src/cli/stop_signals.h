@@ -23,6 +23,24 @@ namespace modelmetrics::cli {
 // restoring their default action; returns the set.
 sigset_t BlockStopSignals();
 
+// BlockStopSignals for a scope that may return to a caller who goes on (a command run by a test
+// harness, or before another command): on the way out, stop signals still pending (sent during a
+// failing start-up, or a second one during clean-up) are taken first, since unblocked they would
+// kill the process and turn the documented exit code into 143; then the previous mask returns.
+class ScopedStopSignals {
+ public:
+  ScopedStopSignals();
+  ~ScopedStopSignals();
+  ScopedStopSignals(const ScopedStopSignals&) = delete;
+  ScopedStopSignals& operator=(const ScopedStopSignals&) = delete;
+
+  const sigset_t& signals() const { return signals_; }
+
+ private:
+  sigset_t previous_;
+  sigset_t signals_;
+};
+
 // Waits for a stop signal or until `duration` passes, if set; says which signal on stderr.
 // True when a signal came.
 bool WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration,

@@ -23,6 +23,7 @@
 #include "deployment/kube_api.h"
 #include "deployment/metrics_api_reader.h"
 #include "object_source_flags.h"
+#include "read_limit_flags.h"
 #include "sample_source_flags.h"
 #include "stop_signals.h"
 #include "ui/ui_server.h"
@@ -33,6 +34,7 @@ namespace {
 struct UiArgs {
   ObjectSourceFlags source;
   SampleSourceFlags samples;
+  ReadLimitFlags limits;
   std::string ns = "default";
   bool all_namespaces = false;
   std::string address = "127.0.0.1";
@@ -69,6 +71,10 @@ int RunUi(const UiArgs& args) {
     snapshots = std::make_unique<deployment::MetricsApiReader>(api_client.get());
   } else {
     deployment::AggregatorOptions options;
+    if (!ApplyReadLimitFlags(args.limits, &options, &error)) {
+      std::cerr << "modelmetrics ui: " << error << "\n";
+      return 2;
+    }
     options.ca_file = args.ca_file;
     if (args.samples.from_store()) {
       options.pod_source = OpenSampleSource(args.samples, std::nullopt, &error);
@@ -113,6 +119,7 @@ void AddUiCommand(CLI::App& app, int* exit_code) {
   command->add_flag("-A,--all-namespaces", args->all_namespaces, "Show every namespace's");
   AddObjectSourceFlags(command, &args->source);
   AddSampleSourceFlags(command, &args->samples);
+  AddReadLimitFlags(command, &args->limits);
   command->add_flag("--aggregated-api", args->aggregated_api,
                     "Read each snapshot from the aggregated API through kube-apiserver (with "
                     "--kubeconfig or --in-cluster) instead of computing it here");

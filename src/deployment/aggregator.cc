@@ -95,6 +95,61 @@ bool EnginePodOwned(const ModelDeployment& md, const Pod& pod) {
   return ref != nullptr && ref->kind == "ModelDeployment" && ref->uid == md.metadata.uid;
 }
 
+// Steps 2-3 of Get: the deployment's Pods by the name labels, sorted by name, owned ones only.
+ApiStatus OwnedPods(ObjectSource* source, const ModelDeployment& md, std::string_view ns,
+                    std::vector<Pod>* owned) {
+  std::vector<Pod> pods;
+  const std::string selector =
+      fmt::format("{}={},{}={}", kLabelName, kLabelNameValue, kLabelInstance, md.metadata.name);
+  ApiStatus status = source->ListPods(ns, selector, &pods);
+  if (!status.ok()) return ApiStatus::Internal("list ModelDeployment Pods: " + status.message);
+  std::sort(pods.begin(), pods.end(),
+            [](const Pod& a, const Pod& b) { return a.metadata.name < b.metadata.name; });
+
+  // Owned Pods only.
+  MemoizedOwners owners(source);
+  for (Pod& pod : pods) {
+    bool is_owned = false;
+    if (!pod.metadata.Label(kLabelRouter).empty()) {
+      status = RouterPodOwned(&owners, md, pod, &is_owned);
+      if (!status.ok()) return status;
+    } else {
+      is_owned = EnginePodOwned(md, pod);
+    }
+    if (is_owned) owned->push_back(std::move(pod));
+  }
+  return ApiStatus::Ok();
+}
+
+// Steps 5-6 of Get: a missing[] entry per role (and the router) with fewer owned Pods than it
+// declares.
+void CheckCoverage(const ModelDeployment& md, const std::vector<Pod>& owned,
+                   SnapshotBuilder* builder) {
+  auto check_coverage = [builder](std::string source_name, size_t found, size_t expected) {
+    if (found == 0) {
+      builder->AddMissing("", std::move(source_name), std::string(reason::kNoOwnedPod));
+    } else if (found < expected) {
+      builder->AddMissing("", std::move(source_name), CoverageReason(found, expected));
+    }
+  };
+  for (const Role& role : md.roles) {
+    if (!role.command.empty()) continue;
+    const size_t found = std::count_if(owned.begin(), owned.end(), [&role](const Pod& pod) {
+      return pod.metadata.Label(kLabelComponent) == role.name;
+    });
+    const size_t expected = static_cast<size_t>(std::max(role.replicas, 1)) *
+                            static_cast<size_t>(std::max(role.size, 1));
+    check_coverage("engine/" + role.name, found, expected);
+  }
+  if (md.router) {
+    const size_t found = std::count_if(owned.begin(), owned.end(), [&md](const Pod& pod) {
+      return pod.metadata.Label(kLabelRouter) == md.router->name;
+    });
+    check_coverage("router", found,
+                   static_cast<size_t>(std::max(md.router->replicas.value_or(1), 1)));
+  }
+}
+
 std::shared_ptr<PodMetricsSource> DirectScrape(const AggregatorOptions& o) {
   return std::make_shared<ScrapeSource>(ScrapeOptions{.pod_limit = o.pod_limit,
                                                       .max_in_flight = o.max_in_flight,
@@ -137,28 +192,10 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
   ApiStatus status = source->GetModelDeployment(ns, name, &md);
   if (!status.ok()) return status;
 
-  // 2. Its Pods, by name.
-  std::vector<Pod> pods;
-  const std::string selector =
-      fmt::format("{}={},{}={}", kLabelName, kLabelNameValue, kLabelInstance, md.metadata.name);
-  status = source->ListPods(ns, selector, &pods);
-  if (!status.ok()) return ApiStatus::Internal("list ModelDeployment Pods: " + status.message);
-  std::sort(pods.begin(), pods.end(),
-            [](const Pod& a, const Pod& b) { return a.metadata.name < b.metadata.name; });
-
-  // 3. Owned Pods only.
+  // 2-3. Its owned Pods, by name.
   std::vector<Pod> owned;
-  MemoizedOwners owners(source);
-  for (Pod& pod : pods) {
-    bool is_owned = false;
-    if (!pod.metadata.Label(kLabelRouter).empty()) {
-      status = RouterPodOwned(&owners, md, pod, &is_owned);
-      if (!status.ok()) return status;
-    } else {
-      is_owned = EnginePodOwned(md, pod);
-    }
-    if (is_owned) owned.push_back(std::move(pod));
-  }
+  status = OwnedPods(source, md, ns, &owned);
+  if (!status.ok()) return status;
   // 4.
   if (owned.empty()) return ApiStatus::Unavailable("ModelDeployment has no owned metrics Pods");
   // The 8 s cover discovery too; a slow API server must not turn into a snapshot of timeouts.
@@ -169,29 +206,7 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
 
   // 5-6. Coverage, before truncation; extra Pods are not reported.
   SnapshotBuilder builder(md, impl_->store);
-  auto check_coverage = [&builder](std::string source_name, size_t found, size_t expected) {
-    if (found == 0) {
-      builder.AddMissing("", std::move(source_name), std::string(reason::kNoOwnedPod));
-    } else if (found < expected) {
-      builder.AddMissing("", std::move(source_name), CoverageReason(found, expected));
-    }
-  };
-  for (const Role& role : md.roles) {
-    if (!role.command.empty()) continue;
-    const size_t found = std::count_if(owned.begin(), owned.end(), [&role](const Pod& pod) {
-      return pod.metadata.Label(kLabelComponent) == role.name;
-    });
-    const size_t expected = static_cast<size_t>(std::max(role.replicas, 1)) *
-                            static_cast<size_t>(std::max(role.size, 1));
-    check_coverage("engine/" + role.name, found, expected);
-  }
-  if (md.router) {
-    const size_t found = std::count_if(owned.begin(), owned.end(), [&md](const Pod& pod) {
-      return pod.metadata.Label(kLabelRouter) == md.router->name;
-    });
-    check_coverage("router", found,
-                   static_cast<size_t>(std::max(md.router->replicas.value_or(1), 1)));
-  }
+  CheckCoverage(md, owned, &builder);
 
   // 7. The Pod limit (the source's: 64 for direct scraping).
   if (owned.size() > impl_->pods->pod_limit()) {

@@ -253,6 +253,8 @@ class Parser::Impl {
   Event ParseLine(const char* p, const char* end);
   Event ParseComment(const char* p, const char* end);
   Event ParseSample(const char* p, const char* end);
+  void ParseExemplar(const char*& p, const char* end);
+  void CheckTypeLabels(const char* name_at);
   // Reads a metric (or label) name, bare or quoted, at `p`; advances `p`.
   std::string_view ReadName(const char*& p, const char* end, bool metric);
   // Reads a quoted string at `p` (which points at the opening quote); advances past the closing
@@ -720,45 +722,59 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
       }
       sample_.has_timestamp = true;
     }
-    if (p < end) {
-      if (end - p < 4 || std::string_view(p, 4) != " # {") {
-        Fail(p, "unexpected text after the sample");
-      }
-      const bool exemplar_allowed =
-          ((fam_.type == MetricType::kHistogram || fam_.type == MetricType::kGaugeHistogram) &&
-           (suffix_ == Suffix::kBucket || suffix_ == Suffix::kCount)) ||
-          (fam_.type == MetricType::kCounter && suffix_ == Suffix::kTotal);
-      if (!exemplar_allowed) Fail(p, "exemplar on a sample that cannot have one");
-      p += 3;
-      exemplar_labels_.clear();
-      ReadLabels(p, end, &exemplar_labels_, nullptr);
-      size_t length = 0;
-      for (const auto& l : exemplar_labels_) length += CodePoints(l.name) + CodePoints(l.value);
-      if (length > 128) Fail(p, "exemplar labels longer than 128 code points");
-      ExpectSeparator(p, end, "the exemplar value");
-      const char* ev_at = p;
-      while (p < end && *p != ' ') ++p;
-      if (!format::ParseValue(std::string_view(ev_at, p - ev_at), &sample_.exemplar_value)) {
-        Fail(ev_at, "invalid exemplar value");
-      }
-      sample_.exemplar_has_timestamp = false;
-      if (p < end) {
-        ++p;
-        const char* ts_at = p;
-        while (p < end && *p != ' ') ++p;
-        if (!format::ParseSecondsAsMs(std::string_view(ts_at, p - ts_at),
-                                      &sample_.exemplar_timestamp_ms)) {
-          Fail(ts_at, "invalid exemplar timestamp");
-        }
-        sample_.exemplar_has_timestamp = true;
-        if (p < end) Fail(p, "unexpected text after the exemplar");
-      }
-      sample_.has_exemplar = true;
-      sample_.exemplar_labels = exemplar_labels_;
-    }
+    if (p < end) ParseExemplar(p, end);
   }
 
-  // Type-specific labels.
+  CheckTypeLabels(name_at);
+
+  if (!family_wanted_) return kNothing;  // checked, not emitted
+  sample_.name = name;
+  sample_.family = family_;
+  sample_.type = fam_.type;
+  sample_.labels = labels_;
+  return Event::kSample;
+}
+
+// OpenMetrics: " # {labels} value [timestamp]" after a sample that may carry one.
+void Parser::Impl::ParseExemplar(const char*& p, const char* end) {
+  if (end - p < 4 || std::string_view(p, 4) != " # {") {
+    Fail(p, "unexpected text after the sample");
+  }
+  const bool exemplar_allowed =
+      ((fam_.type == MetricType::kHistogram || fam_.type == MetricType::kGaugeHistogram) &&
+       (suffix_ == Suffix::kBucket || suffix_ == Suffix::kCount)) ||
+      (fam_.type == MetricType::kCounter && suffix_ == Suffix::kTotal);
+  if (!exemplar_allowed) Fail(p, "exemplar on a sample that cannot have one");
+  p += 3;
+  exemplar_labels_.clear();
+  ReadLabels(p, end, &exemplar_labels_, nullptr);
+  size_t length = 0;
+  for (const auto& l : exemplar_labels_) length += CodePoints(l.name) + CodePoints(l.value);
+  if (length > 128) Fail(p, "exemplar labels longer than 128 code points");
+  ExpectSeparator(p, end, "the exemplar value");
+  const char* ev_at = p;
+  while (p < end && *p != ' ') ++p;
+  if (!format::ParseValue(std::string_view(ev_at, p - ev_at), &sample_.exemplar_value)) {
+    Fail(ev_at, "invalid exemplar value");
+  }
+  sample_.exemplar_has_timestamp = false;
+  if (p < end) {
+    ++p;
+    const char* ts_at = p;
+    while (p < end && *p != ' ') ++p;
+    if (!format::ParseSecondsAsMs(std::string_view(ts_at, p - ts_at),
+                                  &sample_.exemplar_timestamp_ms)) {
+      Fail(ts_at, "invalid exemplar timestamp");
+    }
+    sample_.exemplar_has_timestamp = true;
+    if (p < end) Fail(p, "unexpected text after the exemplar");
+  }
+  sample_.has_exemplar = true;
+  sample_.exemplar_labels = exemplar_labels_;
+}
+
+// A bucket's `le` and a quantile's `quantile` label: present and a number.
+void Parser::Impl::CheckTypeLabels(const char* name_at) {
   if (fam_.type == MetricType::kHistogram || fam_.type == MetricType::kGaugeHistogram ||
       fam_.type == MetricType::kSummary) {
     const bool bucket = fam_.type != MetricType::kSummary && suffix_ == Suffix::kBucket;
@@ -777,13 +793,6 @@ Event Parser::Impl::ParseSample(const char* p, const char* end) {
       }
     }
   }
-
-  if (!family_wanted_) return kNothing;  // checked, not emitted
-  sample_.name = name;
-  sample_.family = family_;
-  sample_.type = fam_.type;
-  sample_.labels = labels_;
-  return Event::kSample;
 }
 
 Event Parser::Impl::ParseLine(const char* p, const char* end) {

@@ -107,6 +107,14 @@ std::unique_ptr<EngineStatsLogger> EngineStatsLogger::Create(Registry& registry,
 bool EngineStatsLogger::Register(std::string* error) {
   // Upstream's constructor unregisters the previous logger's families; scoped to `vllm:` (§4.10).
   registry_.RemovePrefix(kEnginePrefix);
+  if (!RegisterFamilies(error)) return false;
+  handles_.reserve(options_.engines.size());
+  for (size_t e = 0; e < options_.engines.size(); ++e) handles_.push_back(BindEngine(e));
+  return true;
+}
+
+// The `vllm:*` families this logger exports, token-count buckets from max_model_len.
+bool EngineStatsLogger::RegisterFamilies(std::string* error) {
   for (const FamilySpec& spec : VllmEngineFamilies()) {
     if (!Registered(spec)) continue;
     FamilyOptions family = OptionsOf(spec);
@@ -133,7 +141,11 @@ bool EngineStatsLogger::Register(std::string* error) {
       return false;
     }
   }
+  return true;
+}
 
+// Engine `e`'s children of every family, in the fixture's order.
+std::unique_ptr<EngineStatsLogger::EngineHandles> EngineStatsLogger::BindEngine(size_t e) {
   const std::string& model = options_.model_name;
   auto counter = [&](std::string_view name, size_t e) {
     return counters_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e)});
@@ -147,72 +159,66 @@ bool EngineStatsLogger::Register(std::string* error) {
   auto histogram = [&](std::string_view name, size_t e) {
     return histograms_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e)});
   };
-
-  handles_.reserve(options_.engines.size());
-  for (size_t e = 0; e < options_.engines.size(); ++e) {
-    auto h = std::make_unique<EngineHandles>();
-    // Fixture order.
-    if (options_.kv_connector == KvConnector::kNixl) {
-      h->nixl_xfer_time = histogram("vllm:nixl_xfer_time_seconds", e);
-      h->nixl_post_time = histogram("vllm:nixl_post_time_seconds", e);
-      h->nixl_bytes = histogram("vllm:nixl_bytes_transferred", e);
-      h->nixl_descriptors = histogram("vllm:nixl_num_descriptors", e);
-      h->nixl_failed_transfers = counter("vllm:nixl_num_failed_transfers", e);
-      h->nixl_failed_notifications = counter("vllm:nixl_num_failed_notifications", e);
-      h->nixl_kv_expired = counter("vllm:nixl_num_kv_expired_reqs", e);
-    }
-    h->flops = counter("vllm:estimated_flops_per_gpu", e);
-    h->read_bytes = counter("vllm:estimated_read_bytes_per_gpu", e);
-    h->write_bytes = counter("vllm:estimated_write_bytes_per_gpu", e);
-    h->running = gauge("vllm:num_requests_running", e);
-    h->waiting = gauge("vllm:num_requests_waiting", e);
-    for (size_t i = 0; i < kEngineWaitingReasons.size(); ++i) {
-      h->waiting_by_reason[i] =
-          gauges_.at("vllm:num_requests_waiting_by_reason")
-              ->Bind({model, StageLabel(e), ReplicaLabel(e), kEngineWaitingReasons[i]});
-    }
-    for (size_t i = 0; i < kEngineSleepStates.size(); ++i) {
-      h->sleep_state[i] =
-          gauges_.at("vllm:engine_sleep_state")
-              ->Bind({model, StageLabel(e), ReplicaLabel(e), kEngineSleepStates[i]});
-      h->sleep_state[i].Set(i == 0 ? 1.0 : 0.0);  // awake
-    }
-    h->kv_cache_usage = gauge("vllm:kv_cache_usage_perc", e);
-    h->prefix_queries = counter("vllm:prefix_cache_queries", e);
-    h->prefix_hits = counter("vllm:prefix_cache_hits", e);
-    h->external_prefix_queries = counter("vllm:external_prefix_cache_queries", e);
-    h->external_prefix_hits = counter("vllm:external_prefix_cache_hits", e);
-    h->mm_queries = counter("vllm:mm_cache_queries", e);
-    h->mm_hits = counter("vllm:mm_cache_hits", e);
-    h->preemptions = counter("vllm:num_preemptions", e);
-    h->prompt_tokens = counter("vllm:prompt_tokens", e);
-    for (size_t i = 0; i < kEnginePromptTokenSources.size(); ++i) {
-      h->prompt_by_source[i] =
-          counter_x("vllm:prompt_tokens_by_source", e, kEnginePromptTokenSources[i]);
-    }
-    h->prompt_cached = counter("vllm:prompt_tokens_cached", e);
-    h->generation_tokens = counter("vllm:generation_tokens", e);
-    for (size_t i = 0; i < kEngineFinishedReasons.size(); ++i) {
-      h->request_success[i] = counter_x("vllm:request_success", e, kEngineFinishedReasons[i]);
-    }
-    h->request_prompt_tokens = histogram("vllm:request_prompt_tokens", e);
-    h->request_generation_tokens = histogram("vllm:request_generation_tokens", e);
-    h->iteration_tokens = histogram("vllm:iteration_tokens_total", e);
-    h->max_generation_tokens = histogram("vllm:request_max_num_generation_tokens", e);
-    h->params_n = histogram("vllm:request_params_n", e);
-    h->params_max_tokens = histogram("vllm:request_params_max_tokens", e);
-    h->ttft = histogram("vllm:time_to_first_token_seconds", e);
-    h->inter_token = histogram("vllm:inter_token_latency_seconds", e);
-    h->time_per_output_token = histogram("vllm:request_time_per_output_token_seconds", e);
-    h->e2e = histogram("vllm:e2e_request_latency_seconds", e);
-    h->queue_time = histogram("vllm:request_queue_time_seconds", e);
-    h->inference_time = histogram("vllm:request_inference_time_seconds", e);
-    h->prefill_time = histogram("vllm:request_prefill_time_seconds", e);
-    h->decode_time = histogram("vllm:request_decode_time_seconds", e);
-    h->prefill_kv_computed = histogram("vllm:request_prefill_kv_computed_tokens", e);
-    handles_.push_back(std::move(h));
+  auto h = std::make_unique<EngineHandles>();
+  // Fixture order.
+  if (options_.kv_connector == KvConnector::kNixl) {
+    h->nixl_xfer_time = histogram("vllm:nixl_xfer_time_seconds", e);
+    h->nixl_post_time = histogram("vllm:nixl_post_time_seconds", e);
+    h->nixl_bytes = histogram("vllm:nixl_bytes_transferred", e);
+    h->nixl_descriptors = histogram("vllm:nixl_num_descriptors", e);
+    h->nixl_failed_transfers = counter("vllm:nixl_num_failed_transfers", e);
+    h->nixl_failed_notifications = counter("vllm:nixl_num_failed_notifications", e);
+    h->nixl_kv_expired = counter("vllm:nixl_num_kv_expired_reqs", e);
   }
-  return true;
+  h->flops = counter("vllm:estimated_flops_per_gpu", e);
+  h->read_bytes = counter("vllm:estimated_read_bytes_per_gpu", e);
+  h->write_bytes = counter("vllm:estimated_write_bytes_per_gpu", e);
+  h->running = gauge("vllm:num_requests_running", e);
+  h->waiting = gauge("vllm:num_requests_waiting", e);
+  for (size_t i = 0; i < kEngineWaitingReasons.size(); ++i) {
+    h->waiting_by_reason[i] =
+        gauges_.at("vllm:num_requests_waiting_by_reason")
+            ->Bind({model, StageLabel(e), ReplicaLabel(e), kEngineWaitingReasons[i]});
+  }
+  for (size_t i = 0; i < kEngineSleepStates.size(); ++i) {
+    h->sleep_state[i] = gauges_.at("vllm:engine_sleep_state")
+                            ->Bind({model, StageLabel(e), ReplicaLabel(e), kEngineSleepStates[i]});
+    h->sleep_state[i].Set(i == 0 ? 1.0 : 0.0);  // awake
+  }
+  h->kv_cache_usage = gauge("vllm:kv_cache_usage_perc", e);
+  h->prefix_queries = counter("vllm:prefix_cache_queries", e);
+  h->prefix_hits = counter("vllm:prefix_cache_hits", e);
+  h->external_prefix_queries = counter("vllm:external_prefix_cache_queries", e);
+  h->external_prefix_hits = counter("vllm:external_prefix_cache_hits", e);
+  h->mm_queries = counter("vllm:mm_cache_queries", e);
+  h->mm_hits = counter("vllm:mm_cache_hits", e);
+  h->preemptions = counter("vllm:num_preemptions", e);
+  h->prompt_tokens = counter("vllm:prompt_tokens", e);
+  for (size_t i = 0; i < kEnginePromptTokenSources.size(); ++i) {
+    h->prompt_by_source[i] =
+        counter_x("vllm:prompt_tokens_by_source", e, kEnginePromptTokenSources[i]);
+  }
+  h->prompt_cached = counter("vllm:prompt_tokens_cached", e);
+  h->generation_tokens = counter("vllm:generation_tokens", e);
+  for (size_t i = 0; i < kEngineFinishedReasons.size(); ++i) {
+    h->request_success[i] = counter_x("vllm:request_success", e, kEngineFinishedReasons[i]);
+  }
+  h->request_prompt_tokens = histogram("vllm:request_prompt_tokens", e);
+  h->request_generation_tokens = histogram("vllm:request_generation_tokens", e);
+  h->iteration_tokens = histogram("vllm:iteration_tokens_total", e);
+  h->max_generation_tokens = histogram("vllm:request_max_num_generation_tokens", e);
+  h->params_n = histogram("vllm:request_params_n", e);
+  h->params_max_tokens = histogram("vllm:request_params_max_tokens", e);
+  h->ttft = histogram("vllm:time_to_first_token_seconds", e);
+  h->inter_token = histogram("vllm:inter_token_latency_seconds", e);
+  h->time_per_output_token = histogram("vllm:request_time_per_output_token_seconds", e);
+  h->e2e = histogram("vllm:e2e_request_latency_seconds", e);
+  h->queue_time = histogram("vllm:request_queue_time_seconds", e);
+  h->inference_time = histogram("vllm:request_inference_time_seconds", e);
+  h->prefill_time = histogram("vllm:request_prefill_time_seconds", e);
+  h->decode_time = histogram("vllm:request_decode_time_seconds", e);
+  h->prefill_kv_computed = histogram("vllm:request_prefill_kv_computed_tokens", e);
+  return h;
 }
 
 bool EngineStatsLogger::Record(StageReplica engine, const SchedulerStats* scheduler,

@@ -452,12 +452,101 @@ bool OrchestratorAggregator::OnFinalizeRequest(int stage_id, std::string_view re
   return true;
 }
 
-std::string OrchestratorAggregator::BuildAndLogSummary() {
-  if (!options_.log_stats) return {};
-  std::lock_guard lock(mu_);
-  std::vector<std::string> blocks;
+namespace {
 
-  // 1. Overall summary: non-zero fields in insertion order.
+// "[OmniTiming] req=... total=...s preprocess=... engine=... stages=[0:1.00s,...] transfers=[...]"
+std::string OmniTimingLine(const std::string& rid, const RequestE2EStats& e2e,
+                           const StageRequestStats* last,
+                           const std::vector<StageRequestStats>& events,
+                           const std::vector<const TransferEdgeStats*>& edges) {
+  std::optional<double> preprocess_ms;
+  std::optional<double> ar2diffusion_ms;
+  if (last != nullptr) {
+    preprocess_ms = Get(last->pipeline_timings, "preprocess_ms");
+    ar2diffusion_ms = Get(last->pipeline_timings, "ar2diffusion_ms");
+  }
+  const double total_s = e2e.e2e_total_ms / 1000.0;
+  std::string line = "[OmniTiming] req=" + rid + " total=" + Fixed(total_s, 2) + "s";
+  if (preprocess_ms) line += " preprocess=" + Fixed(*preprocess_ms / 1000.0, 2) + "s";
+  line += " engine=" + Fixed(total_s - preprocess_ms.value_or(0) / 1000.0, 2) + "s";
+  std::map<int, double> gen_by_stage;
+  for (const StageRequestStats& e : events) gen_by_stage[e.stage_id] += e.stage_gen_time_ms;
+  line += " stages=[";
+  bool first = true;
+  for (const auto& [sid, ms] : gen_by_stage) {
+    line += (first ? "" : ",") + std::to_string(sid) + ":" + Fixed(ms / 1000.0, 2) + "s";
+    first = false;
+  }
+  line += "] transfers=[";
+  first = true;
+  for (const TransferEdgeStats* evt : edges) {
+    line += (first ? "" : ",") + std::to_string(evt->from_stage) + "->" +
+            std::to_string(evt->to_stage) + "=" + Fixed(evt->tx_time_ms, 2) + "ms";
+    first = false;
+  }
+  line += "]";
+  if (ar2diffusion_ms) line += " ar2diffusion=" + Fixed(*ar2diffusion_ms, 2) + "ms";
+  return line;
+}
+
+// RequestE2EStats: non-zero fields sorted by name; "" when all are zero.
+std::string RequestE2ETable(const std::string& rid, const RequestE2EStats& e2e) {
+  std::map<std::string, Cell> fields = {
+      {"e2e_total_ms", Cell::Float(e2e.e2e_total_ms)},
+      {"e2e_total_tokens", Cell::Int(e2e.e2e_total_tokens)},
+      {"transfers_total_time_ms", Cell::Float(e2e.transfers_total_time_ms)},
+      {"transfers_total_kbytes",
+       Cell::Float(static_cast<double>(e2e.transfers_total_bytes) / 1024.0)},
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [name, cell] : fields) {
+    if (!cell.IsZero()) rows.push_back({name, cell.Format()});
+  }
+  if (rows.empty()) return "";
+  return RenderTable("RequestE2EStats [request_id=" + rid + "]", {"Field", "Value"}, rows);
+}
+
+// StageRequestStats: columns = stage ids (`events` sorted by stage).
+std::string StageTable(const std::string& rid, const std::vector<StageRequestStats>& events) {
+  const bool has_dm = std::any_of(events.begin(), events.end(), [](const auto& e) {
+    return e.diffusion_metrics && !e.diffusion_metrics->empty();
+  });
+  std::vector<std::string> headers;
+  std::vector<std::map<std::string, Cell>> rows;
+  for (const StageRequestStats& e : events) {
+    headers.push_back(std::to_string(e.stage_id));
+    rows.push_back(StageRow(e, has_dm));
+  }
+  return MultiColumnTable("StageRequestStats [request_id=" + rid + "]", headers, rows);
+}
+
+// TransferEdgeStats: columns = edges sorted by (from, to).
+std::string TransferTable(const std::string& rid, std::vector<const TransferEdgeStats*> edges) {
+  std::stable_sort(edges.begin(), edges.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->from_stage, a->to_stage) < std::pair(b->from_stage, b->to_stage);
+  });
+  std::vector<std::string> headers;
+  std::vector<std::map<std::string, Cell>> rows;
+  for (const TransferEdgeStats* evt : edges) {
+    headers.push_back(std::to_string(evt->from_stage) + "->" + std::to_string(evt->to_stage));
+    rows.push_back({
+        {"size_kbytes", Cell::Float(static_cast<double>(evt->size_bytes) / 1024.0)},
+        {"tx_time_ms", Cell::Float(evt->tx_time_ms)},
+        {"rx_decode_time_ms", Cell::Float(evt->rx_decode_time_ms)},
+        {"in_flight_time_ms", Cell::Float(evt->in_flight_time_ms)},
+    });
+  }
+  return MultiColumnTable("TransferEdgeStats [request_id=" + rid + "]", headers, rows);
+}
+
+void AppendIfAny(std::vector<std::string>* blocks, std::string block) {
+  if (!block.empty()) blocks->push_back(std::move(block));
+}
+
+}  // namespace
+
+// 1. Overall summary: non-zero fields in insertion order; "" when all are zero.
+std::string OrchestratorAggregator::OverallTableLocked() const {
   const double wall_ms = std::max(0.0, (last_finish_ts_ - options_.wall_start_ts) * 1000.0);
   std::vector<std::pair<std::string, Cell>> overall = {
       {"e2e_requests", Cell::Int(e2e_count_)},
@@ -492,118 +581,46 @@ std::string OrchestratorAggregator::BuildAndLogSummary() {
   for (const auto& [name, cell] : overall) {
     if (!cell.IsZero()) overall_rows.push_back({name, cell.Format()});
   }
-  if (!overall_rows.empty()) {
-    blocks.push_back(RenderTable("Overall Summary", {"Field", "Value"}, overall_rows));
-  }
+  if (overall_rows.empty()) return "";
+  return RenderTable("Overall Summary", {"Field", "Value"}, overall_rows);
+}
 
-  // 2. Per request, sorted by id.
+// 2. One request's blocks: its E2E table and [OmniTiming] line, its stage and transfer tables.
+void OrchestratorAggregator::AppendRequestBlocksLocked(const std::string& rid,
+                                                       std::vector<std::string>* blocks) const {
+  auto events_it = stage_events_.find(rid);
+  std::vector<StageRequestStats> events;
+  if (events_it != stage_events_.end()) events = events_it->second;
+  std::stable_sort(events.begin(), events.end(),
+                   [](const auto& a, const auto& b) { return a.stage_id < b.stage_id; });
+  std::vector<const TransferEdgeStats*> edges;  // insertion order
+  for (const TransferEdgeStats& evt : transfer_events_) {
+    if (evt.request_id == rid) edges.push_back(&evt);
+  }
+  auto e2e_it = std::find_if(e2e_events_.begin(), e2e_events_.end(),
+                             [&rid](const RequestE2EStats& e) { return e.request_id == rid; });
+  if (e2e_it != e2e_events_.end()) {
+    AppendIfAny(blocks, RequestE2ETable(rid, *e2e_it));
+    const StageRequestStats* last = nullptr;  // the last recorded, not the last stage
+    if (events_it != stage_events_.end() && !events_it->second.empty()) {
+      last = &events_it->second.back();
+    }
+    blocks->push_back(OmniTimingLine(rid, *e2e_it, last, events, edges));
+  }
+  if (!events.empty()) AppendIfAny(blocks, StageTable(rid, events));
+  if (!edges.empty()) AppendIfAny(blocks, TransferTable(rid, edges));
+}
+
+std::string OrchestratorAggregator::BuildAndLogSummary() {
+  if (!options_.log_stats) return {};
+  std::lock_guard lock(mu_);
+  std::vector<std::string> blocks;
+  AppendIfAny(&blocks, OverallTableLocked());
+  // Per request, sorted by id.
   std::set<std::string> ids;
   for (const auto& [rid, events] : stage_events_) ids.insert(rid);
   for (const RequestE2EStats& e : e2e_events_) ids.insert(e.request_id);
-  for (const std::string& rid : ids) {
-    auto events_it = stage_events_.find(rid);
-    std::vector<StageRequestStats> events;
-    if (events_it != stage_events_.end()) events = events_it->second;
-    std::stable_sort(events.begin(), events.end(),
-                     [](const auto& a, const auto& b) { return a.stage_id < b.stage_id; });
-    std::vector<const TransferEdgeStats*> edges;  // insertion order
-    for (const TransferEdgeStats& evt : transfer_events_) {
-      if (evt.request_id == rid) edges.push_back(&evt);
-    }
-
-    // RequestE2EStats: non-zero fields sorted by name.
-    auto e2e_it = std::find_if(e2e_events_.begin(), e2e_events_.end(),
-                               [&rid](const RequestE2EStats& e) { return e.request_id == rid; });
-    if (e2e_it != e2e_events_.end()) {
-      std::map<std::string, Cell> fields = {
-          {"e2e_total_ms", Cell::Float(e2e_it->e2e_total_ms)},
-          {"e2e_total_tokens", Cell::Int(e2e_it->e2e_total_tokens)},
-          {"transfers_total_time_ms", Cell::Float(e2e_it->transfers_total_time_ms)},
-          {"transfers_total_kbytes",
-           Cell::Float(static_cast<double>(e2e_it->transfers_total_bytes) / 1024.0)},
-      };
-      std::vector<std::vector<std::string>> rows;
-      for (const auto& [name, cell] : fields) {
-        if (!cell.IsZero()) rows.push_back({name, cell.Format()});
-      }
-      if (!rows.empty()) {
-        blocks.push_back(
-            RenderTable("RequestE2EStats [request_id=" + rid + "]", {"Field", "Value"}, rows));
-      }
-
-      // [OmniTiming] one-line summary.
-      const StageRequestStats* last = nullptr;
-      if (events_it != stage_events_.end() && !events_it->second.empty()) {
-        last = &events_it->second.back();
-      }
-      std::optional<double> preprocess_ms;
-      std::optional<double> ar2diffusion_ms;
-      if (last != nullptr) {
-        preprocess_ms = Get(last->pipeline_timings, "preprocess_ms");
-        ar2diffusion_ms = Get(last->pipeline_timings, "ar2diffusion_ms");
-      }
-      const double total_s = e2e_it->e2e_total_ms / 1000.0;
-      std::string line = "[OmniTiming] req=" + rid + " total=" + Fixed(total_s, 2) + "s";
-      if (preprocess_ms) line += " preprocess=" + Fixed(*preprocess_ms / 1000.0, 2) + "s";
-      line += " engine=" + Fixed(total_s - preprocess_ms.value_or(0) / 1000.0, 2) + "s";
-      std::map<int, double> gen_by_stage;
-      for (const StageRequestStats& e : events) gen_by_stage[e.stage_id] += e.stage_gen_time_ms;
-      line += " stages=[";
-      bool first = true;
-      for (const auto& [sid, ms] : gen_by_stage) {
-        line += (first ? "" : ",") + std::to_string(sid) + ":" + Fixed(ms / 1000.0, 2) + "s";
-        first = false;
-      }
-      line += "] transfers=[";
-      first = true;
-      for (const TransferEdgeStats* evt : edges) {
-        line += (first ? "" : ",") + std::to_string(evt->from_stage) + "->" +
-                std::to_string(evt->to_stage) + "=" + Fixed(evt->tx_time_ms, 2) + "ms";
-        first = false;
-      }
-      line += "]";
-      if (ar2diffusion_ms) line += " ar2diffusion=" + Fixed(*ar2diffusion_ms, 2) + "ms";
-      blocks.push_back(std::move(line));
-    }
-
-    // StageRequestStats: columns = stage ids.
-    if (!events.empty()) {
-      const bool has_dm = std::any_of(events.begin(), events.end(), [](const auto& e) {
-        return e.diffusion_metrics && !e.diffusion_metrics->empty();
-      });
-      std::vector<std::string> headers;
-      std::vector<std::map<std::string, Cell>> rows;
-      for (const StageRequestStats& e : events) {
-        headers.push_back(std::to_string(e.stage_id));
-        rows.push_back(StageRow(e, has_dm));
-      }
-      std::string table =
-          MultiColumnTable("StageRequestStats [request_id=" + rid + "]", headers, rows);
-      if (!table.empty()) blocks.push_back(std::move(table));
-    }
-
-    // TransferEdgeStats: columns = edges sorted by (from, to).
-    if (!edges.empty()) {
-      std::vector<const TransferEdgeStats*> sorted = edges;
-      std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
-        return std::pair(a->from_stage, a->to_stage) < std::pair(b->from_stage, b->to_stage);
-      });
-      std::vector<std::string> headers;
-      std::vector<std::map<std::string, Cell>> rows;
-      for (const TransferEdgeStats* evt : sorted) {
-        headers.push_back(std::to_string(evt->from_stage) + "->" + std::to_string(evt->to_stage));
-        rows.push_back({
-            {"size_kbytes", Cell::Float(static_cast<double>(evt->size_bytes) / 1024.0)},
-            {"tx_time_ms", Cell::Float(evt->tx_time_ms)},
-            {"rx_decode_time_ms", Cell::Float(evt->rx_decode_time_ms)},
-            {"in_flight_time_ms", Cell::Float(evt->in_flight_time_ms)},
-        });
-      }
-      std::string table =
-          MultiColumnTable("TransferEdgeStats [request_id=" + rid + "]", headers, rows);
-      if (!table.empty()) blocks.push_back(std::move(table));
-    }
-  }
+  for (const std::string& rid : ids) AppendRequestBlocksLocked(rid, &blocks);
 
   std::string out;
   for (const std::string& block : blocks) out += block + "\n";

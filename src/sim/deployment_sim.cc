@@ -297,6 +297,62 @@ struct DeploymentSim::Impl {
   deployment::ObjectSet BuildObjects() const;
   std::string BuildJson() const;
 
+  static void ConfigureRouter(const DeploymentSimOptions& o, const std::vector<WorkerRef>& workers,
+                              bool pd, Pod* pod);
+  static void ConfigureEngine(const DeploymentSimOptions& o, bool pd, Pod* pod);
+
+  // The Pods, sorted by name as the aggregator reads them.
+  void CreatePods(const DeploymentSimOptions& o, uint64_t name_hash) {
+    for (const SimRole& role : o.roles) {
+      int count = role.replicas * role.size;
+      for (int i = 0; i < count; ++i) {
+        auto pod = std::make_unique<Impl::Pod>();
+        pod->name = o.name + "-" + role.name + "-" + std::to_string(i);
+        pod->component = role.name;
+        std::string kind = role.kind;
+        std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+        pod->role_kind = kind;
+        pods.push_back(std::move(pod));
+      }
+    }
+    if (!o.router.empty()) {
+      for (int i = 0; i < std::max(1, o.router_replicas); ++i) {
+        auto pod = std::make_unique<Impl::Pod>();
+        pod->name = rs_name + "-" + KubeSuffix(Mix(name_hash + 1 + i), 5);
+        pod->role_kind = "router";
+        pod->router = true;
+        pods.push_back(std::move(pod));
+      }
+    }
+    std::sort(pods.begin(), pods.end(),
+              [](const auto& a, const auto& b) { return a->name < b->name; });
+  }
+
+  // One fault server per Pod; "" when all listen, else why not.
+  std::string StartListeners(const DeploymentSimOptions& o) {
+    try {
+      for (auto& pod : pods) {
+        Impl::Pod* raw = pod.get();
+        auto found = o.faults.find(pod->name);
+        pod->fault = found == o.faults.end() ? PodFault::kNone : found->second;
+        pod->tls = pod->fault == PodFault::kUntrustedTls;
+        FaultServerOptions server;
+        server.cert_pem = cert_pem;
+        server.key_pem = key_pem;
+        server.tls_for_connection = [raw] { return raw->tls.load(); };
+        server.planner = [impl = this, raw](const FaultRequest& request) {
+          return impl->Plan(*raw, request);
+        };
+        server.stats = stats;
+        pod->server = std::make_unique<FaultServer>(std::move(server));
+        pod->port = pod->server->port();
+      }
+    } catch (const std::exception& e) {
+      return std::string("cannot start a Pod listener: ") + e.what();
+    }
+    return "";
+  }
+
   bool WriteObjectsFile(std::string* error) {
     if (options->objects_file.empty()) return true;
     std::lock_guard lock(file_mu);
@@ -487,6 +543,55 @@ DeploymentSim::DeploymentSim(DeploymentSimOptions options)
   }
 }
 
+// The options' engine, router, roles and faults fit together; "" when they do, else why not.
+std::string CheckOptions(const DeploymentSimOptions& o) {
+  const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
+  const bool omni = EqualsIgnoreCase(o.engine, "vllm-omni");
+  if (!vllm && !omni && !EqualsIgnoreCase(o.engine, "sglang")) {
+    return "unknown engine \"" + o.engine + "\" (vllm, sglang or vllm-omni)";
+  }
+  if (omni) {
+    // A vLLM-Omni Pod runs its whole pipeline: no P/D halves, no router, and its counters live
+    // in a real registry, which cannot be halved.
+    if (!o.router.empty()) return "a vllm-omni deployment has no router here";
+    for (const SimRole& role : o.roles) {
+      if (!EqualsIgnoreCase(role.kind, "server")) {
+        return "role " + role.name + ": a vllm-omni role is of kind server";
+      }
+    }
+    for (const auto& [name, fault] : o.faults) {
+      if (fault == PodFault::kCounterReset) {
+        return "fault counter-reset: not available on vllm-omni Pods (use restart)";
+      }
+    }
+  }
+  if (!o.router.empty() && o.router != "llm-d-router" && o.router != "vllm-router" &&
+      o.router != "sglang-gateway") {
+    return "unknown router \"" + o.router +
+           "\" (llm-d-router, vllm-router, sglang-gateway or none)";
+  }
+  for (const SimRole& role : o.roles) {
+    if (!EqualsIgnoreCase(role.kind, "server") && !EqualsIgnoreCase(role.kind, "prefill") &&
+        !EqualsIgnoreCase(role.kind, "decode")) {
+      return "role " + role.name + ": unknown kind \"" + role.kind + "\"";
+    }
+    if (role.name.empty() || role.replicas < 1 || role.size < 1) {
+      return "role \"" + role.name + "\": needs a name, replicas >= 1 and size >= 1";
+    }
+  }
+  return "";
+}
+
+// Both a prefill and a decode role: the engines run as P/D pairs.
+bool IsPrefillDecode(const DeploymentSimOptions& o) {
+  bool has_prefill = false, has_decode = false;
+  for (const SimRole& role : o.roles) {
+    has_prefill = has_prefill || EqualsIgnoreCase(role.kind, "prefill");
+    has_decode = has_decode || EqualsIgnoreCase(role.kind, "decode");
+  }
+  return has_prefill && has_decode;
+}
+
 DeploymentSim::~DeploymentSim() { Stop(); }
 
 bool DeploymentSim::Start(std::string* error) {
@@ -498,74 +603,16 @@ bool DeploymentSim::Start(std::string* error) {
   if (impl_->started) return fail("the deployment simulator was already started");
   impl_->started = true;
   const DeploymentSimOptions& o = options_;
+  if (std::string why = CheckOptions(o); !why.empty()) return fail(why);
   const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
   const bool omni = EqualsIgnoreCase(o.engine, "vllm-omni");
-  if (!vllm && !omni && !EqualsIgnoreCase(o.engine, "sglang")) {
-    return fail("unknown engine \"" + o.engine + "\" (vllm, sglang or vllm-omni)");
-  }
-  if (omni) {
-    // A vLLM-Omni Pod runs its whole pipeline: no P/D halves, no router, and its counters live
-    // in a real registry, which cannot be halved.
-    if (!o.router.empty()) return fail("a vllm-omni deployment has no router here");
-    for (const SimRole& role : o.roles) {
-      if (!EqualsIgnoreCase(role.kind, "server")) {
-        return fail("role " + role.name + ": a vllm-omni role is of kind server");
-      }
-    }
-    for (const auto& [name, fault] : o.faults) {
-      if (fault == PodFault::kCounterReset) {
-        return fail("fault counter-reset: not available on vllm-omni Pods (use restart)");
-      }
-    }
-  }
-  if (!o.router.empty() && o.router != "llm-d-router" && o.router != "vllm-router" &&
-      o.router != "sglang-gateway") {
-    return fail("unknown router \"" + o.router +
-                "\" (llm-d-router, vllm-router, sglang-gateway or none)");
-  }
-  bool has_prefill = false, has_decode = false;
-  for (const SimRole& role : o.roles) {
-    if (!EqualsIgnoreCase(role.kind, "server") && !EqualsIgnoreCase(role.kind, "prefill") &&
-        !EqualsIgnoreCase(role.kind, "decode")) {
-      return fail("role " + role.name + ": unknown kind \"" + role.kind + "\"");
-    }
-    if (role.name.empty() || role.replicas < 1 || role.size < 1) {
-      return fail("role \"" + role.name + "\": needs a name, replicas >= 1 and size >= 1");
-    }
-    has_prefill = has_prefill || EqualsIgnoreCase(role.kind, "prefill");
-    has_decode = has_decode || EqualsIgnoreCase(role.kind, "decode");
-  }
-  const bool pd = has_prefill && has_decode;
+  const bool pd = IsPrefillDecode(o);
   impl_->md_uid = o.uid;
   const uint64_t name_hash = Mix(Fnv1a(o.ns + "/" + o.name) ^ o.seed);
   impl_->rs_name = o.name + "-router-" + KubeSuffix(name_hash, 10);
   impl_->rs_uid = Uuid(impl_->md_uid + "/replicaset/" + impl_->rs_name);
   impl_->deployment_uid = Uuid(impl_->md_uid + "/deployment/" + o.name + "-router");
-
-  // The Pods, sorted by name as the aggregator reads them.
-  for (const SimRole& role : o.roles) {
-    int count = role.replicas * role.size;
-    for (int i = 0; i < count; ++i) {
-      auto pod = std::make_unique<Impl::Pod>();
-      pod->name = o.name + "-" + role.name + "-" + std::to_string(i);
-      pod->component = role.name;
-      std::string kind = role.kind;
-      std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
-      pod->role_kind = kind;
-      impl_->pods.push_back(std::move(pod));
-    }
-  }
-  if (!o.router.empty()) {
-    for (int i = 0; i < std::max(1, o.router_replicas); ++i) {
-      auto pod = std::make_unique<Impl::Pod>();
-      pod->name = impl_->rs_name + "-" + KubeSuffix(Mix(name_hash + 1 + i), 5);
-      pod->role_kind = "router";
-      pod->router = true;
-      impl_->pods.push_back(std::move(pod));
-    }
-  }
-  std::sort(impl_->pods.begin(), impl_->pods.end(),
-            [](const auto& a, const auto& b) { return a->name < b->name; });
+  impl_->CreatePods(o, name_hash);
   for (const auto& [name, fault] : o.faults) {
     if (!impl_->Find(name)) return fail("fault for unknown Pod " + name);
   }
@@ -581,28 +628,8 @@ bool DeploymentSim::Start(std::string* error) {
     Stop();
     return false;
   }
-
   // Listeners first: the Pods' arguments and the routers' worker lists name the ports.
-  try {
-    for (auto& pod : impl_->pods) {
-      Impl::Pod* raw = pod.get();
-      auto found = o.faults.find(pod->name);
-      pod->fault = found == o.faults.end() ? PodFault::kNone : found->second;
-      pod->tls = pod->fault == PodFault::kUntrustedTls;
-      FaultServerOptions server;
-      server.cert_pem = impl_->cert_pem;
-      server.key_pem = impl_->key_pem;
-      server.tls_for_connection = [raw] { return raw->tls.load(); };
-      server.planner = [impl = impl_.get(), raw](const FaultRequest& request) {
-        return impl->Plan(*raw, request);
-      };
-      server.stats = impl_->stats;
-      pod->server = std::make_unique<FaultServer>(std::move(server));
-      pod->port = pod->server->port();
-    }
-  } catch (const std::exception& e) {
-    return fail(std::string("cannot start a Pod listener: ") + e.what());
-  }
+  if (std::string why = impl_->StartListeners(o); !why.empty()) return fail(why);
 
   std::vector<WorkerRef> workers;
   std::map<std::string, int> role_pods;
@@ -611,13 +638,7 @@ bool DeploymentSim::Start(std::string* error) {
     workers.push_back({"http://127.0.0.1:" + std::to_string(pod->port), pod->role_kind});
     ++role_pods[pod->component];
   }
-  const std::string connector_json =
-      pd && o.kv_cache
-          ? R"({"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}})"
-      : pd ? R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})"
-           : R"({"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"})";
   for (auto& pod : impl_->pods) {
-    const std::string port = std::to_string(pod->port);
     ExporterConfig& c = pod->config;
     c.model = o.model;
     c.pool_name = o.name;
@@ -631,88 +652,10 @@ bool DeploymentSim::Start(std::string* error) {
     if (pod->router) {
       c.workers = workers;
       c.requests_per_second = o.requests_per_second / std::max(1, o.router_replicas);
-      std::vector<std::string> worker_args;
-      std::vector<std::string> prefill_args, decode_args;
-      for (const WorkerRef& w : workers) {
-        worker_args.push_back(w.url);
-        if (w.role_kind == "prefill") prefill_args.insert(prefill_args.end(), {"--prefill", w.url});
-        if (w.role_kind == "decode") decode_args.insert(decode_args.end(), {"--decode", w.url});
-      }
-      if (o.router == "llm-d-router") {
-        c.kind = ExporterKind::kLlmdRouter;
-        pod->container = "epp";
-        pod->image = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.0";
-        pod->args = {"--pool-name",      o.name + "-pool",
-                     "--pool-namespace", o.ns,
-                     "--metrics-port",   port,
-                     "--grpc-port",      "9002"};
-      } else {
-        const bool smg = o.router == "sglang-gateway";
-        c.kind = smg ? ExporterKind::kSglangGateway : ExporterKind::kVllmRouter;
-        pod->container = "router";
-        if (smg) {
-          pod->image = "lmsysorg/sgl-model-gateway:v0.2.2";
-          pod->command = {"python3", "-m", "sglang_router.launch_router"};
-        } else {
-          pod->image = "vllm/vllm-router:v0.1.7";
-          pod->command = {"vllm-router"};
-        }
-        pod->args = {"--host", "0.0.0.0", "--port", "8000", "--prometheus-port", port};
-        if (pd) {
-          pod->args.push_back("--pd-disaggregation");
-          pod->args.insert(pod->args.end(), prefill_args.begin(), prefill_args.end());
-          pod->args.insert(pod->args.end(), decode_args.begin(), decode_args.end());
-        } else {
-          pod->args.push_back("--worker-urls");
-          pod->args.insert(pod->args.end(), worker_args.begin(), worker_args.end());
-        }
-      }
+      Impl::ConfigureRouter(o, workers, pd, pod.get());
     } else {
-      const SimRole* role = nullptr;
-      for (const SimRole& r : o.roles) {
-        if (r.name == pod->component) role = &r;
-      }
       c.requests_per_second = o.requests_per_second / std::max(1, role_pods[pod->component]);
-      pod->container = "engine";
-      if (omni) {
-        c.kind = ExporterKind::kVllm;  // the model keeps the clock; the pipeline is the body
-        pod->image = "vllm/vllm-omni:v0.11.0";
-        pod->command = {"vllm", "serve"};
-        pod->args = {o.model, "--omni", "--host", "0.0.0.0", "--port", port};
-      } else if (vllm) {
-        c.kind = ExporterKind::kVllm;
-        c.kv_connector = o.kv_connector || o.kv_cache || pd;
-        pod->image = "vllm/vllm-openai:v0.11.0";
-        pod->command = {"vllm", "serve"};
-        pod->args = {o.model, "--host", "0.0.0.0", "--port", port, "--served-model-name", o.model};
-        if (c.kv_connector) {
-          pod->args.insert(pod->args.end(), {"--kv-transfer-config", connector_json});
-        }
-      } else {
-        c.kind = ExporterKind::kSglang;
-        pod->image = "lmsysorg/sglang:v0.5.4";
-        pod->command = {"python3", "-m", "sglang.launch_server"};
-        pod->args = {"--model-path", o.model, "--host",          "0.0.0.0",
-                     "--port",       port,    "--enable-metrics"};
-        if (pd) {
-          pod->args.insert(pod->args.end(), {"--disaggregation-mode", pod->role_kind,
-                                             "--disaggregation-transfer-backend", "mooncake"});
-        }
-        if (o.kv_cache) {
-          // The operator renders a host tier and the pool's storage backend.
-          pod->args.insert(pod->args.end(), {"--enable-hierarchical-cache",
-                                             "--hicache-storage-backend", "mooncake"});
-        }
-      }
-      if (role) pod->args.insert(pod->args.end(), role->extra_args.begin(), role->extra_args.end());
-      if (omni) {
-      } else if (!vllm) {
-        c.host_tier = HasArg(pod->args, "--enable-hierarchical-cache") ||
-                      HasArg(pod->args, "--enable-lmcache") || HasArg(pod->args, "--enable-flexkv");
-        c.storage_tier = HasArg(pod->args, "--hicache-storage-backend");
-      } else {
-        c.kv_connector = HasArg(pod->args, "--kv-transfer-config");
-      }
+      Impl::ConfigureEngine(o, pd, pod.get());
     }
     std::lock_guard lock(pod->mu);
     pod->model.emplace(c);
@@ -728,6 +671,106 @@ bool DeploymentSim::Start(std::string* error) {
   if (!impl_->WriteObjectsFile(&write_error)) return fail(write_error);
   if (!impl_->WriteFileSd(&write_error)) return fail(write_error);
   return true;
+}
+
+// A router Pod's exporter and container: image, command and arguments naming the workers.
+void DeploymentSim::Impl::ConfigureRouter(const DeploymentSimOptions& o,
+                                          const std::vector<WorkerRef>& workers, bool pd,
+                                          Pod* pod) {
+  ExporterConfig& c = pod->config;
+  const std::string port = std::to_string(pod->port);
+  std::vector<std::string> worker_args;
+  std::vector<std::string> prefill_args, decode_args;
+  for (const WorkerRef& w : workers) {
+    worker_args.push_back(w.url);
+    if (w.role_kind == "prefill") prefill_args.insert(prefill_args.end(), {"--prefill", w.url});
+    if (w.role_kind == "decode") decode_args.insert(decode_args.end(), {"--decode", w.url});
+  }
+  if (o.router == "llm-d-router") {
+    c.kind = ExporterKind::kLlmdRouter;
+    pod->container = "epp";
+    pod->image = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.0";
+    pod->args = {"--pool-name",      o.name + "-pool",
+                 "--pool-namespace", o.ns,
+                 "--metrics-port",   port,
+                 "--grpc-port",      "9002"};
+  } else {
+    const bool smg = o.router == "sglang-gateway";
+    c.kind = smg ? ExporterKind::kSglangGateway : ExporterKind::kVllmRouter;
+    pod->container = "router";
+    if (smg) {
+      pod->image = "lmsysorg/sgl-model-gateway:v0.2.2";
+      pod->command = {"python3", "-m", "sglang_router.launch_router"};
+    } else {
+      pod->image = "vllm/vllm-router:v0.1.7";
+      pod->command = {"vllm-router"};
+    }
+    pod->args = {"--host", "0.0.0.0", "--port", "8000", "--prometheus-port", port};
+    if (pd) {
+      pod->args.push_back("--pd-disaggregation");
+      pod->args.insert(pod->args.end(), prefill_args.begin(), prefill_args.end());
+      pod->args.insert(pod->args.end(), decode_args.begin(), decode_args.end());
+    } else {
+      pod->args.push_back("--worker-urls");
+      pod->args.insert(pod->args.end(), worker_args.begin(), worker_args.end());
+    }
+  }
+}
+
+// An engine Pod's exporter and container: image, command and the arguments the operator renders.
+void DeploymentSim::Impl::ConfigureEngine(const DeploymentSimOptions& o, bool pd, Pod* pod) {
+  ExporterConfig& c = pod->config;
+  const std::string port = std::to_string(pod->port);
+  const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
+  const bool omni = EqualsIgnoreCase(o.engine, "vllm-omni");
+  const std::string connector_json =
+      pd && o.kv_cache
+          ? R"({"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}})"
+      : pd ? R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})"
+           : R"({"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"})";
+  const SimRole* role = nullptr;
+  for (const SimRole& r : o.roles) {
+    if (r.name == pod->component) role = &r;
+  }
+  pod->container = "engine";
+  if (omni) {
+    c.kind = ExporterKind::kVllm;  // the model keeps the clock; the pipeline is the body
+    pod->image = "vllm/vllm-omni:v0.11.0";
+    pod->command = {"vllm", "serve"};
+    pod->args = {o.model, "--omni", "--host", "0.0.0.0", "--port", port};
+  } else if (vllm) {
+    c.kind = ExporterKind::kVllm;
+    c.kv_connector = o.kv_connector || o.kv_cache || pd;
+    pod->image = "vllm/vllm-openai:v0.11.0";
+    pod->command = {"vllm", "serve"};
+    pod->args = {o.model, "--host", "0.0.0.0", "--port", port, "--served-model-name", o.model};
+    if (c.kv_connector) {
+      pod->args.insert(pod->args.end(), {"--kv-transfer-config", connector_json});
+    }
+  } else {
+    c.kind = ExporterKind::kSglang;
+    pod->image = "lmsysorg/sglang:v0.5.4";
+    pod->command = {"python3", "-m", "sglang.launch_server"};
+    pod->args = {"--model-path", o.model, "--host", "0.0.0.0", "--port", port, "--enable-metrics"};
+    if (pd) {
+      pod->args.insert(pod->args.end(), {"--disaggregation-mode", pod->role_kind,
+                                         "--disaggregation-transfer-backend", "mooncake"});
+    }
+    if (o.kv_cache) {
+      // The operator renders a host tier and the pool's storage backend.
+      pod->args.insert(pod->args.end(),
+                       {"--enable-hierarchical-cache", "--hicache-storage-backend", "mooncake"});
+    }
+  }
+  if (role) pod->args.insert(pod->args.end(), role->extra_args.begin(), role->extra_args.end());
+  if (omni) {
+  } else if (!vllm) {
+    c.host_tier = HasArg(pod->args, "--enable-hierarchical-cache") ||
+                  HasArg(pod->args, "--enable-lmcache") || HasArg(pod->args, "--enable-flexkv");
+    c.storage_tier = HasArg(pod->args, "--hicache-storage-backend");
+  } else {
+    c.kv_connector = HasArg(pod->args, "--kv-transfer-config");
+  }
 }
 
 void DeploymentSim::Stop() {

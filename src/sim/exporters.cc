@@ -8,6 +8,55 @@
 #include <utility>
 
 namespace modelmetrics::sim {
+
+// Randomness: counter-based, so tick k's draws depend on (seed, pod, k) alone. Declared in
+// exporters.h for PodModel's per-exporter steps.
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+class Rng {
+ public:
+  Rng(uint64_t seed, uint64_t pod, uint64_t tick)
+      : state_(SplitMix(SplitMix(SplitMix(seed) ^ pod) ^ tick)) {}
+  uint64_t Next() { return state_ = SplitMix(state_); }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  double Between(double lo, double hi) { return lo + (hi - lo) * Uniform(); }
+  bool Chance(double p) { return Uniform() < p; }
+  double Normal() {
+    double u1 = std::max(Uniform(), 1e-12);
+    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * Uniform());
+  }
+  double LogNormal(double median, double sigma) { return median * std::exp(sigma * Normal()); }
+  int Poisson(double lambda) {
+    if (lambda <= 0) return 0;
+    if (lambda > 30)
+      return std::max(0, static_cast<int>(std::lround(lambda + std::sqrt(lambda) * Normal())));
+    double limit = std::exp(-lambda), product = Uniform();
+    int n = 0;
+    while (product > limit) {
+      ++n;
+      product *= Uniform();
+    }
+    return n;
+  }
+  size_t Pick(size_t n) { return n == 0 ? 0 : static_cast<size_t>(Next() % n); }
+
+ private:
+  uint64_t state_;
+};
+
+// One request of a tick's traffic, drawn once and recorded by each exporter as it counts it.
+struct RequestDraw {
+  double prompt, output, local_hits;
+  bool streaming;
+  double itl, queue, prefill_time, transfer_wait, ttft, decode_time, e2e;
+  bool prefill, decode;  // the Pod is the prefill (decode) half of a P/D pair
+};
+
 namespace {
 
 // ---------------------------------------------------------------------------------------------
@@ -72,45 +121,6 @@ std::string Special(double value, Finite finite) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Randomness: counter-based, so tick k's draws depend on (seed, pod, k) alone.
-
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-class Rng {
- public:
-  Rng(uint64_t seed, uint64_t pod, uint64_t tick)
-      : state_(SplitMix(SplitMix(SplitMix(seed) ^ pod) ^ tick)) {}
-  uint64_t Next() { return state_ = SplitMix(state_); }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-  double Between(double lo, double hi) { return lo + (hi - lo) * Uniform(); }
-  bool Chance(double p) { return Uniform() < p; }
-  double Normal() {
-    double u1 = std::max(Uniform(), 1e-12);
-    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * Uniform());
-  }
-  double LogNormal(double median, double sigma) { return median * std::exp(sigma * Normal()); }
-  int Poisson(double lambda) {
-    if (lambda <= 0) return 0;
-    if (lambda > 30)
-      return std::max(0, static_cast<int>(std::lround(lambda + std::sqrt(lambda) * Normal())));
-    double limit = std::exp(-lambda), product = Uniform();
-    int n = 0;
-    while (product > limit) {
-      ++n;
-      product *= Uniform();
-    }
-    return n;
-  }
-  size_t Pick(size_t n) { return n == 0 ? 0 : static_cast<size_t>(Next() % n); }
-
- private:
-  uint64_t state_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Upstream bucket lists.
@@ -470,6 +480,30 @@ void PodModel::HalveCounters() {
 
 void PodModel::CopyGaugesFrom(const PodModel& other) { gauges_ = other.gauges_; }
 
+namespace {
+
+// The request's sizes and times; the draws' order is the traffic model's (seeded runs repeat).
+RequestDraw DrawRequest(Rng& rng, bool prefill, bool decode) {
+  RequestDraw q;
+  q.prompt = std::clamp(std::round(rng.LogNormal(600, 0.5)), 16.0, 4000.0);
+  q.output = prefill ? 1 : std::clamp(std::round(rng.LogNormal(120, 0.6)), 2.0, 1024.0);
+  const double hit_rate = rng.Between(0.5, 0.8);
+  q.local_hits = std::floor(q.prompt * hit_rate / 16) * 16;
+  q.streaming = rng.Chance(0.5);
+  q.itl = std::max(0.002, 0.005 * (1 + 0.15 * rng.Normal()));
+  q.queue = rng.Between(0.0005, 0.01);
+  q.prefill_time = 0.008 + 0.00003 * (q.prompt - q.local_hits) * rng.Between(0.8, 1.2);
+  q.transfer_wait = decode ? rng.Between(0.01, 0.03) : 0;
+  q.ttft = q.queue + q.prefill_time + q.transfer_wait;
+  q.decode_time = q.itl * (q.output - 1);
+  q.e2e = q.ttft + q.decode_time;
+  q.prefill = prefill;
+  q.decode = decode;
+  return q;
+}
+
+}  // namespace
+
 void PodModel::Step(uint64_t tick) {
   Rng rng(config_.seed, config_.pod_key, tick);
   const double dt = kTrafficTick.count() / 1000.0;
@@ -479,163 +513,177 @@ void PodModel::Step(uint64_t tick) {
   double busy_seconds = 0;  // request-seconds started this tick, for the running gauges
 
   for (int r = 0; r < requests; ++r) {
-    const double prompt = std::clamp(std::round(rng.LogNormal(600, 0.5)), 16.0, 4000.0);
-    const double output =
-        prefill ? 1 : std::clamp(std::round(rng.LogNormal(120, 0.6)), 2.0, 1024.0);
-    const double hit_rate = rng.Between(0.5, 0.8);
-    const double local_hits = std::floor(prompt * hit_rate / 16) * 16;
-    const bool streaming = rng.Chance(0.5);
-    const double itl = std::max(0.002, 0.005 * (1 + 0.15 * rng.Normal()));
-    const double queue = rng.Between(0.0005, 0.01);
-    const double prefill_time = 0.008 + 0.00003 * (prompt - local_hits) * rng.Between(0.8, 1.2);
-    const double transfer_wait = decode ? rng.Between(0.01, 0.03) : 0;
-    const double ttft = queue + prefill_time + transfer_wait;
-    const double decode_time = itl * (output - 1);
-    const double e2e = ttft + decode_time;
-    busy_seconds += e2e;
-
+    const RequestDraw q = DrawRequest(rng, prefill, decode);
+    busy_seconds += q.e2e;
     switch (config_.kind) {
-      case ExporterKind::kVllm: {
-        counters_["prefix_queries"] += prompt;
-        counters_["prefix_hits"] += local_hits;
-        const double missing = prompt - local_hits;
-        if (config_.kv_connector && decode) {
-          // The point-to-point leg supplies every block decode lacks: hits equal queries.
-          counters_["external_queries"] += missing;
-          counters_["external_hits"] += missing;
-        } else if (config_.kv_connector && config_.kv_pool) {
-          counters_["external_queries"] += missing;
-          counters_["external_hits"] += std::floor(missing * rng.Between(0.2, 0.6) / 16) * 16;
-        }
-        counters_["prompt_tokens"] += prompt;
-        counters_["generation_tokens"] += output;
-        counters_[output >= 1024 || rng.Chance(0.3) ? "success|length" : "success|stop"] += 1;
-        counters_["http|/v1/chat/completions"] += 1;
-        histograms_["ttft"].Observe(ttft);
-        // A request with at most one output token records a zero TPOT; ITL only from token 2.
-        histograms_["tpot"].Observe(output > 1 ? itl : 0);
-        histograms_["itl"].Observe(itl, output - 1);
-        histograms_["e2e"].Observe(e2e);
-        histograms_["queue"].Observe(queue);
-        histograms_["prefill"].Observe(prefill_time + transfer_wait);
-        histograms_["decode"].Observe(decode_time);
-        histograms_["inference"].Observe(prefill_time + transfer_wait + decode_time);
-        histograms_["prompt_tokens"].Observe(prompt);
-        histograms_["generation_tokens"].Observe(output);
-        histograms_["iteration_tokens"].Observe(prompt - local_hits);
-        histograms_["iteration_tokens"].Observe(1, output - 1);
-        histograms_["kv_computed"].Observe(prompt - local_hits);
+      case ExporterKind::kVllm:
+        RecordVllm(q, rng);
         break;
-      }
-      case ExporterKind::kSglang: {
-        if (!decode) {
-          // The decode half never prefills: only the prefill half (or a server) counts tokens.
-          double left = prompt - local_hits;
-          double host = config_.host_tier ? std::floor(left * rng.Between(0.1, 0.3)) : 0;
-          left -= host;
-          double storage = config_.storage_tier ? std::floor(left * rng.Between(0.1, 0.3)) : 0;
-          left -= storage;
-          counters_[Key("effective", "input")] += left;
-          counters_[Key("effective", "device_hit")] += local_hits;
-          counters_[Key("effective", "host_hit")] += host;
-          counters_[Key("effective", "storage_hit")] += storage;
-          counters_["cached_tokens"] += prompt - left;
-        }
-        counters_["prompt_tokens"] += prompt;
-        counters_["generation_tokens"] += output;
-        counters_["num_requests"] += 1;
-        if (prefill) {
-          // SGLang records TTFT on the decode half; the prefill half sends the KV blocks.
-          const double megabytes = prompt * 0.012;  // Qwen2.5-0.5B: ~12 KB of KV per token
-          const double latency_ms = 1 + megabytes * rng.Between(0.05, 0.2);
-          histograms_["transfer_ms"].Observe(latency_ms);
-          histograms_["transfer_mb"].Observe(megabytes);
-          histograms_["transfer_gbs"].Observe(megabytes / latency_ms);  // MB/ms == GB/s
-          if (rng.Chance(0.003)) counters_["transfer_failed"] += 1;
-        } else {
-          histograms_[Key("ttft", streaming ? "true" : "false")].Observe(ttft);
-          if (streaming) histograms_["itl"].Observe(itl, output - 1);
-          histograms_["e2e"].Observe(e2e);
-        }
+      case ExporterKind::kSglang:
+        RecordSglang(q, rng);
         break;
-      }
-      case ExporterKind::kLlmdRouter: {
-        const double router_ttft = ttft + rng.Between(0.001, 0.004);
-        if (rng.Chance(0.01)) {
-          counters_[Key("errors", rng.Chance(0.5) ? "BadRequest" : "ServiceUnavailable")] += 1;
-          continue;
-        }
-        counters_["requests"] += 1;
-        histograms_[Key("ttft", streaming ? "true" : "false")].Observe(streaming ? router_ttft
-                                                                                 : e2e);
-        if (streaming) {
-          histograms_["tpot"].Observe(itl);
-          histograms_["itl"].Observe(itl, output - 1);
-        }
-        histograms_["ntpot"].Observe(e2e / output);
-        histograms_["duration"].Observe(e2e + 0.002);
-        histograms_["input_tokens"].Observe(prompt);
-        histograms_["output_tokens"].Observe(output);
-        histograms_["scheduler"].Observe(rng.Between(0.00002, 0.0003));
+      case ExporterKind::kLlmdRouter:
+        RecordLlmdRouter(q, rng);
         break;
-      }
-      case ExporterKind::kVllmRouter: {
-        if (config_.workers.empty()) break;
-        if (config_.prefill_decode) {
-          std::vector<const WorkerRef*> prefills, decodes;
-          for (const WorkerRef& w : config_.workers) {
-            (w.role_kind == "prefill" ? prefills : decodes).push_back(&w);
-          }
-          if (prefills.empty() || decodes.empty()) break;
-          const WorkerRef* p = prefills[rng.Pick(prefills.size())];
-          const WorkerRef* d = decodes[rng.Pick(decodes.size())];
-          counters_[Key("policy", p->url)] += 1;
-          counters_[Key("policy", d->url)] += 1;
-          counters_[Key("processed", p->url)] += 1;
-          counters_[Key("processed", d->url)] += 1;
-          counters_[Key("pd_prefill", p->url)] += 1;
-          counters_[Key("pd_decode", d->url)] += 1;
-          if (rng.Chance(0.004)) {
-            counters_[Key("pd_errors", "/v1/chat/completions", "decode_error")] += 1;
-            continue;
-          }
-          counters_["pd_requests"] += 1;
-        } else {
-          const WorkerRef& w = config_.workers[rng.Pick(config_.workers.size())];
-          counters_[Key("policy", w.url)] += 1;
-          counters_[Key("processed", w.url)] += 1;
-          if (rng.Chance(0.004)) {
-            counters_[Key("errors", "/v1/chat/completions", "upstream_error")] += 1;
-            if (rng.Chance(0.5)) counters_["retries_exhausted"] += 1;
-            continue;
-          }
-          counters_["requests"] += 1;
-        }
-        histograms_["duration"].Observe(e2e + 0.001);
+      case ExporterKind::kVllmRouter:
+        RecordVllmRouter(q, rng);
         break;
-      }
-      case ExporterKind::kSglangGateway: {
-        const std::string stream = streaming ? "true" : "false";
-        counters_[Key("requests", stream)] += 1;
-        counters_[Key("http_requests", "POST", "/v1/chat/completions")] += 1;
-        if (config_.workers.empty()) {
-          counters_[Key("responses", "503", "no_available_workers")] += 1;
-          continue;
-        }
-        if (rng.Chance(0.004)) {
-          counters_[Key("errors", stream, "upstream_error")] += 1;
-          counters_[Key("responses", "502", "upstream_error")] += 1;
-          continue;
-        }
-        counters_[Key("responses", "200", "")] += 1;
-        histograms_["duration"].Observe(e2e + 0.001);
-        histograms_["router_duration"].Observe(e2e + 0.0005);
+      case ExporterKind::kSglangGateway:
+        RecordSglangGateway(q, rng);
         break;
-      }
     }
   }
+  SetGauges(rng, requests, busy_seconds, prefill, decode);
+}
 
-  // Gauges: what is in flight at the end of this tick (Little's law around the busy time).
+void PodModel::RecordVllm(const RequestDraw& q, Rng& rng) {
+  const auto& [prompt, output, local_hits, streaming, itl, queue, prefill_time, transfer_wait, ttft,
+               decode_time, e2e, prefill, decode] = q;
+  counters_["prefix_queries"] += prompt;
+  counters_["prefix_hits"] += local_hits;
+  const double missing = prompt - local_hits;
+  if (config_.kv_connector && decode) {
+    // The point-to-point leg supplies every block decode lacks: hits equal queries.
+    counters_["external_queries"] += missing;
+    counters_["external_hits"] += missing;
+  } else if (config_.kv_connector && config_.kv_pool) {
+    counters_["external_queries"] += missing;
+    counters_["external_hits"] += std::floor(missing * rng.Between(0.2, 0.6) / 16) * 16;
+  }
+  counters_["prompt_tokens"] += prompt;
+  counters_["generation_tokens"] += output;
+  counters_[output >= 1024 || rng.Chance(0.3) ? "success|length" : "success|stop"] += 1;
+  counters_["http|/v1/chat/completions"] += 1;
+  histograms_["ttft"].Observe(ttft);
+  // A request with at most one output token records a zero TPOT; ITL only from token 2.
+  histograms_["tpot"].Observe(output > 1 ? itl : 0);
+  histograms_["itl"].Observe(itl, output - 1);
+  histograms_["e2e"].Observe(e2e);
+  histograms_["queue"].Observe(queue);
+  histograms_["prefill"].Observe(prefill_time + transfer_wait);
+  histograms_["decode"].Observe(decode_time);
+  histograms_["inference"].Observe(prefill_time + transfer_wait + decode_time);
+  histograms_["prompt_tokens"].Observe(prompt);
+  histograms_["generation_tokens"].Observe(output);
+  histograms_["iteration_tokens"].Observe(prompt - local_hits);
+  histograms_["iteration_tokens"].Observe(1, output - 1);
+  histograms_["kv_computed"].Observe(prompt - local_hits);
+}
+
+void PodModel::RecordSglang(const RequestDraw& q, Rng& rng) {
+  const auto& [prompt, output, local_hits, streaming, itl, queue, prefill_time, transfer_wait, ttft,
+               decode_time, e2e, prefill, decode] = q;
+  if (!decode) {
+    // The decode half never prefills: only the prefill half (or a server) counts tokens.
+    double left = prompt - local_hits;
+    double host = config_.host_tier ? std::floor(left * rng.Between(0.1, 0.3)) : 0;
+    left -= host;
+    double storage = config_.storage_tier ? std::floor(left * rng.Between(0.1, 0.3)) : 0;
+    left -= storage;
+    counters_[Key("effective", "input")] += left;
+    counters_[Key("effective", "device_hit")] += local_hits;
+    counters_[Key("effective", "host_hit")] += host;
+    counters_[Key("effective", "storage_hit")] += storage;
+    counters_["cached_tokens"] += prompt - left;
+  }
+  counters_["prompt_tokens"] += prompt;
+  counters_["generation_tokens"] += output;
+  counters_["num_requests"] += 1;
+  if (prefill) {
+    // SGLang records TTFT on the decode half; the prefill half sends the KV blocks.
+    const double megabytes = prompt * 0.012;  // Qwen2.5-0.5B: ~12 KB of KV per token
+    const double latency_ms = 1 + megabytes * rng.Between(0.05, 0.2);
+    histograms_["transfer_ms"].Observe(latency_ms);
+    histograms_["transfer_mb"].Observe(megabytes);
+    histograms_["transfer_gbs"].Observe(megabytes / latency_ms);  // MB/ms == GB/s
+    if (rng.Chance(0.003)) counters_["transfer_failed"] += 1;
+  } else {
+    histograms_[Key("ttft", streaming ? "true" : "false")].Observe(ttft);
+    if (streaming) histograms_["itl"].Observe(itl, output - 1);
+    histograms_["e2e"].Observe(e2e);
+  }
+}
+
+void PodModel::RecordLlmdRouter(const RequestDraw& q, Rng& rng) {
+  const auto& [prompt, output, local_hits, streaming, itl, queue, prefill_time, transfer_wait, ttft,
+               decode_time, e2e, prefill, decode] = q;
+  const double router_ttft = ttft + rng.Between(0.001, 0.004);
+  if (rng.Chance(0.01)) {
+    counters_[Key("errors", rng.Chance(0.5) ? "BadRequest" : "ServiceUnavailable")] += 1;
+    return;
+  }
+  counters_["requests"] += 1;
+  histograms_[Key("ttft", streaming ? "true" : "false")].Observe(streaming ? router_ttft : e2e);
+  if (streaming) {
+    histograms_["tpot"].Observe(itl);
+    histograms_["itl"].Observe(itl, output - 1);
+  }
+  histograms_["ntpot"].Observe(e2e / output);
+  histograms_["duration"].Observe(e2e + 0.002);
+  histograms_["input_tokens"].Observe(prompt);
+  histograms_["output_tokens"].Observe(output);
+  histograms_["scheduler"].Observe(rng.Between(0.00002, 0.0003));
+}
+
+void PodModel::RecordVllmRouter(const RequestDraw& q, Rng& rng) {
+  const auto& [prompt, output, local_hits, streaming, itl, queue, prefill_time, transfer_wait, ttft,
+               decode_time, e2e, prefill, decode] = q;
+  if (config_.workers.empty()) return;
+  if (config_.prefill_decode) {
+    std::vector<const WorkerRef*> prefills, decodes;
+    for (const WorkerRef& w : config_.workers) {
+      (w.role_kind == "prefill" ? prefills : decodes).push_back(&w);
+    }
+    if (prefills.empty() || decodes.empty()) return;
+    const WorkerRef* p = prefills[rng.Pick(prefills.size())];
+    const WorkerRef* d = decodes[rng.Pick(decodes.size())];
+    counters_[Key("policy", p->url)] += 1;
+    counters_[Key("policy", d->url)] += 1;
+    counters_[Key("processed", p->url)] += 1;
+    counters_[Key("processed", d->url)] += 1;
+    counters_[Key("pd_prefill", p->url)] += 1;
+    counters_[Key("pd_decode", d->url)] += 1;
+    if (rng.Chance(0.004)) {
+      counters_[Key("pd_errors", "/v1/chat/completions", "decode_error")] += 1;
+      return;
+    }
+    counters_["pd_requests"] += 1;
+  } else {
+    const WorkerRef& w = config_.workers[rng.Pick(config_.workers.size())];
+    counters_[Key("policy", w.url)] += 1;
+    counters_[Key("processed", w.url)] += 1;
+    if (rng.Chance(0.004)) {
+      counters_[Key("errors", "/v1/chat/completions", "upstream_error")] += 1;
+      if (rng.Chance(0.5)) counters_["retries_exhausted"] += 1;
+      return;
+    }
+    counters_["requests"] += 1;
+  }
+  histograms_["duration"].Observe(e2e + 0.001);
+}
+
+void PodModel::RecordSglangGateway(const RequestDraw& q, Rng& rng) {
+  const auto& [prompt, output, local_hits, streaming, itl, queue, prefill_time, transfer_wait, ttft,
+               decode_time, e2e, prefill, decode] = q;
+  const std::string stream = streaming ? "true" : "false";
+  counters_[Key("requests", stream)] += 1;
+  counters_[Key("http_requests", "POST", "/v1/chat/completions")] += 1;
+  if (config_.workers.empty()) {
+    counters_[Key("responses", "503", "no_available_workers")] += 1;
+    return;
+  }
+  if (rng.Chance(0.004)) {
+    counters_[Key("errors", stream, "upstream_error")] += 1;
+    counters_[Key("responses", "502", "upstream_error")] += 1;
+    return;
+  }
+  counters_[Key("responses", "200", "")] += 1;
+  histograms_["duration"].Observe(e2e + 0.001);
+  histograms_["router_duration"].Observe(e2e + 0.0005);
+}
+
+// Gauges: what is in flight at the end of the tick (Little's law around the busy time).
+void PodModel::SetGauges(Rng& rng, int requests, double busy_seconds, bool prefill, bool decode) {
   const double mean_busy = requests > 0 ? busy_seconds / requests : 0.6;
   const double in_flight_mean = config_.requests_per_second * (prefill ? 0.03 : mean_busy);
   const double running = rng.Poisson(in_flight_mean);
@@ -679,6 +727,30 @@ void PodModel::Step(uint64_t tick) {
 // Rendering.
 
 namespace {
+
+// A vLLM Pod's last families: its cache configuration and the API server's HTTP counters.
+void RenderVllmInfoAndHttp(const std::map<std::string, double, std::less<>>& k, Writer* out) {
+  Writer& w = *out;
+  w.Family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+  w.Sample("vllm:cache_config_info",
+           {{"block_size", "16"},
+            {"cache_dtype", "auto"},
+            {"enable_prefix_caching", "True"},
+            {"engine", "0"},
+            {"gpu_memory_utilization", "0.9"},
+            {"num_gpu_blocks", "112009"},
+            {"prefix_caching_hash_algo", "sha256"}},
+           1);
+  w.Family("http_requests_total", "counter",
+           "Total number of requests by method, status and handler.");
+  for (const char* handler : {"/v1/chat/completions", "/v1/models", "/health"}) {
+    w.Sample("http_requests_total",
+             {{"handler", handler},
+              {"method", std::string_view(handler) == "/v1/chat/completions" ? "POST" : "GET"},
+              {"status", "2xx"}},
+             k.at(std::string("http|") + handler));
+  }
+}
 
 std::string RenderVllm(const ExporterConfig& c, const std::map<std::string, double, std::less<>>& k,
                        const std::map<std::string, double, std::less<>>& g,
@@ -760,25 +832,7 @@ std::string RenderVllm(const ExporterConfig& c, const std::map<std::string, doub
   histogram("vllm:request_prefill_kv_computed_tokens",
             "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
             "kv_computed");
-  w.Family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
-  w.Sample("vllm:cache_config_info",
-           {{"block_size", "16"},
-            {"cache_dtype", "auto"},
-            {"enable_prefix_caching", "True"},
-            {"engine", "0"},
-            {"gpu_memory_utilization", "0.9"},
-            {"num_gpu_blocks", "112009"},
-            {"prefix_caching_hash_algo", "sha256"}},
-           1);
-  w.Family("http_requests_total", "counter",
-           "Total number of requests by method, status and handler.");
-  for (const char* handler : {"/v1/chat/completions", "/v1/models", "/health"}) {
-    w.Sample("http_requests_total",
-             {{"handler", handler},
-              {"method", std::string_view(handler) == "/v1/chat/completions" ? "POST" : "GET"},
-              {"status", "2xx"}},
-             k.at(std::string("http|") + handler));
-  }
+  RenderVllmInfoAndHttp(k, &w);
   return std::move(w.out());
 }
 

@@ -74,6 +74,9 @@ struct SimHistogram {
   void Halve();
 };
 
+class Rng;
+struct RequestDraw;
+
 class PodModel {
  public:
   explicit PodModel(ExporterConfig config);
@@ -98,6 +101,13 @@ class PodModel {
 
  private:
   void Step(uint64_t tick);
+  // One request, as each exporter counts it.
+  void RecordVllm(const RequestDraw& q, Rng& rng);
+  void RecordSglang(const RequestDraw& q, Rng& rng);
+  void RecordLlmdRouter(const RequestDraw& q, Rng& rng);
+  void RecordVllmRouter(const RequestDraw& q, Rng& rng);
+  void RecordSglangGateway(const RequestDraw& q, Rng& rng);
+  void SetGauges(Rng& rng, int requests, double busy_seconds, bool prefill, bool decode);
   void FreshProcess();
 
   ExporterConfig config_;

@@ -88,6 +88,29 @@ TEST(BadInputTest, SnapshotObjectsFromA1GiBSparseFile) {
                             ": file is 8 bytes, over the 4-byte limit");
 }
 
+// The read limits on the command line go through the serve configuration's table: its bounds,
+// its words, one line, exit 2.
+TEST(BadInputTest, ReadLimitFlagsOutOfBounds) {
+  ScratchDir dir;
+  const std::string objects = dir.Write("objects.json", R"({"kind":"List","items":[]})");
+  CliResult r = RunModelmetrics(
+      dir, {"snapshot", "chat", "--objects", objects, "--fetch-timeout", "50ms", "--window", "0"},
+      kDeadline);
+  ExpectOneLineError(r,
+                     "modelmetrics snapshot: --fetch-timeout: scrape.fetch_timeout: `50ms` is not "
+                     "a duration between 100ms and 1m (e.g. 2s)");
+  r = RunModelmetrics(
+      dir, {"snapshot", "chat", "--objects", objects, "--pod-limit", "0", "--window", "0"},
+      kDeadline);
+  ExpectOneLineError(
+      r, "modelmetrics snapshot: --pod-limit: scrape.pod_limit: 0 is out of range [1, 100000]");
+  r = RunModelmetrics(
+      dir, {"serve", "--config", ServeConfig(dir, objects), "--request-timeout", "9h"}, kDeadline);
+  ExpectOneLineError(r,
+                     "serve: --request-timeout: request_timeout: `9h` is not a duration between "
+                     "1s and 5m (e.g. 8s)");
+}
+
 TEST(BadInputTest, ServeConfigFromTheYamlThatHungYamlCpp) {
   ScratchDir dir;
   const CliResult r = RunModelmetrics(dir, {"serve", "--config", kHangYaml}, kDeadline);

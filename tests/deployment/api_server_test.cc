@@ -5,10 +5,14 @@
 // Certificates are tests/testdata/tls (ca.pem signs server and client; requestheader-ca.pem signs
 // proxy-client, CN=front-proxy).
 #include "deployment/api_server.h"
+#include "deployment/serve_build.h"
+#include "deployment/serve_config.h"
+#include "deployment/yaml.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -1351,6 +1355,100 @@ std::string ConfigError(const TempDir& dir, const std::string& yaml) {
   std::string error;
   EXPECT_FALSE(ParseServeConfig(yaml, dir.path(), &config, &error)) << yaml;
   return error;
+}
+
+// The spec's read limits: `request_timeout` and the `scrape:` mapping, into the aggregator's and
+// the server's options.
+TEST(ServeConfigTest, TheReadLimits) {
+  TempDir dir;
+  ConfigFiles files(dir);
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(ParseServeConfig(kBaseConfig + "request_timeout: 12s\n"
+                                             "scrape:\n"
+                                             "  pod_limit: 10\n"
+                                             "  max_in_flight: 4\n"
+                                             "  fetch_timeout: 3s\n"
+                                             "  max_body_bytes: 65536\n",
+                               dir.path(), &config, &error))
+      << error;
+  AggregatorOptions options;
+  config.ApplyReadLimits(&options);
+  EXPECT_EQ(options.request_timeout, std::chrono::seconds(12));
+  EXPECT_EQ(options.pod_limit, 10u);
+  EXPECT_EQ(options.max_in_flight, 4u);
+  EXPECT_EQ(options.fetch_timeout, std::chrono::seconds(3));
+  EXPECT_EQ(options.max_body_bytes, 65536u);
+  ApiServerOptions server = BuildApiServerOptions(config);
+  EXPECT_EQ(server.request_timeout, std::chrono::seconds(12));
+  EXPECT_EQ(server.min_read_budget, std::chrono::seconds(2));
+  // A short budget leaves a read a quarter of it to start with.
+  ASSERT_TRUE(ParseServeConfig(kBaseConfig + "request_timeout: 4s\n", dir.path(), &config, &error));
+  EXPECT_EQ(BuildApiServerOptions(config).min_read_budget, std::chrono::seconds(1));
+  // Absent: the spec's numbers, which are AggregatorOptions' defaults.
+  ASSERT_TRUE(ParseServeConfig(kBaseConfig, dir.path(), &config, &error));
+  AggregatorOptions defaults;
+  config.ApplyReadLimits(&options);
+  EXPECT_EQ(options.request_timeout, defaults.request_timeout);
+  EXPECT_EQ(options.pod_limit, defaults.pod_limit);
+  EXPECT_EQ(options.fetch_timeout, defaults.fetch_timeout);
+  EXPECT_EQ(options.max_body_bytes, defaults.max_body_bytes);
+
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "scrape: 5\n"), "scrape: expected a mapping");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "scrape:\n  fetch_timeout: 50ms\n"),
+            "scrape.fetch_timeout: `50ms` is not a duration between 100ms and 1m (e.g. 2s)");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "scrape:\n  pod_limt: 3\n"),
+            "unknown setting `scrape.pod_limt`");
+  // A mapping's key is one only inside it.
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "scrape.pod_limit: 3\n"),
+            "unknown setting `scrape.pod_limit`");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "scrape:\n  a.b: 3\n"), "unknown setting `scrape.a.b`");
+  EXPECT_EQ(ConfigError(dir, kBaseConfig + "request_timeout: 100ms\n"),
+            "request_timeout: `100ms` is not a duration between 1s and 5m (e.g. 8s)");
+}
+
+// One setting from its text (the CLI's flags): the table's bounds and words.
+TEST(ServeConfigTest, OneValueFromText) {
+  ServeConfig config;
+  std::string error;
+  ASSERT_TRUE(SetServeConfigValue("scrape.max_body_bytes", "2048", &config, &error)) << error;
+  EXPECT_EQ(config.max_body_bytes, 2048u);
+  ASSERT_TRUE(SetServeConfigValue("request_timeout", "20s", &config, &error)) << error;
+  EXPECT_EQ(config.request_timeout, std::chrono::seconds(20));
+  EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "0", &config, &error));
+  EXPECT_EQ(error, "scrape.pod_limit: 0 is out of range [1, 100000]");
+  EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "ten", &config, &error));
+  EXPECT_EQ(error, "scrape.pod_limit: expected an integer");
+  EXPECT_FALSE(SetServeConfigValue("scrape", "3", &config, &error));
+  EXPECT_EQ(error, "unknown setting `scrape`");
+}
+
+// The documented key list is the table's: the reference is valid YAML with exactly the table's
+// keys, and docs/deployment-metrics.md shows it verbatim.
+TEST(ServeConfigTest, TheReferenceIsTheTable) {
+  const std::string reference = ServeConfigReference();
+  std::vector<nlohmann::json> docs;
+  std::string error;
+  ASSERT_TRUE(ParseYaml(reference, &docs, &error)) << error;
+  ASSERT_EQ(docs.size(), 1u);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : docs.front().items()) {
+    if (value.is_object()) {
+      for (const auto& item : value.items()) keys.push_back(key + "." + item.key());
+    } else {
+      keys.push_back(key);
+    }
+  }
+  std::vector<std::string> table;
+  for (const ServeConfigKey& k : ServeConfigKeys()) table.emplace_back(k.key);
+  std::sort(keys.begin(), keys.end());
+  std::sort(table.begin(), table.end());
+  EXPECT_EQ(keys, table);
+  std::string manual;
+  ASSERT_TRUE(base::ReadFile(test_paths::Source("docs/deployment-metrics.md"), &manual, &error));
+  EXPECT_NE(manual.find("```yaml\n" + reference + "```"), std::string::npos)
+      << "docs/deployment-metrics.md must show `modelmetrics serve --config-keys` verbatim:\n"
+      << reference;
 }
 
 TEST(ServeConfigTest, ThePrometheusSource) {

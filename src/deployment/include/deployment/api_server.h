@@ -1,5 +1,5 @@
-// The Kubernetes aggregated API server for the ModelDeploymentMetrics subresource, and the
-// `modelmetrics serve` configuration that assembles one.
+// The Kubernetes aggregated API server for the ModelDeploymentMetrics subresource. What
+// `modelmetrics serve` configures is in serve_config.h, the pieces built from it in serve_build.h.
 //
 // Routes, with GROUP/VERSION from ApiServerOptions::api (metrics_api.h; default
 // worker.gpustack.ai/v1). Every other path: 404 Status; any method but GET: 405 Status.
@@ -157,117 +157,6 @@ std::string StatusJson(const ApiStatus& status, const StatusDetails* details,
 // ---------------------------------------------------------------------------------------------
 // `modelmetrics serve --config FILE`
 //
-// The configuration is one YAML mapping; relative paths are relative to the file's folder.
-//   address: 127.0.0.1                 # IP literal to bind; default 127.0.0.1
-//   port: 8443                         # 0: any free port; default 8443
-//   api_group: worker.gpustack.ai      # the API's group (metrics_api.h) ...
-//   api_version: v1                    #     and version; the APIService must name the same
-//   tls_cert_file: server.pem          # required (tokens never travel in the clear) ...
-//   tls_key_file: server-key.pem       #     ... unless tls_self_signed
-//   tls_self_signed: false             # true: a P-256 certificate made at start for
-//   tls_self_signed_hosts: [localhost, 127.0.0.1]   # these names (net/self_signed.h), as
-//                                      #     metrics-server does without a certificate
-//   client_ca_file: ca.pem             # client certificates: user = CN, groups = O
-//   requestheader_ca_file: front-proxy-ca.pem     # front-proxy mode (X-Remote-User/-Group)
-//   requestheader_allowed_names: [front-proxy-client]  # empty or absent: any CN of that CA
-//   token_file: tokens.csv             # Kubernetes static tokens: token,user,uid,"g1,g2"
-//   delegated_authentication: false    # true: trust from kube-system/extension-apiserver-
-//                                      #   authentication (client and front-proxy CAs, names,
-//                                      #   headers; re-read every authentication_refresh) and
-//                                      #   bearer tokens by TokenReview (delegated_auth.h);
-//                                      #   needs kubeconfig or in_cluster, excludes the CA files
-//   authentication_refresh: 10s        # how often the ConfigMap is re-read
-//   token_review_cache_ttl: 10s        # how long a TokenReview's answer is kept
-//   authorization: policy              # policy (default) | subjectaccessreview
-//   policy_file: policy.yaml           # with `policy`: the rules (auth.h ParsePolicy)
-//   objects_file: objects.json         # objects from this file (kubectl get -o json List) ...
-//   max_objects_bytes: 4194304         #     its size cap (1 .. 1 GiB); default 4 MiB
-//   kubeconfig: ~/.kube/config         # ... else from the Kubernetes API via a kubeconfig
-//   context: ""                        #     (its current context unless named here)
-//   in_cluster: false                  # ... or via the in-cluster service account
-//   watch_objects: true                #     with either: objects from list+watch caches
-//                                      #     (watch_cache.h); false: read on every snapshot
-//   pod_ca_file: cluster-ca.pem        # trust for HTTPS Pods; default the system bundle
-//   max_in_flight: 32                  # deployments read or queued at once (then 429)
-//   workers: 8                         # threads reading deployments
-//   snapshot_reuse_ms: 1000            # a finished read answers requests this long after it
-//   max_connections_per_address: 0     # 0: none (behind kube-apiserver all comes from one)
-// At least one of token_file, client_ca_file, requestheader_ca_file, delegated_authentication
-// is needed. `kubeconfig`
-// and `in_cluster` exclude each other; objects need `objects_file` or one of them, and
-// `subjectaccessreview` needs one of them. Unknown keys are errors (a typo must not silently drop
-// a security setting). Files named here are checked to exist at load time. The configuration
-// itself, the policy, token and kubeconfig files are read only if they are regular files of at
-// most 4 MiB (base/file.h); the objects file up to max_objects_bytes.
-inline constexpr int64_t kMaxObjectsBytesSetting = int64_t{1} << 30;
-
-struct ServeConfig {
-  enum class Authorization { kPolicy, kSubjectAccessReview };
-
-  std::string address = "127.0.0.1";
-  uint16_t port = 8443;
-  MetricsApi api;
-  std::string tls_cert_file;
-  std::string tls_key_file;
-  bool tls_self_signed = false;
-  std::vector<std::string> tls_self_signed_hosts = {"localhost", "127.0.0.1"};
-  std::string client_ca_file;
-  std::string requestheader_ca_file;
-  std::vector<std::string> requestheader_allowed_names;
-  std::string token_file;
-  bool delegated_authentication = false;
-  std::chrono::milliseconds authentication_refresh{10000};
-  std::chrono::milliseconds token_review_cache_ttl{10000};
-  Authorization authorization = Authorization::kPolicy;
-  std::string policy_file;
-  std::string objects_file;
-  size_t max_objects_bytes = size_t{4} << 20;  // object_file.h kDefaultMaxObjectsBytes
-  std::string kubeconfig;
-  std::string context;
-  bool in_cluster = false;
-  bool watch_objects = true;
-  std::string pod_ca_file;
-  size_t max_in_flight = 32;
-  int workers = 8;
-  int snapshot_reuse_ms = 1000;
-  size_t max_connections_per_address = 0;
-  // Where samples come from: the Pods (default) or a Prometheus-compatible store (`source:
-  // prometheus` with a `prometheus:` mapping; its credential files are read at start-up).
-  SampleSource source = SampleSource::kScrape;
-  PrometheusSourceOptions prometheus;
-  std::string prometheus_bearer_token_file;
-  std::string prometheus_basic_password_file;
-
-  // The Kubernetes API is needed (for objects, reviews or the authentication ConfigMap).
-  bool UsesKubeApi() const { return !kubeconfig.empty() || in_cluster; }
-};
-
-// Parses the YAML text; relative paths are resolved against `base_dir` ("" keeps them).
-bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
-                      std::string* error);
-// Reads and parses `path`, a regular file of at most `max_bytes` (base/file.h); errors start with
-// the path.
-bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error,
-                     size_t max_bytes = base::kDefaultMaxFileBytes);
-
-// The pieces the configuration names. Null with `*error` when a file does not load. With
-// delegated authentication, `watcher` (started by the caller) and `kube` are needed; token
-// review cache hits and misses go to `metrics` when given.
-std::unique_ptr<Authenticator> BuildAuthenticator(
-    const ServeConfig& config, std::string* error, KubeApiClient* kube = nullptr,
-    std::shared_ptr<const AuthenticationConfigWatcher> watcher = nullptr,
-    std::shared_ptr<ServerMetrics> metrics = nullptr);
-// `kube` is needed (not null) for subjectaccessreview and must outlive the authoriser; the
-// review cache's hits and misses go to `metrics` when given.
-std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
-                                            std::string* error,
-                                            std::shared_ptr<ServerMetrics> metrics = nullptr);
-// With `watcher` (delegated authentication), TLS takes its CAs from it and /readyz waits for its
-// first read (`authentication-configmap`).
-ApiServerOptions BuildApiServerOptions(
-    const ServeConfig& config,
-    std::shared_ptr<const AuthenticationConfigWatcher> watcher = nullptr);
-
 }  // namespace modelmetrics::deployment
 
 #endif  // MODELMETRICS_DEPLOYMENT_API_SERVER_H_

@@ -255,6 +255,8 @@ class EngineStatsLogger {
  private:
   EngineStatsLogger(Registry& registry, EngineStatsOptions options);
   bool Register(std::string* error);
+  bool RegisterFamilies(std::string* error);
+  std::unique_ptr<EngineHandles> BindEngine(size_t e);
   bool Registered(const FamilySpec& spec) const;
   std::string_view StageLabel(size_t engine) const;
   std::string_view ReplicaLabel(size_t engine) const;

@@ -190,6 +190,8 @@ class OrchestratorAggregator {
 
  private:
   void RecordTransferRxLocked(const StageRequestStats& stats);
+  std::string OverallTableLocked() const;
+  void AppendRequestBlocksLocked(const std::string& rid, std::vector<std::string>* blocks) const;
   TransferEdgeStats& EdgeLocked(int from_stage, int to_stage, std::string_view request_id);
   std::optional<TransferEdge> ResolveEdgeLocked(int from_stage, int to_stage,
                                                 std::string_view request_id);

@@ -1,0 +1,37 @@
+// The spec's read limits on the command line (`snapshot`, `ui`, `serve`): the request budget, and
+// for direct scraping the Pod limit, fetches in flight, the per-Pod fetch timeout and body cap.
+// Each flag is one key of the serve configuration's table (deployment/serve_config.h), parsed and
+// bounded by it; `serve` applies them over its configuration file.
+//
+// Thread-safety: call from one thread (command-line set-up).
+#ifndef MODELMETRICS_CLI_READ_LIMIT_FLAGS_H_
+#define MODELMETRICS_CLI_READ_LIMIT_FLAGS_H_
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "deployment/aggregator.h"
+#include "deployment/serve_config.h"
+
+namespace modelmetrics::cli {
+
+struct ReadLimitFlags {
+  std::map<std::string_view, std::string> given;  // serve configuration key -> the flag's text
+};
+
+void AddReadLimitFlags(CLI::App* command, ReadLimitFlags* flags);
+
+// Sets the given flags in `config`; false with `*error` ("--fetch-timeout: ...") when one is out
+// of its bounds.
+bool ApplyReadLimitFlags(const ReadLimitFlags& flags, deployment::ServeConfig* config,
+                         std::string* error);
+// The same for a command without a serve configuration: the defaults, then the flags.
+bool ApplyReadLimitFlags(const ReadLimitFlags& flags, deployment::AggregatorOptions* options,
+                         std::string* error);
+
+}  // namespace modelmetrics::cli
+
+#endif  // MODELMETRICS_CLI_READ_LIMIT_FLAGS_H_
