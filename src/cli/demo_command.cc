@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "base/duration.h"
+#include "base/mutex.h"
 #include "deployment/aggregator.h"
 #include "deployment/baseline_store.h"
 #include "deployment/object_file.h"
@@ -108,9 +109,9 @@ class CapturedOutput : public std::streambuf {
  public:
   // The first line starting with `prefix`, waiting for it until `timeout` or Close(); "" if none.
   std::string WaitForLine(std::string_view prefix, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mutex_);
+    base::MutexLock lock(&mutex_);
     std::string line;
-    changed_.wait_for(lock, timeout, [&] {
+    changed_.wait_for(lock.native(), timeout, [&]() REQUIRES(mutex_) {
       for (size_t at = 0; at < text_.size();) {
         const size_t end = text_.find('\n', at);
         if (end == std::string::npos) break;
@@ -125,7 +126,7 @@ class CapturedOutput : public std::streambuf {
     return line;
   }
   void Close() {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(&mutex_);
     closed_ = true;
     changed_.notify_all();
   }
@@ -138,7 +139,7 @@ class CapturedOutput : public std::streambuf {
     return c;
   }
   std::streamsize xsputn(const char* s, std::streamsize n) override {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(&mutex_);
     if (text_.size() < kKeep) text_.append(s, static_cast<size_t>(n));
     changed_.notify_all();
     return n;
@@ -146,30 +147,30 @@ class CapturedOutput : public std::streambuf {
 
  private:
   static constexpr size_t kKeep = 64 * 1024;  // the listening line comes first
-  std::mutex mutex_;
+  base::Mutex mutex_;
   std::condition_variable changed_;
-  std::string text_;
-  bool closed_ = false;
+  std::string text_ GUARDED_BY(mutex_);
+  bool closed_ GUARDED_BY(mutex_) = false;
 };
 
 // A stop asked for on one thread and waited for on another.
 class StopFlag {
  public:
   void Request() {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     stopped_ = true;
     cv_.notify_all();
   }
   // Waits up to `d`; true when a stop was asked for.
   bool WaitFor(std::chrono::milliseconds d) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, d, [this] { return stopped_; });
+    base::MutexLock lock(&mu_);
+    return cv_.wait_for(lock.native(), d, [this]() REQUIRES(mu_) { return stopped_; });
   }
 
  private:
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  bool stopped_ = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
 };
 
 // The three simulated deployments, started; false (having said why) when one does not start.

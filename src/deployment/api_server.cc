@@ -19,6 +19,7 @@
 #include "api_discovery.h"
 #include "base/duration.h"
 #include "base/file.h"
+#include "base/mutex.h"
 #include "json_dump.h"
 #include "kube_names.h"
 #include "yaml.h"
@@ -134,7 +135,7 @@ class WorkerPool {
 
   // False when full (or shut down): the caller answers 429.
   bool TrySubmit(std::function<void()> job) {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     if (stopping_ || in_flight_ >= capacity_) return false;
     ++in_flight_;
     queue_.push_back(std::move(job));
@@ -147,7 +148,7 @@ class WorkerPool {
   void Shutdown() {
     std::deque<std::function<void()>> dropped;
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(&mu_);
       if (stopping_ && threads_.empty()) return;
       stopping_ = true;
       dropped.swap(queue_);
@@ -163,25 +164,25 @@ class WorkerPool {
     while (true) {
       std::function<void()> job;
       {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        base::MutexLock lock(&mu_);
+        cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
         if (stopping_) return;
         job = std::move(queue_.front());
         queue_.pop_front();
       }
       job();
       job = nullptr;  // release the Responder before the slot frees
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(&mu_);
       --in_flight_;
     }
   }
 
   const size_t capacity_;
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  size_t in_flight_ = 0;
-  bool stopping_ = false;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  size_t in_flight_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

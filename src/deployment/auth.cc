@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/mutex.h"
 #include "base/text.h"
 #include "yaml.h"
 
@@ -479,7 +480,7 @@ AuthorizationDecision SubjectAccessReviewAuthorizer::Authorize(
   }
   const auto now = std::chrono::steady_clock::now();
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     const auto found = cache_.find(key);
     if (found != cache_.end()) {
       if (found->second.expires > now) {
@@ -511,7 +512,7 @@ AuthorizationDecision SubjectAccessReviewAuthorizer::Authorize(
     return failed;
   }
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     if (cache_.size() >= options_.max_cached) cache_.clear();
     cache_[key] =
         CachedAnswer{allowed, now + (allowed ? options_.allowed_ttl : options_.denied_ttl)};

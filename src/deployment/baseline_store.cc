@@ -1,5 +1,6 @@
 // See baseline_store.h.
 #include "deployment/baseline_store.h"
+#include "base/mutex.h"
 
 namespace modelmetrics::deployment {
 
@@ -19,13 +20,13 @@ std::optional<BaselineStore::Sample> BaselineStore::ReplaceCounter(const std::st
 }
 
 size_t BaselineStore::size() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return windows_.size() + counters_.size();
 }
 
 std::optional<BaselineStore::Sample> BaselineStore::Replace(Map* map, const std::string& key,
                                                             const Sample& current) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   const SteadyTime now = current.at.steady;
   // Reads of one snapshot arrive out of order (each timed at its own parse): an earlier time
   // than the last purge is not a reason to sweep again.

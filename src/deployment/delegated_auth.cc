@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "base/text.h"
 
 namespace modelmetrics::deployment {
@@ -103,18 +104,18 @@ AuthenticationConfigWatcher::~AuthenticationConfigWatcher() { Stop(); }
 void AuthenticationConfigWatcher::Start() {
   RefreshNow();
   thread_ = std::thread([this] {
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, refresh_, [this] { return stopping_; })) {
-      lock.unlock();
+    base::MutexLock lock(&mu_);
+    while (!cv_.wait_for(lock.native(), refresh_, [this]() REQUIRES(mu_) { return stopping_; })) {
+      lock.Unlock();
       RefreshNow();
-      lock.lock();
+      lock.Lock();
     }
   });
 }
 
 void AuthenticationConfigWatcher::Stop() {
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     stopping_ = true;
     cv_.notify_all();
   }
@@ -138,7 +139,7 @@ void AuthenticationConfigWatcher::RefreshNow() {
   } else if (std::string why; !ParseAuthenticationConfigMap(body, &parsed, &why)) {
     problem = "kube-system/extension-apiserver-authentication: " + base::Excerpt(why, 512);
   }
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   status_ = problem;
   if (problem.empty() || status.code == 404) {
     // A deleted ConfigMap clears the trust (fail closed); a failed read keeps the last good one.
@@ -152,22 +153,22 @@ void AuthenticationConfigWatcher::RefreshNow() {
 }
 
 std::shared_ptr<const net::ClientCaSource::Bundles> AuthenticationConfigWatcher::Current() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return bundles_;
 }
 
 std::shared_ptr<const AuthenticationConfig> AuthenticationConfigWatcher::config() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return config_;
 }
 
 std::string AuthenticationConfigWatcher::Ready() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return loaded_ ? std::string() : status_;
 }
 
 std::string AuthenticationConfigWatcher::status() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return status_;
 }
 
@@ -235,7 +236,7 @@ bool TokenReviewAuthenticator::Authenticate(const net::HttpRequest& request, Use
   const std::string key = TokenKey(token);
   const auto now = std::chrono::steady_clock::now();
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     const auto found = cache_.find(key);
     if (found != cache_.end() && found->second.expires > now) {
       if (options_.on_cache) options_.on_cache(true);
@@ -247,7 +248,7 @@ bool TokenReviewAuthenticator::Authenticate(const net::HttpRequest& request, Use
   bool authenticated = false;
   UserInfo reviewed;
   if (!review_(token, &authenticated, &reviewed).ok()) return false;  // not cached
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   if (cache_.size() >= options_.max_cached) cache_.clear();
   cache_[key] = Cached{authenticated, reviewed, now + options_.ttl};
   if (authenticated) *user = std::move(reviewed);

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
 #include "deployment/objects.h"
 #include "exporters/builtin.h"
 
@@ -19,12 +20,12 @@ const ExporterProfile* const kBuiltin[] = {
 };
 
 struct Registry {
-  std::mutex mu;
-  std::vector<const ExporterProfile*> added;  // guarded by mu
+  base::Mutex mu;
+  std::vector<const ExporterProfile*> added GUARDED_BY(mu);
 
   template <typename F>
   void ForEach(F&& f) {
-    std::lock_guard lock(mu);
+    base::MutexLock lock(&mu);
     for (const ExporterProfile* profile : added) f(*profile);
     for (const ExporterProfile* profile : kBuiltin) f(*profile);
   }
@@ -91,13 +92,13 @@ std::string ExporterNames(PodRole role) {
 
 void RegisterExporter(const ExporterProfile* profile) {
   Registry& registry = TheRegistry();
-  std::lock_guard lock(registry.mu);
+  base::MutexLock lock(&registry.mu);
   registry.added.insert(registry.added.begin(), profile);
 }
 
 void UnregisterExporter(const ExporterProfile* profile) {
   Registry& registry = TheRegistry();
-  std::lock_guard lock(registry.mu);
+  base::MutexLock lock(&registry.mu);
   std::erase(registry.added, profile);
 }
 

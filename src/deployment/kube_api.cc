@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/mutex.h"
 #include "base/text.h"
 #include "net/http_client.h"
 #include "net/http_stream.h"
@@ -349,9 +350,9 @@ struct KubeApiClient::Impl {
   net::ClientOptions files;             // the CA and client certificate files, for streams
   std::unique_ptr<net::HttpClient> http;
 
-  std::mutex token_mu;
-  std::string token;                            // guarded by token_mu
-  std::optional<Clock::time_point> token_read;  // guarded by token_mu; empty: read it now
+  base::Mutex token_mu;
+  std::string token GUARDED_BY(token_mu);
+  std::optional<Clock::time_point> token_read GUARDED_BY(token_mu);  // empty: read it now
 };
 
 KubeApiClient::Impl::Impl(KubeConfig cfg, std::chrono::milliseconds timeout)
@@ -398,7 +399,7 @@ KubeApiClient::Impl::~Impl() {
 }
 
 std::string KubeApiClient::Impl::Token() {
-  std::lock_guard lock(token_mu);
+  base::MutexLock lock(&token_mu);
   if (!config.token_file.empty() && (!token_read || Clock::now() - *token_read >= kTokenRefresh)) {
     std::string fresh;
     std::string ignored;

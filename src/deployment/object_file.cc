@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/mutex.h"
 #include "yaml.h"
 
 namespace modelmetrics::deployment {
@@ -229,7 +230,7 @@ FileObjectSource::Attempt FileObjectSource::ReadOnce(const std::string& path, si
 }
 
 bool FileObjectSource::Load(const std::string& path, std::string* error, size_t max_bytes) {
-  std::lock_guard reload(reload_mu_);  // never install an older read over a newer one
+  base::MutexLock reload(&reload_mu_);  // never install an older read over a newer one
   Attempt attempt = ReadOnce(path, max_bytes);
   if (!attempt.ok) {
     *error = std::move(attempt.error);
@@ -237,7 +238,7 @@ bool FileObjectSource::Load(const std::string& path, std::string* error, size_t 
   }
   // A file that changed while it was read is served, but read again on the next Refresh().
   auto fresh = std::make_shared<const ObjectSet>(std::move(attempt.objects));
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   objects_ = std::move(fresh);
   path_ = path;
   max_bytes_ = max_bytes;
@@ -251,7 +252,7 @@ bool FileObjectSource::Refresh() {
   FileVersion served;
   size_t max_bytes = 0;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     if (path_.empty()) return false;
     path = path_;
     served = version_;
@@ -259,21 +260,21 @@ bool FileObjectSource::Refresh() {
   }
   FileVersion now;
   if (Stat(path, &now) && now == served) return false;  // the common case: one stat
-  std::lock_guard reload(reload_mu_);
+  base::MutexLock reload(&reload_mu_);
   FileVersion before;
   if (!Stat(path, &before)) {
     // Gone (mid rename-replace, or deleted): keep serving what we have.
     return false;
   }
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     if (before == version_ || path_ != path) return false;  // another thread got there first
   }
   Attempt attempt = ReadOnce(path, max_bytes);
   if (!attempt.ok && !attempt.unchanged) return false;  // still being written: look again
   std::function<void(const std::string&)> log;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     if (path_ != path) return false;
     version_ = attempt.stable ? attempt.version : FileVersion{};
     if (!attempt.ok) {
@@ -293,25 +294,25 @@ bool FileObjectSource::Refresh() {
 }
 
 void FileObjectSource::SetErrorLog(std::function<void(const std::string&)> log) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   log_ = std::move(log);
 }
 
 std::string FileObjectSource::last_error() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return last_error_;
 }
 
 void FileObjectSource::Set(ObjectSet objects) {
   auto fresh = std::make_shared<const ObjectSet>(std::move(objects));
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   objects_ = std::move(fresh);
   path_.clear();
   last_error_.clear();
 }
 
 std::shared_ptr<const ObjectSet> FileObjectSource::Current() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return objects_;
 }
 

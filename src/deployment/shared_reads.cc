@@ -1,5 +1,6 @@
 // See shared_reads.h.
 #include "deployment/shared_reads.h"
+#include "base/mutex.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -56,14 +57,14 @@ struct SharedReads::Impl {
   Options options;
   ReadFunction read;
 
-  std::mutex mu;
+  base::Mutex mu;
   std::condition_variable work_cv;    // workers: a flight was queued, or stopping
   std::condition_variable reaper_cv;  // reaper: a flight was queued, or stopping
-  std::map<std::string, std::shared_ptr<Flight>> flights;  // running or queued, by key
-  std::deque<std::shared_ptr<Flight>> queue;               // queued, oldest first
-  std::map<std::string, Finished> recent;                  // within reuse_for of their end
-  size_t waiters = 0;
-  bool stopping = false;
+  std::map<std::string, std::shared_ptr<Flight>> flights GUARDED_BY(mu);  // running or queued
+  std::deque<std::shared_ptr<Flight>> queue GUARDED_BY(mu);               // queued, oldest first
+  std::map<std::string, Finished> recent GUARDED_BY(mu);  // within reuse_for of their end
+  size_t waiters GUARDED_BY(mu) = 0;
+  bool stopping GUARDED_BY(mu) = false;
   std::vector<std::thread> workers;
   std::thread reaper;
 
@@ -74,7 +75,7 @@ struct SharedReads::Impl {
   }
 
   // Takes, from `flight`, every waiter past its cut-off.
-  std::vector<Waiter> TakeLate(Flight* flight, SteadyTime now) {
+  std::vector<Waiter> TakeLate(Flight* flight, SteadyTime now) REQUIRES(mu) {
     std::vector<Waiter> late;
     auto& list = flight->waiters;
     auto keep = std::stable_partition(list.begin(), list.end(),
@@ -85,7 +86,7 @@ struct SharedReads::Impl {
     return late;
   }
 
-  void DropFlight(const std::shared_ptr<Flight>& flight) {
+  void DropFlight(const std::shared_ptr<Flight>& flight) REQUIRES(mu) {
     flights.erase(Key(flight->ns, flight->name));
     queue.erase(std::remove(queue.begin(), queue.end(), flight), queue.end());
   }
@@ -97,31 +98,31 @@ struct SharedReads::Impl {
     for (Waiter& waiter : late) waiter.done(result);
   }
 
-  void PurgeRecent(SteadyTime now) {
+  void PurgeRecent(SteadyTime now) REQUIRES(mu) {
     for (auto it = recent.begin(); it != recent.end();) {
       it = now - it->second.at >= options.reuse_for ? recent.erase(it) : std::next(it);
     }
   }
 
   void Work() {
-    std::unique_lock lock(mu);
+    base::MutexLock lock(&mu);
     while (true) {
-      work_cv.wait(lock, [this] { return stopping || !queue.empty(); });
+      work_cv.wait(lock.native(), [this]() REQUIRES(mu) { return stopping || !queue.empty(); });
       if (stopping) return;
       std::shared_ptr<Flight> flight = std::move(queue.front());
       queue.pop_front();
       std::vector<Waiter> late = TakeLate(flight.get(), SteadyClock::now());
       if (flight->waiters.empty()) {
         DropFlight(flight);
-        lock.unlock();
+        lock.Unlock();
         AnswerLate(late);
-        lock.lock();
+        lock.Lock();
         continue;
       }
       flight->running = true;
       SteadyTime deadline = SteadyTime::max();
       for (const Waiter& w : flight->waiters) deadline = std::min(deadline, w.deadline);
-      lock.unlock();
+      lock.Unlock();
       AnswerLate(late);
       Result result;
       try {
@@ -131,7 +132,7 @@ struct SharedReads::Impl {
       } catch (...) {
         result = {.status = ApiStatus::Internal("unknown error")};
       }
-      lock.lock();
+      lock.Lock();
       const SteadyTime now = SteadyClock::now();
       const std::string key = Key(flight->ns, flight->name);
       flights.erase(key);
@@ -142,17 +143,17 @@ struct SharedReads::Impl {
       std::vector<Waiter> done = std::move(flight->waiters);
       waiters -= done.size();
       // The slot is free from here: the replies below are written after it.
-      lock.unlock();
+      lock.Unlock();
       for (Waiter& waiter : done) waiter.done(result);
       done.clear();
-      lock.lock();
+      lock.Lock();
     }
   }
 
   // Answers waiters past their cut-off: queued ones that can no longer start in time, and ones
   // that joined a running read with an earlier deadline than the read's.
   void Reap() {
-    std::unique_lock lock(mu);
+    base::MutexLock lock(&mu);
     while (!stopping) {
       const SteadyTime now = SteadyClock::now();
       std::vector<Waiter> not_started;
@@ -168,16 +169,16 @@ struct SharedReads::Impl {
       }
       for (const std::shared_ptr<Flight>& flight : emptied) DropFlight(flight);
       if (!not_started.empty() || !timed_out.empty()) {
-        lock.unlock();
+        lock.Unlock();
         AnswerLate(not_started);
         AnswerLate(timed_out, /*running=*/true);
-        lock.lock();
+        lock.Lock();
         continue;
       }
       if (next == SteadyTime::max()) {
-        reaper_cv.wait(lock);
+        reaper_cv.wait(lock.native());
       } else {
-        reaper_cv.wait_until(lock, next);
+        reaper_cv.wait_until(lock.native(), next);
       }
     }
   }
@@ -198,13 +199,13 @@ SharedReads::Admission SharedReads::Submit(const std::string& ns, const std::str
                                            SteadyTime deadline, Callback done) {
   Impl& impl = *impl_;
   const std::string key = Key(ns, name);
-  std::unique_lock lock(impl.mu);
+  base::MutexLock lock(&impl.mu);
   if (impl.stopping) return Admission::kBusy;
   const SteadyTime now = SteadyClock::now();
   if (auto it = impl.recent.find(key); it != impl.recent.end()) {
     if (now - it->second.at < impl.options.reuse_for) {
       const Result result = it->second.result;
-      lock.unlock();
+      lock.Unlock();
       done(result);
       return Admission::kReused;
     }
@@ -248,7 +249,7 @@ void SharedReads::Shutdown() {
   Impl& impl = *impl_;
   std::map<std::string, std::shared_ptr<Flight>> dropped;
   {
-    std::lock_guard lock(impl.mu);
+    base::MutexLock lock(&impl.mu);
     if (impl.stopping && impl.workers.empty()) return;
     impl.stopping = true;
     impl.queue.clear();

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "base/text.h"
 
 namespace modelmetrics::deployment {
@@ -47,7 +48,7 @@ template <typename T>
 class Reflector : public ReflectorBase {
  public:
   Reflector(Resource<T> resource, KubeApiClient* client, const WatchCache::Options& options,
-            const std::atomic<bool>* stop, std::mutex* stop_mu, std::condition_variable* stop_cv)
+            const std::atomic<bool>* stop, base::Mutex* stop_mu, std::condition_variable* stop_cv)
       : resource_(std::move(resource)),
         client_(client),
         options_(options),
@@ -65,8 +66,8 @@ class Reflector : public ReflectorBase {
     while (!stop_->load()) {
       if (!first) {
         if (options_.on_relist) options_.on_relist(resource_.name, reason);
-        std::unique_lock lock(*stop_mu_);
-        if (stop_cv_->wait_for(lock, backoff, [this] { return stop_->load(); })) break;
+        base::MutexLock lock(stop_mu_);
+        if (stop_cv_->wait_for(lock.native(), backoff, [this] { return stop_->load(); })) break;
         backoff = std::min(options_.backoff_max, backoff * 2);
       }
       first = false;
@@ -89,14 +90,14 @@ class Reflector : public ReflectorBase {
   }
 
   std::string Ready() const override {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     if (synced_) return "";
     return fmt::format("{} not listed yet{}{}", resource_.name, problem_.empty() ? "" : ": ",
                        problem_);
   }
 
   bool Get(std::string_view ns, std::string_view name, T* out) const {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     const auto it = objects_.find(Key(ns, name));
     if (it == objects_.end()) return false;
     *out = it->second;
@@ -107,7 +108,7 @@ class Reflector : public ReflectorBase {
   template <typename Keep>
   std::vector<T> List(std::string_view ns, Keep keep) const {
     std::vector<T> out;
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     const std::string prefix = ns.empty() ? "" : std::string(ns) + "/";
     for (auto it = objects_.lower_bound(prefix);
          it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
@@ -165,7 +166,7 @@ class Reflector : public ReflectorBase {
     if (stop_->load()) return ApiStatus::Ok();  // a list cut short never replaces the store
     size_t count = 0;
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(&mu_);
       objects_ = std::move(fresh);
       count = objects_.size();
       synced_ = true;
@@ -232,7 +233,7 @@ class Reflector : public ReflectorBase {
     const std::string key = Key(decoded.metadata.namespace_, decoded.metadata.name);
     size_t count = 0;
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(&mu_);
       if (type == "DELETED") {
         objects_.erase(key);
       } else if (type == "ADDED" || type == "MODIFIED") {
@@ -250,7 +251,7 @@ class Reflector : public ReflectorBase {
   }
 
   void SetProblem(const std::string& problem) {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     problem_ = problem.substr(0, 512);
   }
 
@@ -258,13 +259,13 @@ class Reflector : public ReflectorBase {
   KubeApiClient* const client_;
   const WatchCache::Options& options_;
   const std::atomic<bool>* const stop_;
-  std::mutex* const stop_mu_;
+  base::Mutex* const stop_mu_;
   std::condition_variable* const stop_cv_;
 
-  mutable std::mutex mu_;
-  std::map<std::string, T, std::less<>> objects_;  // guarded by mu_; key ns/name
-  bool synced_ = false;                            // guarded by mu_
-  std::string problem_;                            // guarded by mu_
+  mutable base::Mutex mu_;
+  std::map<std::string, T, std::less<>> objects_ GUARDED_BY(mu_);  // key ns/name
+  bool synced_ GUARDED_BY(mu_) = false;
+  std::string problem_ GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -273,7 +274,7 @@ struct WatchCache::Impl {
   KubeApiClient* client;
   Options options;
   std::atomic<bool> stop{false};
-  std::mutex stop_mu;
+  base::Mutex stop_mu;
   std::condition_variable stop_cv;
   std::unique_ptr<Reflector<ModelDeployment>> deployments;
   std::unique_ptr<Reflector<Pod>> pods;
@@ -320,7 +321,7 @@ void WatchCache::Start() {
 
 void WatchCache::Stop() {
   {
-    std::lock_guard lock(impl_->stop_mu);
+    base::MutexLock lock(&impl_->stop_mu);
     impl_->stop = true;
     impl_->stop_cv.notify_all();
   }

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 #include "series.h"
 
@@ -75,15 +76,15 @@ struct FamilyBase::State {
     std::string after_le;   // label text sorting after `le`
     double created = 0;     // wall seconds (prometheus_client's `_created`)
   };
-  mutable std::mutex mu;
-  std::vector<std::unique_ptr<Child>> children;         // live, in creation order
-  std::vector<std::unique_ptr<Child>> graveyard;        // removed; kept for stale handles
-  std::unordered_map<std::string_view, Child*> by_key;  // views of the children's own keys
-  std::vector<size_t> sorted_labels;                    // label indices by name
-  size_t le_position = 0;                               // how many sorted labels sort before `le`
-  std::vector<std::string> le_text;                     // `le="0.05"` per bound, then `le="+Inf"`
-  bool warned_long = false;                             // a refused label value was reported
-  bool warned_full = false;                             // the children bound was reported
+  mutable base::Mutex mu;
+  std::vector<std::unique_ptr<Child>> children GUARDED_BY(mu);         // live, in creation order
+  std::vector<std::unique_ptr<Child>> graveyard GUARDED_BY(mu);        // removed; for stale handles
+  std::unordered_map<std::string_view, Child*> by_key GUARDED_BY(mu);  // views of children's keys
+  std::vector<size_t> sorted_labels;                                   // label indices by name
+  size_t le_position = 0;                   // how many sorted labels sort before `le`
+  std::vector<std::string> le_text;         // `le="0.05"` per bound, then `le="+Inf"`
+  bool warned_long GUARDED_BY(mu) = false;  // a refused label value was reported
+  bool warned_full GUARDED_BY(mu) = false;  // the children bound was reported
 };
 
 void FamilyBase::RefuseLocked(bool* warned, const char* what) {
@@ -94,7 +95,7 @@ void FamilyBase::RefuseLocked(bool* warned, const char* what) {
 }
 
 void FamilyBase::Refuse(bool* warned, const char* what) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  base::MutexLock lock(&state_->mu);
   RefuseLocked(warned, what);
 }
 
@@ -132,7 +133,7 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
     key.push_back('\xff');  // never in UTF-8 text: keys are unambiguous
   }
   State& st = *state_;
-  std::lock_guard<std::mutex> lock(st.mu);
+  base::MutexLock lock(&st.mu);
   if (auto it = st.by_key.find(key); it != st.by_key.end()) {
     return std::visit([](auto& p) -> void* { return p.get(); }, it->second->series);
   }
@@ -183,7 +184,7 @@ bool FamilyBase::RemoveChild(std::span<const std::string_view> values) {
     key.push_back('\xff');
   }
   State& st = *state_;
-  std::lock_guard<std::mutex> lock(st.mu);
+  base::MutexLock lock(&st.mu);
   auto it = st.by_key.find(key);
   if (it == st.by_key.end()) return false;
   State::Child* child = it->second;
@@ -220,7 +221,7 @@ void FamilyBase::Render(ExpositionWriter& writer, const RenderOptions& render) c
                      options_.unit);
 
   State& st = *state_;
-  std::lock_guard<std::mutex> lock(st.mu);
+  base::MutexLock lock(&st.mu);
   std::string labels;
   for (const auto& child : st.children) {
     if (type_ != MetricType::kHistogram) {
@@ -263,7 +264,7 @@ void FamilyBase::Render(ExpositionWriter& writer, const RenderOptions& render) c
 
 std::vector<CollectedChild> FamilyBase::Collect() const {
   State& st = *state_;
-  std::lock_guard<std::mutex> lock(st.mu);
+  base::MutexLock lock(&st.mu);
   std::vector<CollectedChild> out;
   out.reserve(st.children.size());
   for (const auto& child : st.children) {
@@ -312,11 +313,11 @@ Histogram Family<Histogram>::Make(void* s) const {
 }
 
 struct Registry::State {
-  mutable std::mutex mu;
-  std::vector<std::unique_ptr<metrics_internal::FamilyBase>> families;
-  std::vector<std::unique_ptr<metrics_internal::FamilyBase>> removed;
-  std::set<std::string, std::less<>> reserved;
-  std::vector<std::pair<std::string, Collector>> collectors;
+  mutable base::Mutex mu;
+  std::vector<std::unique_ptr<metrics_internal::FamilyBase>> families GUARDED_BY(mu);
+  std::vector<std::unique_ptr<metrics_internal::FamilyBase>> removed GUARDED_BY(mu);
+  std::set<std::string, std::less<>> reserved GUARDED_BY(mu);
+  std::vector<std::pair<std::string, Collector>> collectors GUARDED_BY(mu);
 };
 
 Registry::Registry(RegistryOptions options) : options_(options), state_(new State) {}
@@ -353,7 +354,7 @@ F* Registry::Add(FamilyOptions options, MetricType type, std::string* error) {
   }
   std::vector<std::string> names = metrics_internal::SampleNames(options, type);
   names.push_back(options.name);
-  std::lock_guard<std::mutex> lock(state_->mu);
+  base::MutexLock lock(&state_->mu);
   // Registering an identical family again returns the existing one, so several owners (e.g. two
   // models' observe layers) share it; any other overlap is a collision.
   for (const auto& existing : state_->families) {
@@ -384,12 +385,12 @@ Family<Histogram>* Registry::AddHistogram(FamilyOptions options, std::string* er
 }
 
 void Registry::AddCollector(std::string name, Collector collector) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  base::MutexLock lock(&state_->mu);
   state_->collectors.emplace_back(std::move(name), std::move(collector));
 }
 
 size_t Registry::RemovePrefix(std::string_view prefix) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  base::MutexLock lock(&state_->mu);
   size_t removed = 0;
   auto& families = state_->families;
   for (auto it = families.begin(); it != families.end();) {
@@ -408,7 +409,7 @@ size_t Registry::RemovePrefix(std::string_view prefix) {
 }
 
 std::vector<const metrics_internal::FamilyBase*> Registry::Families() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  base::MutexLock lock(&state_->mu);
   std::vector<const metrics_internal::FamilyBase*> families;
   families.reserve(state_->families.size());
   for (const auto& family : state_->families) families.push_back(family.get());
@@ -421,7 +422,7 @@ void Registry::Render(ExpositionWriter& writer, const RenderOptions& options) co
   std::vector<const metrics_internal::FamilyBase*> families;
   std::vector<Collector> collectors;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    base::MutexLock lock(&state_->mu);
     for (const auto& family : state_->families) families.push_back(family.get());
     for (const auto& entry : state_->collectors) collectors.push_back(entry.second);
   }

@@ -1,4 +1,5 @@
 #include "thread_slot.h"
+#include "base/mutex.h"
 
 #include <atomic>
 #include <bitset>
@@ -7,8 +8,8 @@
 namespace modelmetrics::metrics_internal {
 namespace {
 
-std::mutex& SlotMutex() {
-  static std::mutex mu;
+base::Mutex& SlotMutex() {
+  static base::Mutex mu;
   return mu;
 }
 
@@ -22,7 +23,7 @@ std::bitset<kOwnedSlots>& UsedSlots() {
 struct SlotReleaser {
   ~SlotReleaser() {
     if (tls_thread_slot >= 0 && tls_thread_slot < kOwnedSlots) {
-      std::lock_guard<std::mutex> lock(SlotMutex());
+      base::MutexLock lock(&SlotMutex());
       UsedSlots().reset(static_cast<size_t>(tls_thread_slot));
       // Anything this thread still observes (from later thread_local destructors) goes to the
       // shared slot: the owned one may already belong to a new thread.
@@ -40,7 +41,7 @@ int SlotsInUse() { return g_slots_in_use.load(std::memory_order_acquire); }
 int AcquireThreadSlot() {
   thread_local SlotReleaser releaser;  // constructed here, destroyed at thread exit
   (void)releaser;
-  std::lock_guard<std::mutex> lock(SlotMutex());
+  base::MutexLock lock(&SlotMutex());
   int slot = kSharedSlot;
   for (int i = 0; i < kOwnedSlots; ++i) {
     if (!UsedSlots().test(static_cast<size_t>(i))) {

@@ -8,6 +8,7 @@
 // notifies while still holding it; once a Batch's last result is published the driver never
 // touches that Batch (or the caller's requests) again, because FetchAll may return at once.
 #include "net/http_client.h"
+#include "base/mutex.h"
 
 #include <curl/curl.h>
 
@@ -253,9 +254,9 @@ struct HttpClient::Impl {
   CURLM* multi_ = nullptr;
   CURLSH* share_ = nullptr;
 
-  std::mutex mu_;
-  std::vector<Batch*> incoming_;  // Guarded by mu_.
-  bool stopping_ = false;         // Guarded by mu_.
+  base::Mutex mu_;
+  std::vector<Batch*> incoming_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
 
   // Driver thread only.
   std::deque<Batch*> runnable_;  // Batches with requests not yet started, round-robin.
@@ -293,7 +294,7 @@ HttpClient::Impl::Impl(ClientOptions opts)
 
 HttpClient::Impl::~Impl() {
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     stopping_ = true;
   }
   curl_multi_wakeup(multi_);
@@ -322,22 +323,23 @@ std::vector<FetchResult> HttpClient::Impl::FetchAll(std::span<const FetchRequest
   if (batch.todo.empty()) return std::move(batch.results);
   batch.remaining = batch.todo.size();
 
-  std::unique_lock lock(mu_);
+  base::MutexLock lock(&mu_);
   incoming_.push_back(&batch);
-  lock.unlock();
+  lock.Unlock();
   curl_multi_wakeup(multi_);
-  lock.lock();
+  lock.Lock();
   for (;;) {
-    batch.done.wait(lock, [&] { return !batch.published.empty() || batch.remaining == 0; });
+    batch.done.wait(lock.native(),
+                    [&] { return !batch.published.empty() || batch.remaining == 0; });
     std::vector<size_t> ready;
     ready.swap(batch.published);
     const bool finished = batch.remaining == 0;
     if (on_result && !ready.empty()) {
       // Outside the lock: the driver keeps publishing other results meanwhile. Each element of
       // `results` is written once, before its index is published, and the vector never grows.
-      lock.unlock();
+      lock.Unlock();
       for (size_t index : ready) on_result(index, batch.results[index]);
-      lock.lock();
+      lock.Lock();
     }
     if (finished && batch.published.empty()) break;
   }
@@ -345,7 +347,7 @@ std::vector<FetchResult> HttpClient::Impl::FetchAll(std::span<const FetchRequest
 }
 
 void HttpClient::Impl::Complete(Batch* batch, std::vector<std::pair<size_t, FetchResult>> results) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   for (auto& [index, result] : results) {
     batch->results[index] = std::move(result);
     batch->published.push_back(index);
@@ -365,7 +367,7 @@ void HttpClient::Impl::Run() {
   std::vector<Batch*> arrived;
   for (;;) {
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(&mu_);
       if (stopping_) break;
       arrived.swap(incoming_);
     }
@@ -390,7 +392,7 @@ void HttpClient::Impl::Run() {
   shutting_down_ = true;
   while (!active_.empty()) Finish(active_.back().get(), std::nullopt);
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     runnable_.insert(runnable_.end(), incoming_.begin(), incoming_.end());
     incoming_.clear();
   }

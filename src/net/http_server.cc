@@ -1,4 +1,5 @@
 #include "net/http_server.h"
+#include "base/mutex.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -219,8 +220,8 @@ namespace internal {
 
 // Lets Responders outlive the server: they post to a connection only while `open`.
 struct ResponseGate {
-  std::mutex mu;
-  bool open = true;
+  base::Mutex mu;
+  bool open GUARDED_BY(mu) = true;
 };
 
 struct RouteEntry {
@@ -289,10 +290,10 @@ class ServerImpl {
   bool BuildTls(std::string* error);
   void DoAccept();
   void OnAccept(const beast::error_code& ec, tcp::socket socket, asio::io_context* ioc);
-  std::vector<std::shared_ptr<ConnectionBase>> Snapshot();
+  std::vector<std::shared_ptr<ConnectionBase>> Snapshot() REQUIRES(conns_mu_);
   // Under conns_mu_: the idle connection longest without activity not already being evicted,
   // or null.
-  std::shared_ptr<ConnectionBase> LeastRecentlyActiveIdleLocked();
+  std::shared_ptr<ConnectionBase> LeastRecentlyActiveIdleLocked() REQUIRES(conns_mu_);
 
   ServerOptions options_;
   std::vector<RouteEntry> routes_;
@@ -310,9 +311,9 @@ class ServerImpl {
     std::vector<X509Ptr> requestheader;
   };
   std::shared_ptr<const ParsedCas> CurrentCas() const;
-  mutable std::mutex cas_mu_;
-  mutable std::shared_ptr<const ClientCaSource::Bundles> cas_from_;  // guarded by cas_mu_
-  mutable std::shared_ptr<const ParsedCas> cas_;                     // guarded by cas_mu_
+  mutable base::Mutex cas_mu_;
+  mutable std::shared_ptr<const ClientCaSource::Bundles> cas_from_ GUARDED_BY(cas_mu_);
+  mutable std::shared_ptr<const ParsedCas> cas_ GUARDED_BY(cas_mu_);
   std::optional<asio::ssl::context> ssl_;
 
   std::vector<std::unique_ptr<asio::io_context>> iocs_;
@@ -322,11 +323,11 @@ class ServerImpl {
   size_t next_ioc_ = 0;                            // iocs_[0]'s thread only
   std::vector<std::thread> threads_;
 
-  std::mutex conns_mu_;
+  base::Mutex conns_mu_;
   std::condition_variable conns_cv_;
-  bool stopping_ = false;  // guarded by conns_mu_
-  std::unordered_map<ConnectionBase*, std::shared_ptr<ConnectionBase>> conns_;  // conns_mu_
-  std::unordered_map<std::string, size_t> per_address_;                         // conns_mu_
+  bool stopping_ GUARDED_BY(conns_mu_) = false;
+  std::unordered_map<ConnectionBase*, std::shared_ptr<ConnectionBase>> conns_ GUARDED_BY(conns_mu_);
+  std::unordered_map<std::string, size_t> per_address_ GUARDED_BY(conns_mu_);
   std::atomic<uint64_t> activity_{0};
 };
 
@@ -570,7 +571,7 @@ class Connection final : public ConnectionBase {
     uint64_t id = ++request_id_;
     Responder responder(
         [gate = server_->gate(), weak = weak_from_this(), request, id](HttpResponse response) {
-          std::lock_guard<std::mutex> lock(gate->mu);
+          base::MutexLock lock(&gate->mu);
           if (!gate->open) return;  // the server is gone or going
           std::shared_ptr<ConnectionBase> c = weak.lock();
           if (!c) return;
@@ -782,7 +783,7 @@ TlsPeer ServerImpl::PeerOf(SSL* ssl) const {
 
 std::shared_ptr<const ServerImpl::ParsedCas> ServerImpl::CurrentCas() const {
   std::shared_ptr<const ClientCaSource::Bundles> now = options_.tls->dynamic_client_cas->Current();
-  std::lock_guard lock(cas_mu_);
+  base::MutexLock lock(&cas_mu_);
   if (!cas_ || now != cas_from_) {
     auto parsed = std::make_shared<ParsedCas>();
     if (now) {
@@ -953,7 +954,7 @@ void ServerImpl::OnAccept(const beast::error_code& ec, tcp::socket socket, asio:
   std::shared_ptr<ConnectionBase> connection;
   std::shared_ptr<ConnectionBase> evicted;
   {
-    std::lock_guard<std::mutex> lock(conns_mu_);
+    base::MutexLock lock(&conns_mu_);
     bool admit = !stopping_;
     const size_t per_address_limit = options_.max_connections_per_address;
     if (admit && per_address_limit > 0) {
@@ -1007,7 +1008,7 @@ std::shared_ptr<ConnectionBase> ServerImpl::LeastRecentlyActiveIdleLocked() {
 
 void ServerImpl::Unregister(ConnectionBase* connection) {
   std::shared_ptr<ConnectionBase> keep;  // released outside the lock
-  std::lock_guard<std::mutex> lock(conns_mu_);
+  base::MutexLock lock(&conns_mu_);
   auto it = conns_.find(connection);
   if (it == conns_.end()) return;
   keep = std::move(it->second);
@@ -1031,7 +1032,7 @@ void ServerImpl::Stop() {
 
   std::vector<std::shared_ptr<ConnectionBase>> conns;
   {
-    std::lock_guard<std::mutex> lock(conns_mu_);
+    base::MutexLock lock(&conns_mu_);
     stopping_ = true;
     conns = Snapshot();
   }
@@ -1045,18 +1046,18 @@ void ServerImpl::Stop() {
   }
   conns.clear();
 
-  auto drained = [this] { return conns_.empty(); };
+  auto drained = [this]() REQUIRES(conns_mu_) { return conns_.empty(); };
   {
-    std::unique_lock<std::mutex> lock(conns_mu_);
-    if (!conns_cv_.wait_for(lock, options_.shutdown_timeout, drained)) conns = Snapshot();
+    base::MutexLock lock(&conns_mu_);
+    if (!conns_cv_.wait_for(lock.native(), options_.shutdown_timeout, drained)) conns = Snapshot();
   }
   for (auto& c : conns) {
     asio::post(*c->ioc(), [c] { c->ForceClose(); });
   }
   conns.clear();
   {
-    std::unique_lock<std::mutex> lock(conns_mu_);
-    conns_cv_.wait_for(lock, std::chrono::seconds(1), drained);
+    base::MutexLock lock(&conns_mu_);
+    conns_cv_.wait_for(lock.native(), std::chrono::seconds(1), drained);
   }
 
   guards_.clear();
@@ -1064,10 +1065,10 @@ void ServerImpl::Stop() {
   for (auto& t : threads_) t.join();
   threads_.clear();
   {
-    std::lock_guard<std::mutex> lock(gate_->mu);
+    base::MutexLock lock(&gate_->mu);
     gate_->open = false;
   }
-  std::lock_guard<std::mutex> lock(conns_mu_);
+  base::MutexLock lock(&conns_mu_);
   conns = Snapshot();
   conns_.clear();
   per_address_.clear();

@@ -1,5 +1,6 @@
 // The audio and Speech streaming observe layer. See audio_metrics.h for the contract.
 #include "pipeline/audio_metrics.h"
+#include "base/mutex.h"
 
 #include <algorithm>
 #include <atomic>
@@ -195,9 +196,9 @@ template <typename T>
 class AudioMetrics::LazyHandle {
  public:
   template <typename Make>
-  T Get(std::mutex& mu, Make&& make) {
+  T Get(base::Mutex& mu, Make&& make) {
     if (ready_.load(std::memory_order_acquire)) return handle_;
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(&mu);
     if (!ready_.load(std::memory_order_relaxed)) {
       handle_ = make();
       ready_.store(true, std::memory_order_release);
@@ -293,7 +294,7 @@ AudioMetrics::Slot* AudioMetrics::SlotFor(std::string_view stage, std::string_vi
   key += ':';
   key += stage;
   key += replica;
-  std::lock_guard<std::mutex> lock(overflow_mu_);
+  base::MutexLock lock(&overflow_mu_);
   auto it = overflow_.find(key);
   if (it == overflow_.end()) {
     it = overflow_
@@ -500,7 +501,7 @@ void AudioMetrics::ObserveFinalize(int stage, std::optional<int> replica,
 
 bool AudioMetrics::BeginStream(std::string_view request_id, StreamKind kind) {
   if (!live_) return false;
-  std::lock_guard<std::mutex> lock(streams_mu_);
+  base::MutexLock lock(&streams_mu_);
   if (streams_.find(request_id) != streams_.end()) return false;
   Stream stream;
   stream.kind = kind;
@@ -512,7 +513,7 @@ bool AudioMetrics::OnPcmChunk(std::string_view request_id, const PcmChunk& chunk
   if (!live_) return false;
   bool resolve = false;
   {
-    std::lock_guard<std::mutex> lock(streams_mu_);
+    base::MutexLock lock(&streams_mu_);
     auto it = streams_.find(request_id);
     if (it == streams_.end()) return false;
     if (chunk.bytes == 0) return true;  // header-only or empty payload: not audio
@@ -526,7 +527,7 @@ bool AudioMetrics::OnPcmChunk(std::string_view request_id, const PcmChunk& chunk
   int replica_id = 0;
   double ttfp = 0;
   {
-    std::lock_guard<std::mutex> lock(streams_mu_);
+    base::MutexLock lock(&streams_mu_);
     auto it = streams_.find(request_id);
     if (it == streams_.end()) return false;  // ended meanwhile
     Stream& s = it->second;
@@ -557,7 +558,7 @@ bool AudioMetrics::CompleteStream(std::string_view request_id, const PcmFormat& 
   if (!live_) return false;
   Stream s;
   {
-    std::lock_guard<std::mutex> lock(streams_mu_);
+    base::MutexLock lock(&streams_mu_);
     auto it = streams_.find(request_id);
     if (it == streams_.end()) return false;
     s = std::move(it->second);
@@ -574,7 +575,7 @@ bool AudioMetrics::AbortStream(std::string_view request_id, std::string_view rea
   if (!live_) return false;
   StreamKind kind;
   {
-    std::lock_guard<std::mutex> lock(streams_mu_);
+    base::MutexLock lock(&streams_mu_);
     auto it = streams_.find(request_id);
     if (it == streams_.end()) return false;
     kind = it->second.kind;
@@ -585,7 +586,7 @@ bool AudioMetrics::AbortStream(std::string_view request_id, std::string_view rea
 }
 
 size_t AudioMetrics::open_streams() const {
-  std::lock_guard<std::mutex> lock(streams_mu_);
+  base::MutexLock lock(&streams_mu_);
   return streams_.size();
 }
 

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/mutex.h"
 #include "format/number.h"
 
 namespace modelmetrics::pipeline {
@@ -521,11 +522,11 @@ struct Federation::State {
   std::vector<std::string> stage_labels;       // per endpoint
   std::vector<std::string> replica_labels;
 
-  std::mutex mu;
-  std::shared_ptr<net::HttpClient> client;  // guarded by mu; null when inert or detached
+  base::Mutex mu;
+  std::shared_ptr<net::HttpClient> client GUARDED_BY(mu);  // null when inert or detached
 
   std::shared_ptr<net::HttpClient> Client() {
-    std::lock_guard lock(mu);
+    base::MutexLock lock(&mu);
     return client;
   }
 
@@ -597,7 +598,9 @@ std::unique_ptr<Federation> Federation::Create(Registry& registry, FederationOpt
 
   std::string err;
   try {
-    state->client = std::make_shared<net::HttpClient>(o.client);
+    auto client = std::make_shared<net::HttpClient>(o.client);
+    base::MutexLock lock(&state->mu);
+    state->client = std::move(client);
   } catch (const std::exception& e) {
     if (error != nullptr) *error = std::string("federation: HTTP client: ") + e.what();
     return nullptr;
@@ -629,7 +632,7 @@ std::unique_ptr<Federation> Federation::Create(Registry& registry, FederationOpt
 Federation::~Federation() {
   std::shared_ptr<net::HttpClient> client;
   {
-    std::lock_guard lock(state_->mu);
+    base::MutexLock lock(&state_->mu);
     client.swap(state_->client);
   }
   // `client` is destroyed here unless a render still holds it; then that render releases it.

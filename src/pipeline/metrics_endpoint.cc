@@ -1,4 +1,5 @@
 #include "pipeline/metrics_endpoint.h"
+#include "base/mutex.h"
 
 #include <condition_variable>
 #include <deque>
@@ -10,16 +11,16 @@ namespace modelmetrics::pipeline {
 
 // One thread rendering scrapes in arrival order.
 struct MetricsEndpoint::Worker {
-  std::mutex mu;
+  base::Mutex mu;
   std::condition_variable cv;
-  std::deque<std::function<void()>> jobs;
-  bool stopping = false;
+  std::deque<std::function<void()>> jobs GUARDED_BY(mu);
+  bool stopping GUARDED_BY(mu) = false;
   std::thread thread;
 
   Worker() : thread([this] { Run(); }) {}
   ~Worker() {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(&mu);
       stopping = true;
     }
     cv.notify_all();
@@ -27,7 +28,7 @@ struct MetricsEndpoint::Worker {
   }
   void Post(std::function<void()> job) {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(&mu);
       jobs.push_back(std::move(job));
     }
     cv.notify_one();
@@ -36,8 +37,8 @@ struct MetricsEndpoint::Worker {
     for (;;) {
       std::function<void()> job;
       {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stopping || !jobs.empty(); });
+        base::MutexLock lock(&mu);
+        cv.wait(lock.native(), [&]() REQUIRES(mu) { return stopping || !jobs.empty(); });
         if (jobs.empty()) return;  // stopping, and everything queued is done
         job = std::move(jobs.front());
         jobs.pop_front();

@@ -1,5 +1,6 @@
 // The pipeline observe layer. See omni_metrics.h for the contract.
 #include "pipeline/omni_metrics.h"
+#include "base/mutex.h"
 
 #include <algorithm>
 #include <chrono>
@@ -57,12 +58,12 @@ std::optional<double> ExtractQueueWaitS(const Timings* pipeline_timings,
 // ---- KvWaitTimers ----
 
 void KvWaitTimers::Start(std::string_view request_id, double now_s) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   start_.insert_or_assign(std::string(request_id), now_s);
 }
 
 std::optional<double> KvWaitTimers::Extract(std::string_view request_id, double now_s) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = start_.find(request_id);
   if (it == start_.end()) return std::nullopt;
   double wait = std::max(now_s - it->second, 0.0);
@@ -71,17 +72,17 @@ std::optional<double> KvWaitTimers::Extract(std::string_view request_id, double 
 }
 
 void KvWaitTimers::Discard(std::span<const std::string> request_ids) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   for (const std::string& id : request_ids) start_.erase(id);
 }
 
 size_t KvWaitTimers::size() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return start_.size();
 }
 
 bool KvWaitTimers::contains(std::string_view request_id) const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return start_.find(request_id) != start_.end();
 }
 
@@ -388,14 +389,14 @@ void OmniMetrics::ObserveTransferInFlightTime(const TransferEdge& edge, double s
 // ---- Orchestrator / entrypoint events ----
 
 void OmniMetrics::OnRequestAdded(std::string_view request_id) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   RequestState& state = requests_[std::string(request_id)];
   state.start_ts = Now();
   PublishRequestGaugesLocked(requests_.size());
 }
 
 void OmniMetrics::OnRequestDispatched(std::string_view request_id) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = requests_.find(request_id);
   if (it == requests_.end() || it->second.dispatched) return;
   it->second.dispatched = true;
@@ -408,7 +409,7 @@ void OmniMetrics::OnStageSubmitted(int stage_id) { aggregator_.OnStageSubmit(sta
 StageMessageResult OmniMetrics::OnStageMessage(StageMessage message) {
   StageMessageResult result;
   if (!message.finished) return result;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = requests_.find(message.stats.request_id);
   if (it == requests_.end()) return result;
   RequestState& state = it->second;
@@ -475,7 +476,7 @@ void OmniMetrics::RecordFailureLocked(RequestState& state, std::optional<std::st
 
 void OmniMetrics::OnRequestFailure(std::string_view request_id,
                                    std::optional<std::string_view> reason) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = requests_.find(request_id);
   if (it == requests_.end()) return;
   RecordFailureLocked(it->second, reason);
@@ -483,7 +484,7 @@ void OmniMetrics::OnRequestFailure(std::string_view request_id,
 
 void OmniMetrics::OnRequestCleanup(std::string_view request_id,
                                    std::optional<std::string_view> reason) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = requests_.find(request_id);
   if (it == requests_.end()) return;
   RecordFailureLocked(it->second, reason);
@@ -511,14 +512,14 @@ void OmniMetrics::PublishStageWaitingLocked(int stage) {
 }
 
 void OmniMetrics::OnWaitingSnapshot(int stage, int replica, int64_t num_waiting) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   waiting_snapshots_[{stage, replica}] = std::max<int64_t>(num_waiting, 0);
   PublishStageWaitingLocked(stage);
   PublishRequestGaugesLocked(requests_.size());
 }
 
 void OmniMetrics::OnReplicaDead(int stage, int replica) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   if (waiting_snapshots_.erase({stage, replica}) == 0) return;
   PublishStageWaitingLocked(stage);
   PublishRequestGaugesLocked(requests_.size());
@@ -548,17 +549,17 @@ void OmniMetrics::OnForward(int from_stage, int to_stage, std::string_view reque
 // ---- Introspection ----
 
 size_t OmniMetrics::num_request_states() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return requests_.size();
 }
 
 int64_t OmniMetrics::running_counter() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return running_counter_;
 }
 
 std::optional<int64_t> OmniMetrics::waiting_snapshot(int stage, int replica) const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = waiting_snapshots_.find({stage, replica});
   if (it == waiting_snapshots_.end()) return std::nullopt;
   return it->second;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "base/mutex.h"
 #include "pipeline/catalog.h"
 
 namespace modelmetrics::pipeline {
@@ -61,7 +62,7 @@ void RealtimeVadMetrics::Error(std::string_view reason) {
   if (!log_stats_) return;
   Counter counter;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(&mu_);
     auto it = by_reason_.find(reason);
     if (it == by_reason_.end()) {
       it = by_reason_.emplace(std::string(reason), errors_->Labels({model_name_, reason})).first;

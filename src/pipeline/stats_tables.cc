@@ -1,5 +1,6 @@
 // The OrchestratorAggregator and its tables. See stats_tables.h for the contract.
 #include "pipeline/stats_tables.h"
+#include "base/mutex.h"
 
 #include <algorithm>
 #include <array>
@@ -253,12 +254,12 @@ double OrchestratorAggregator::Now() const {
 }
 
 void OrchestratorAggregator::SetEmitter(TransferEmitter* emitter) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   options_.emitter = emitter;
 }
 
 void OrchestratorAggregator::SetReplicaResolver(ReplicaResolver resolver) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   options_.replica_resolver = std::move(resolver);
 }
 
@@ -266,7 +267,7 @@ void OrchestratorAggregator::AccumulateDiffusionMetrics(std::string_view stage_t
                                                         std::string_view request_id,
                                                         const Timings& engine_metrics) {
   if (stage_type != "diffusion" || engine_metrics.empty()) return;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = diffusion_buckets_.find(request_id);
   if (it == diffusion_buckets_.end()) {
     it = diffusion_buckets_.emplace(std::string(request_id), Timings{}).first;
@@ -291,7 +292,7 @@ void OrchestratorAggregator::AccumulateDiffusionMetrics(std::string_view stage_t
 }
 
 StageRequestStats OrchestratorAggregator::OnStageMetrics(StageRequestStats stats) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   if (auto it = diffusion_buckets_.find(stats.request_id); it != diffusion_buckets_.end()) {
     stats.diffusion_metrics = std::move(it->second);
     diffusion_buckets_.erase(it);
@@ -324,7 +325,7 @@ StageRequestStats OrchestratorAggregator::OnStageMetrics(StageRequestStats stats
 
 void OrchestratorAggregator::RecordTransferRx(const StageRequestStats& stats) {
   if (!options_.log_stats) return;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   RecordTransferRxLocked(stats);
 }
 
@@ -352,7 +353,7 @@ void OrchestratorAggregator::RecordTransferRxLocked(const StageRequestStats& sta
 
 void OrchestratorAggregator::OnStageSubmit(int stage_id, std::optional<double> submit_ts) {
   if (!options_.log_stats) return;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   if (stage_id < 0 || static_cast<size_t>(stage_id) >= stage_first_ts_.size()) return;
   if (!stage_first_ts_[stage_id]) stage_first_ts_[stage_id] = submit_ts.value_or(Now());
 }
@@ -361,7 +362,7 @@ void OrchestratorAggregator::OnForward(int from_stage, int to_stage, std::string
                                        int64_t size_bytes, double tx_ms, bool used_shm) {
   if (!options_.log_stats) return;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     if (to_stage >= 0 && static_cast<size_t>(to_stage) < stage_first_ts_.size() &&
         !stage_first_ts_[to_stage]) {
       stage_first_ts_[to_stage] = Now();
@@ -374,7 +375,7 @@ void OrchestratorAggregator::RecordTransferTx(int from_stage, int to_stage,
                                               std::string_view request_id, int64_t size_bytes,
                                               double tx_ms, bool used_shm) {
   if (!options_.log_stats) return;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   TransferEdgeStats& evt = EdgeLocked(from_stage, to_stage, request_id);
   evt.size_bytes += std::max<int64_t>(size_bytes, 0);
   evt.tx_time_ms += tx_ms;
@@ -406,7 +407,7 @@ TransferEdgeStats& OrchestratorAggregator::EdgeLocked(int from_stage, int to_sta
 
 std::optional<TransferEdge> OrchestratorAggregator::ResolveEdgeLocked(int from_stage, int to_stage,
                                                                       std::string_view request_id) {
-  auto resolve = [&](int stage) -> std::optional<int> {
+  auto resolve = [&](int stage) REQUIRES(mu_) -> std::optional<int> {
     auto it = replica_cache_.find(std::pair<int, std::string>(stage, std::string(request_id)));
     if (it != replica_cache_.end()) return it->second;
     if (options_.replica_resolver) return options_.replica_resolver(stage, request_id);
@@ -421,7 +422,7 @@ std::optional<TransferEdge> OrchestratorAggregator::ResolveEdgeLocked(int from_s
 bool OrchestratorAggregator::OnFinalizeRequest(int stage_id, std::string_view request_id,
                                                double req_start_ts) {
   if (!options_.log_stats) return true;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   if (!e2e_done_.emplace(request_id).second) return false;
   const double t1 = Now();
   if (stage_id >= 0 && static_cast<size_t>(stage_id) < stage_last_ts_.size()) {
@@ -613,7 +614,7 @@ void OrchestratorAggregator::AppendRequestBlocksLocked(const std::string& rid,
 
 std::string OrchestratorAggregator::BuildAndLogSummary() {
   if (!options_.log_stats) return {};
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   std::vector<std::string> blocks;
   AppendIfAny(&blocks, OverallTableLocked());
   // Per request, sorted by id.
@@ -630,7 +631,7 @@ std::string OrchestratorAggregator::BuildAndLogSummary() {
 
 std::optional<TransferEdgeStats> OrchestratorAggregator::transfer(
     int from_stage, int to_stage, std::string_view request_id) const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   for (const TransferEdgeStats& evt : transfer_events_) {
     if (evt.from_stage == from_stage && evt.to_stage == to_stage && evt.request_id == request_id) {
       return evt;
@@ -641,13 +642,13 @@ std::optional<TransferEdgeStats> OrchestratorAggregator::transfer(
 
 std::vector<StageRequestStats> OrchestratorAggregator::stage_events(
     std::string_view request_id) const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = stage_events_.find(request_id);
   return it == stage_events_.end() ? std::vector<StageRequestStats>{} : it->second;
 }
 
 std::vector<RequestE2EStats> OrchestratorAggregator::e2e_events() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(&mu_);
   return e2e_events_;
 }
 

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "base/mutex.h"
 #include "net/http_client.h"
 
 namespace modelmetrics::sim {
@@ -36,7 +37,7 @@ LoadReport RunLoad(const LoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const auto end = start + options.duration;
   LoadReport report;
-  std::mutex mu;
+  base::Mutex mu;
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     // Spread the clients: the first (clients % threads) workers take one more.
@@ -68,7 +69,7 @@ LoadReport RunLoad(const LoadOptions& options) {
           }
         }
       }
-      std::lock_guard lock(mu);
+      base::MutexLock lock(&mu);
       report.requests += local.requests;
       for (const auto& [status, count] : local.by_status) report.by_status[status] += count;
       report.transport_errors += local.transport_errors;

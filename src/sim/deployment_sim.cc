@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/file.h"
+#include "base/mutex.h"
 #include "exporters.h"
 #include "fault_server.h"
 #include "net/self_signed.h"
@@ -138,16 +139,15 @@ struct DeploymentSim::Impl {
     uint16_t port = 0;
     std::atomic<bool> tls{false};  // read per accepted connection
 
-    // Guarded by mu.
-    mutable std::mutex mu;
-    std::optional<PodModel> model;
-    std::optional<PodModel> reset_snapshot;  // counter-reset: the last served counters
+    mutable base::Mutex mu;
+    std::optional<PodModel> model GUARDED_BY(mu);
+    std::optional<PodModel> reset_snapshot GUARDED_BY(mu);  // counter-reset: last served counters
     // vLLM-Omni Pods: the pipeline simulation whose registry is the body (model then only keeps
     // the clock).
-    std::unique_ptr<PipelineSimulation> pipeline;
-    PodFault fault = PodFault::kNone;
-    int generation = 0;  // restarts as a new Pod
-    std::string uid;
+    std::unique_ptr<PipelineSimulation> pipeline GUARDED_BY(mu);
+    PodFault fault GUARDED_BY(mu) = PodFault::kNone;
+    int generation GUARDED_BY(mu) = 0;  // restarts as a new Pod
+    std::string uid GUARDED_BY(mu);
   };
 
   const DeploymentSimOptions* options = nullptr;
@@ -156,11 +156,12 @@ struct DeploymentSim::Impl {
   std::vector<std::unique_ptr<Pod>> pods;  // sorted by name
   std::shared_ptr<InFlightStats> stats = std::make_shared<InFlightStats>();
   std::shared_ptr<const std::string> padding;
-  std::map<ExporterKind, std::shared_ptr<const std::string>> oversize_padding;
+  std::map<ExporterKind, std::shared_ptr<const std::string>> oversize_padding
+      GUARDED_BY(oversize_mu);
   std::string cert_pem, key_pem;
   Clock::time_point start;
-  std::mutex file_mu;
-  std::mutex oversize_mu;          // guards oversize_padding
+  base::Mutex file_mu;
+  base::Mutex oversize_mu;
   std::atomic<bool> ready{false};  // set once every model, padding and the clock are in place
   bool started = false;
 
@@ -171,7 +172,7 @@ struct DeploymentSim::Impl {
     return nullptr;
   }
 
-  uint64_t TickNow(const Pod& pod) const {
+  uint64_t TickNow(const Pod& pod) const REQUIRES(pod.mu) {
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     return pod.model->start_tick() + static_cast<uint64_t>(elapsed / kTrafficTick);
   }
@@ -181,7 +182,7 @@ struct DeploymentSim::Impl {
   }
 
   // Under pod.mu: the restart fault's new process.
-  void RestartLocked(Pod& pod) {
+  void RestartLocked(Pod& pod) REQUIRES(pod.mu) {
     ++pod.generation;
     pod.uid = PodUid(pod, pod.generation);
     pod.model->Restart();
@@ -190,7 +191,7 @@ struct DeploymentSim::Impl {
   }
 
   // Under pod.mu: a vLLM-Omni Pod's (new) process, one speech or image pipeline.
-  void StartPipelineLocked(Pod& pod) {
+  void StartPipelineLocked(Pod& pod) REQUIRES(pod.mu) {
     const ExporterConfig& c = pod.config;
     pod.pipeline.reset();
     pod.pipeline = std::make_unique<PipelineSimulation>(
@@ -201,7 +202,7 @@ struct DeploymentSim::Impl {
   }
 
   // Under pod.mu: what the Pod serves.
-  std::string BodyLocked(const Pod& pod) const {
+  std::string BodyLocked(const Pod& pod) const REQUIRES(pod.mu) {
     return pod.pipeline ? pod.pipeline->Render() : pod.model->Render();
   }
 
@@ -228,7 +229,7 @@ struct DeploymentSim::Impl {
     }
     bool objects_changed = false;
     {
-      std::lock_guard lock(pod.mu);
+      base::MutexLock lock(&pod.mu);
       pod.model->AdvanceTo(TickNow(pod));
       switch (pod.fault) {
         case PodFault::kHang:
@@ -254,7 +255,7 @@ struct DeploymentSim::Impl {
           return reply;
         case PodFault::kOversize: {
           reply.body = BodyLocked(pod);
-          std::lock_guard padding_lock(oversize_mu);
+          base::MutexLock padding_lock(&oversize_mu);
           auto& tail = oversize_padding[pod.config.kind];
           if (!tail) tail = RenderPadding(pod.config.kind, kOversizeBytes);
           reply.body_tail = tail;
@@ -334,8 +335,12 @@ struct DeploymentSim::Impl {
       for (auto& pod : pods) {
         Impl::Pod* raw = pod.get();
         auto found = o.faults.find(pod->name);
-        pod->fault = found == o.faults.end() ? PodFault::kNone : found->second;
-        pod->tls = pod->fault == PodFault::kUntrustedTls;
+        const PodFault fault = found == o.faults.end() ? PodFault::kNone : found->second;
+        {
+          base::MutexLock lock(&pod->mu);
+          pod->fault = fault;
+        }
+        pod->tls = fault == PodFault::kUntrustedTls;
         FaultServerOptions server;
         server.cert_pem = cert_pem;
         server.key_pem = key_pem;
@@ -355,7 +360,7 @@ struct DeploymentSim::Impl {
 
   bool WriteObjectsFile(std::string* error) {
     if (options->objects_file.empty()) return true;
-    std::lock_guard lock(file_mu);
+    base::MutexLock lock(&file_mu);
     return base::WriteFileAtomically(options->objects_file, BuildJson() + "\n", error);
   }
 
@@ -397,7 +402,7 @@ deployment::ObjectSet DeploymentSim::Impl::BuildObjects() const {
     p.metadata.name = pod->name;
     p.metadata.namespace_ = o.ns;
     {
-      std::lock_guard lock(pod->mu);
+      base::MutexLock lock(&pod->mu);
       p.metadata.uid = pod->uid;
     }
     p.metadata.labels[std::string(deployment::kLabelName)] = deployment::kLabelNameValue;
@@ -657,7 +662,7 @@ bool DeploymentSim::Start(std::string* error) {
       c.requests_per_second = o.requests_per_second / std::max(1, role_pods[pod->component]);
       Impl::ConfigureEngine(o, pd, pod.get());
     }
-    std::lock_guard lock(pod->mu);
+    base::MutexLock lock(&pod->mu);
     pod->model.emplace(c);
     pod->uid = impl_->PodUid(*pod, 0);
     if (omni && !pod->router) impl_->StartPipelineLocked(*pod);
@@ -793,7 +798,7 @@ std::vector<SimPodInfo> DeploymentSim::Impl::PodInfos() const {
     info.port = pod->port;
     info.url = std::string(pod->tls.load() ? "https" : "http") +
                "://127.0.0.1:" + std::to_string(pod->port) + "/metrics";
-    std::lock_guard lock(pod->mu);
+    base::MutexLock lock(&pod->mu);
     info.uid = pod->uid;
     info.fault = pod->fault;
     out.push_back(std::move(info));
@@ -826,10 +831,11 @@ std::string DeploymentSim::PodUrl(const std::string& pod) const {
 
 bool DeploymentSim::SetFault(const std::string& pod, PodFault fault) {
   Impl::Pod* found = impl_->Find(pod);
-  if (!found || !found->model) return false;
-  if (found->pipeline && fault == PodFault::kCounterReset) return false;
+  if (!found) return false;
   {
-    std::lock_guard lock(found->mu);
+    base::MutexLock lock(&found->mu);
+    if (!found->model) return false;
+    if (found->pipeline && fault == PodFault::kCounterReset) return false;
     found->fault = fault;
     found->reset_snapshot.reset();
     if (fault == PodFault::kRestart) impl_->RestartLocked(*found);
@@ -846,7 +852,11 @@ std::string DeploymentSim::ObjectsJson() const { return impl_->BuildJson(); }
 std::string DeploymentSim::MetricsAt(const std::string& pod,
                                      std::chrono::milliseconds elapsed) const {
   const Impl::Pod* found = impl_->Find(pod);
-  if (!found || !found->model || found->pipeline) return "";
+  if (!found) return "";
+  {
+    base::MutexLock lock(&found->mu);
+    if (!found->model || found->pipeline) return "";
+  }
   PodModel model(found->config);
   model.AdvanceTo(model.start_tick() + static_cast<uint64_t>(elapsed / kTrafficTick));
   return model.Render();
@@ -855,7 +865,7 @@ std::string DeploymentSim::MetricsAt(const std::string& pod,
 PipelineSimulation* DeploymentSim::Pipeline(const std::string& pod) const {
   Impl::Pod* found = impl_->Find(pod);
   if (!found) return nullptr;
-  std::lock_guard lock(found->mu);
+  base::MutexLock lock(&found->mu);
   return found->pipeline.get();
 }
 

@@ -1,4 +1,5 @@
 #include "fault_server.h"
+#include "base/mutex.h"
 
 #include <zlib.h>
 
@@ -141,8 +142,8 @@ struct FaultServer::Impl {
   FaultServerOptions options;
   uint16_t port = 0;
 
-  mutable std::mutex mu;
-  std::map<std::string, int, std::less<>> hits;  // Guarded by mu.
+  mutable base::Mutex mu;
+  std::map<std::string, int, std::less<>> hits GUARDED_BY(mu);
   std::shared_ptr<InFlightStats> stats;
   std::atomic<int> connections{0};
 
@@ -234,7 +235,7 @@ struct FaultServer::Impl {
       request.path = request.target.substr(0, request.target.find('?'));
       request.base_url = BaseUrl(over_tls);
       {
-        std::lock_guard lock(mu);
+        base::MutexLock lock(&mu);
         ++hits[request.path];
       }
       ++stats->requests;
@@ -324,7 +325,7 @@ std::string FaultServer::Url(std::string_view path) const {
 }
 
 int FaultServer::Hits(std::string_view path) const {
-  std::lock_guard lock(impl_->mu);
+  base::MutexLock lock(&impl_->mu);
   auto it = impl_->hits.find(path);
   return it == impl_->hits.end() ? 0 : it->second;
 }

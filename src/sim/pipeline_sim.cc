@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 #include "net/http_server.h"
 #include "pipeline/audio_metrics.h"
@@ -42,25 +43,25 @@ double MonoSeconds() {
 class Bindings {
  public:
   void Bind(int stage, const std::string& request, int replica) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(&mu_);
     map_[{stage, request}] = replica;
   }
   std::optional<int> Resolve(int stage, std::string_view request) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(&mu_);
     auto it = map_.find({stage, std::string(request)});
     if (it == map_.end()) return std::nullopt;
     return it->second;
   }
   void Forget(const std::string& request) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(&mu_);
     for (auto it = map_.begin(); it != map_.end();) {
       it = it->first.second == request ? map_.erase(it) : std::next(it);
     }
   }
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::pair<int, std::string>, int> map_;
+  mutable base::Mutex mu_;
+  std::map<std::pair<int, std::string>, int> map_ GUARDED_BY(mu_);
 };
 
 // A real-time event loop on one thread: events run at their due time, in order. Events schedule
@@ -68,7 +69,7 @@ class Bindings {
 class EventLoop {
  public:
   void At(Clock::time_point when, std::function<void()> fn) {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     queue_.push(Event{when, next_++, std::move(fn)});
   }
   void After(double seconds, std::function<void()> fn) {
@@ -78,42 +79,42 @@ class EventLoop {
   }
   // Runs events due before `end`, then waits for `end`; returns early on Stop().
   void RunUntil(Clock::time_point end) {
-    std::unique_lock lock(mu_);
+    base::MutexLock lock(&mu_);
     while (!stopped_) {
       if (paused_) {
-        cv_.wait(lock, [this] { return stopped_ || !paused_; });
+        cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stopped_ || !paused_; });
         continue;
       }
       const Clock::time_point due = queue_.empty() ? end : std::min(end, queue_.top().when);
       if (Clock::now() < due) {
-        cv_.wait_until(lock, due, [this] { return stopped_ || paused_; });
+        cv_.wait_until(lock.native(), due, [this]() REQUIRES(mu_) { return stopped_ || paused_; });
         continue;
       }
       if (queue_.empty() || queue_.top().when >= end) break;
       Event e = queue_.top();
       queue_.pop();
       running_ = true;
-      lock.unlock();
+      lock.Unlock();
       e.fn();
-      lock.lock();
+      lock.Lock();
       running_ = false;
       cv_.notify_all();
     }
   }
   void Stop() {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     stopped_ = true;
     cv_.notify_all();
   }
   // Returns once no event runs; none runs until Resume().
   void Pause() {
-    std::unique_lock lock(mu_);
+    base::MutexLock lock(&mu_);
     paused_ = true;
     cv_.notify_all();
-    cv_.wait(lock, [this] { return !running_; });
+    cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return !running_; });
   }
   void Resume() {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(&mu_);
     paused_ = false;
     cv_.notify_all();
   }
@@ -127,13 +128,13 @@ class EventLoop {
       return when != o.when ? when > o.when : seq > o.seq;  // min-heap by time, then order
     }
   };
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  std::priority_queue<Event> queue_;  // guarded by mu_, as are the flags
-  uint64_t next_ = 0;
-  bool stopped_ = false;
-  bool paused_ = false;
-  bool running_ = false;
+  std::priority_queue<Event> queue_ GUARDED_BY(mu_);
+  uint64_t next_ GUARDED_BY(mu_) = 0;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  bool paused_ GUARDED_BY(mu_) = false;
+  bool running_ GUARDED_BY(mu_) = false;
 };
 
 constexpr int kSampleRate = 24000;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "assets.h"
+#include "base/mutex.h"
 #include "base/random_token.h"
 #include "base/text.h"
 #include "deployment/snapshot.h"
@@ -90,12 +91,12 @@ struct UiServer::Impl {
   UiOptions options;
   std::unique_ptr<net::HttpServer> server;
 
-  std::mutex mu;
+  base::Mutex mu;
   std::condition_variable wake;
-  bool stopping = false;
-  std::map<std::pair<std::string, std::string>, Entry> entries;  // by (namespace, name)
-  std::string list_error;                                        // the last listing's failure
-  size_t left_out = 0;
+  bool stopping GUARDED_BY(mu) = false;
+  std::map<std::pair<std::string, std::string>, Entry> entries GUARDED_BY(mu);  // by (ns, name)
+  std::string list_error GUARDED_BY(mu);  // the last listing's failure
+  size_t left_out GUARDED_BY(mu) = 0;
   std::thread poller;
 
   bool Stale(const Entry& e, Clock::time_point now) const {
@@ -111,7 +112,7 @@ struct UiServer::Impl {
              std::tie(b.metadata.namespace_, b.metadata.name);
     });
     {
-      std::lock_guard lock(mu);
+      base::MutexLock lock(&mu);
       list_error = listed.ok() ? "" : listed.message;
       if (!listed.ok()) return;  // keep what was read before; every entry goes stale
       left_out = mds.size() > options.max_deployments ? mds.size() - options.max_deployments : 0;
@@ -144,7 +145,7 @@ struct UiServer::Impl {
     deployment::Snapshot snapshot;
     const deployment::ApiStatus status = snapshots->Get(
         md.metadata.namespace_, md.metadata.name, &snapshot, Clock::now() + options.read_timeout);
-    std::lock_guard lock(mu);
+    base::MutexLock lock(&mu);
     auto it = entries.find({md.metadata.namespace_, md.metadata.name});
     if (it == entries.end()) return;
     Entry& e = it->second;
@@ -162,7 +163,7 @@ struct UiServer::Impl {
   }
 
   bool Stopping() {
-    std::lock_guard lock(mu);
+    base::MutexLock lock(&mu);
     return stopping;
   }
 
@@ -170,8 +171,11 @@ struct UiServer::Impl {
     for (;;) {
       const auto round = Clock::now();
       Poll();
-      std::unique_lock lock(mu);
-      if (wake.wait_until(lock, round + options.interval, [this] { return stopping; })) return;
+      base::MutexLock lock(&mu);
+      if (wake.wait_until(lock.native(), round + options.interval,
+                          [this]() REQUIRES(mu) { return stopping; })) {
+        return;
+      }
     }
   }
 
@@ -182,7 +186,7 @@ struct UiServer::Impl {
   }
 
   net::HttpResponse List() {
-    std::lock_guard lock(mu);
+    base::MutexLock lock(&mu);
     const auto now = Clock::now();
     Json items = Json::array();
     for (const auto& [key, e] : entries) {
@@ -228,7 +232,7 @@ struct UiServer::Impl {
         !base::PercentDecode(rest.substr(slash + 1), &name)) {
       return Error(400, "malformed percent-encoding in the deployment's path");
     }
-    std::lock_guard lock(mu);
+    base::MutexLock lock(&mu);
     const auto it = entries.find({ns, name});
     if (it == entries.end()) return Error(404, "no such deployment");
     const Entry& e = it->second;
@@ -295,7 +299,7 @@ bool UiServer::Start(std::string* error) {
 
 void UiServer::Stop() {
   {
-    std::lock_guard lock(impl_->mu);
+    base::MutexLock lock(&impl_->mu);
     impl_->stopping = true;
     impl_->wake.notify_all();
   }

@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "deployment/kube_api.h"
 #include "deployment/objects.h"
 #include "net/http_server.h"
@@ -240,8 +241,8 @@ class SubjectAccessReviewAuthorizer : public Authorizer {
 
   ReviewFunction review_;
   Options options_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, CachedAnswer, std::less<>> cache_;
+  mutable base::Mutex mu_;
+  mutable std::map<std::string, CachedAnswer, std::less<>> cache_ GUARDED_BY(mu_);
 };
 
 }  // namespace modelmetrics::deployment

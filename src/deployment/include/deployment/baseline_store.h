@@ -24,6 +24,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "deployment/snapshot.h"
 
 namespace modelmetrics::deployment {
@@ -77,12 +78,12 @@ class BaselineStore : public Baselines {
  private:
   using Map = std::unordered_map<std::string, Sample>;
   std::optional<Sample> Replace(Map* map, const std::string& key, const Sample& current);
-  void PurgeLocked(SteadyTime now);
+  void PurgeLocked(SteadyTime now) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  Map windows_;
-  Map counters_;
-  SteadyTime last_purge_{};
+  mutable base::Mutex mu_;
+  Map windows_ GUARDED_BY(mu_);
+  Map counters_ GUARDED_BY(mu_);
+  SteadyTime last_purge_ GUARDED_BY(mu_){};
 };
 
 }  // namespace modelmetrics::deployment

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "deployment/auth.h"
 #include "deployment/kube_api.h"
 #include "net/http_server.h"
@@ -84,12 +85,12 @@ class AuthenticationConfigWatcher : public net::ClientCaSource {
  private:
   Fetch fetch_;
   std::chrono::milliseconds refresh_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const AuthenticationConfig> config_;  // guarded by mu_
-  std::shared_ptr<const Bundles> bundles_;              // guarded by mu_
-  bool loaded_ = false;                                 // guarded by mu_
-  std::string status_ = "not read yet";                 // guarded by mu_
-  bool stopping_ = false;                               // guarded by mu_
+  mutable base::Mutex mu_;
+  std::shared_ptr<const AuthenticationConfig> config_ GUARDED_BY(mu_);
+  std::shared_ptr<const Bundles> bundles_ GUARDED_BY(mu_);
+  bool loaded_ GUARDED_BY(mu_) = false;
+  std::string status_ GUARDED_BY(mu_) = "not read yet";
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::condition_variable cv_;
   std::thread thread_;
 };
@@ -131,8 +132,8 @@ class TokenReviewAuthenticator : public Authenticator {
   };
   Review review_;
   Options options_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, Cached, std::less<>> cache_;  // guarded by mu_
+  mutable base::Mutex mu_;
+  mutable std::map<std::string, Cached, std::less<>> cache_ GUARDED_BY(mu_);
 };
 
 // POST /apis/authentication.k8s.io/v1/tokenreviews for `token`: `*authenticated` and `*user`

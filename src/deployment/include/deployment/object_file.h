@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "deployment/objects.h"
 
 namespace modelmetrics::deployment {
@@ -96,13 +97,13 @@ class FileObjectSource : public ObjectSource {
   static Attempt ReadOnce(const std::string& path, size_t max_bytes);
   std::shared_ptr<const ObjectSet> Current() const;
 
-  mutable std::mutex mu_;
-  std::shared_ptr<const ObjectSet> objects_ = std::make_shared<ObjectSet>();
-  std::mutex reload_mu_;    // one reload at a time; never held with mu_ inverted
-  std::string path_;        // followed file; "" after Set(). Under mu_.
-  size_t max_bytes_ = 0;    // its cap, from Load(). Under mu_.
-  FileVersion version_;     // of the objects served, or of the last failed attempt. Under mu_.
-  std::string last_error_;  // under mu_
+  mutable base::Mutex mu_;
+  std::shared_ptr<const ObjectSet> objects_ GUARDED_BY(mu_) = std::make_shared<ObjectSet>();
+  base::Mutex reload_mu_ ACQUIRED_BEFORE(mu_);  // one reload at a time
+  std::string path_ GUARDED_BY(mu_);            // followed file; "" after Set()
+  size_t max_bytes_ GUARDED_BY(mu_) = 0;        // its cap, from Load()
+  FileVersion version_ GUARDED_BY(mu_);  // of the objects served, or of the last failed attempt
+  std::string last_error_ GUARDED_BY(mu_);
   std::function<void(const std::string&)> log_;
 };
 

@@ -58,6 +58,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
@@ -293,16 +294,17 @@ class AudioMetrics {
   const FamilySpec* underrun_spec_ = nullptr;
 
   // Serialises first-time handle creation (the fast path never takes it).
-  std::mutex handles_mu_;
+  base::Mutex handles_mu_;
   std::vector<std::vector<std::unique_ptr<Slot>>> layout_slots_;  // fixed after construction
-  mutable std::mutex overflow_mu_;
-  std::map<std::string, std::unique_ptr<Slot>, std::less<>> overflow_;  // length-prefixed key
+  mutable base::Mutex overflow_mu_;
+  std::map<std::string, std::unique_ptr<Slot>, std::less<>> overflow_ GUARDED_BY(overflow_mu_);
 
   std::unique_ptr<LazyHandle<Counter>> speech_completed_;
   std::unique_ptr<LazyHandle<Counter>> speech_aborted_[kSpeechAbortReasons.size()];
 
-  mutable std::mutex streams_mu_;
-  std::unordered_map<std::string, Stream, StringHash, std::equal_to<>> streams_;
+  mutable base::Mutex streams_mu_;
+  std::unordered_map<std::string, Stream, StringHash, std::equal_to<>> streams_
+      GUARDED_BY(streams_mu_);
 };
 
 }  // namespace modelmetrics::pipeline

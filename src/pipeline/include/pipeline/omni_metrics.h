@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
 #include "pipeline/stats_tables.h"
@@ -70,8 +71,8 @@ class KvWaitTimers {
   bool contains(std::string_view request_id) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, double, std::less<>> start_;
+  mutable base::Mutex mu_;
+  std::map<std::string, double, std::less<>> start_ GUARDED_BY(mu_);
 };
 
 // A finished (or streamed) stage output as the entrypoint sees it (§4.17).
@@ -216,11 +217,12 @@ class OmniMetrics final : public TransferEmitter {
   void ObserveStageReplica(const Guarded<Histogram>& family, LazySlots<Histogram>* slots, int stage,
                            int replica, double seconds);
   void ObserveEdge(const Guarded<Histogram>& family, const TransferEdge& edge, double value);
-  void PublishRequestGaugesLocked(size_t total);
-  void PublishStageWaitingLocked(int stage);
+  void PublishRequestGaugesLocked(size_t total) REQUIRES(mu_);
+  void PublishStageWaitingLocked(int stage) REQUIRES(mu_);
   void FinalizeLocked(RequestState& state, const StageRequestStats& stats,
-                      std::optional<double> queue_wait_s);
-  void RecordFailureLocked(RequestState& state, std::optional<std::string_view> reason);
+                      std::optional<double> queue_wait_s) REQUIRES(mu_);
+  void RecordFailureLocked(RequestState& state, std::optional<std::string_view> reason)
+      REQUIRES(mu_);
   double Now() const;
 
   Options options_;
@@ -283,12 +285,12 @@ class OmniMetrics final : public TransferEmitter {
       postprocess_slots_, vae_slots_, forward_slots_, kv_load_slots_, image_ttfp_slots_,
       denoise_slots_;
 
-  mutable std::mutex mu_;
-  std::map<std::string, RequestState, std::less<>> requests_;
-  std::map<std::pair<int, int>, int64_t> waiting_snapshots_;
-  int64_t running_counter_ = 0;
-  int64_t engines_waiting_ = 0;
-  KvWaitTimers kv_wait_;
+  mutable base::Mutex mu_;
+  std::map<std::string, RequestState, std::less<>> requests_ GUARDED_BY(mu_);
+  std::map<std::pair<int, int>, int64_t> waiting_snapshots_ GUARDED_BY(mu_);
+  int64_t running_counter_ GUARDED_BY(mu_) = 0;
+  int64_t engines_waiting_ GUARDED_BY(mu_) = 0;
+  KvWaitTimers kv_wait_;  // locks itself
   OrchestratorAggregator aggregator_;
 };
 

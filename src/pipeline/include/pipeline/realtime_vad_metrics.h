@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 
 namespace modelmetrics::pipeline {
@@ -51,8 +52,8 @@ class RealtimeVadMetrics {
   Gauge active_;
   Histogram inference_;
   Histogram endpoint_delay_;
-  std::mutex mu_;
-  std::map<std::string, Counter, std::less<>> by_reason_;
+  base::Mutex mu_;
+  std::map<std::string, Counter, std::less<>> by_reason_ GUARDED_BY(mu_);
 };
 
 }  // namespace modelmetrics::pipeline

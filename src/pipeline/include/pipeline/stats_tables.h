@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "pipeline/replica_resolver.h"
 
 namespace modelmetrics::pipeline {
@@ -189,26 +190,28 @@ class OrchestratorAggregator {
   std::vector<RequestE2EStats> e2e_events() const;
 
  private:
-  void RecordTransferRxLocked(const StageRequestStats& stats);
-  std::string OverallTableLocked() const;
-  void AppendRequestBlocksLocked(const std::string& rid, std::vector<std::string>* blocks) const;
-  TransferEdgeStats& EdgeLocked(int from_stage, int to_stage, std::string_view request_id);
+  void RecordTransferRxLocked(const StageRequestStats& stats) REQUIRES(mu_);
+  std::string OverallTableLocked() const REQUIRES(mu_);
+  void AppendRequestBlocksLocked(const std::string& rid, std::vector<std::string>* blocks) const
+      REQUIRES(mu_);
+  TransferEdgeStats& EdgeLocked(int from_stage, int to_stage, std::string_view request_id)
+      REQUIRES(mu_);
   std::optional<TransferEdge> ResolveEdgeLocked(int from_stage, int to_stage,
-                                                std::string_view request_id);
+                                                std::string_view request_id) REQUIRES(mu_);
   double Now() const;
 
   Options options_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<StageRequestStats>, std::less<>> stage_events_;
+  mutable base::Mutex mu_;
+  std::map<std::string, std::vector<StageRequestStats>, std::less<>> stage_events_ GUARDED_BY(mu_);
   // Insertion order kept for the [OmniTiming] transfers list.
-  std::vector<TransferEdgeStats> transfer_events_;
-  std::vector<RequestE2EStats> e2e_events_;
-  std::set<std::string, std::less<>> e2e_done_;
-  std::map<std::string, Timings, std::less<>> diffusion_buckets_;
-  std::map<std::pair<int, std::string>, int, std::less<>> replica_cache_;
-  std::vector<std::optional<double>> stage_first_ts_;
-  std::vector<std::optional<double>> stage_last_ts_;
-  double last_finish_ts_ = 0;
+  std::vector<TransferEdgeStats> transfer_events_ GUARDED_BY(mu_);
+  std::vector<RequestE2EStats> e2e_events_ GUARDED_BY(mu_);
+  std::set<std::string, std::less<>> e2e_done_ GUARDED_BY(mu_);
+  std::map<std::string, Timings, std::less<>> diffusion_buckets_ GUARDED_BY(mu_);
+  std::map<std::pair<int, std::string>, int, std::less<>> replica_cache_ GUARDED_BY(mu_);
+  std::vector<std::optional<double>> stage_first_ts_ GUARDED_BY(mu_);
+  std::vector<std::optional<double>> stage_last_ts_ GUARDED_BY(mu_);
+  double last_finish_ts_ GUARDED_BY(mu_) = 0;
   int64_t e2e_count_ = 0;
   int64_t e2e_total_tokens_ = 0;
 };
