@@ -117,6 +117,17 @@ std::string AsciiLower(std::string_view text) {
   return lower;
 }
 
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  const auto lower = [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  };
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
 std::vector<std::string> QueryValues(std::string_view query, std::string_view name) {
   std::vector<std::string> values;
   std::string key, value;

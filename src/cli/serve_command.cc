@@ -34,7 +34,7 @@
 #include "deployment/serve_build.h"
 #include "deployment/serve_config.h"
 #include "deployment/watch_cache.h"
-#include "net/self_signed.h"
+#include "net/certificate.h"
 #include "object_source_flags.h"
 #include "read_limit_flags.h"
 #include "stop_signals.h"

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "reasons.h"
+
 namespace modelmetrics::deployment {
 
 std::vector<std::string> ExporterProfile::Families() const {
@@ -74,6 +78,37 @@ std::string ExporterProfile::SplitScope(Split split, std::string_view split_labe
 std::string_view FlagName(std::string_view entry) {
   const size_t eq = entry.find('=');
   return eq == std::string_view::npos ? entry : entry.substr(0, eq);
+}
+
+std::vector<std::string> DanglingReferences(const ExporterProfile& profile) {
+  std::vector<std::string> out;
+  const auto window = [&](std::string_view where, std::string_view key) {
+    const bool found = std::any_of(profile.windows.begin(), profile.windows.end(),
+                                   [key](const WindowRow& w) { return w.key == key; });
+    if (!found) out.push_back(fmt::format("{}: no window `{}`", where, key));
+  };
+  const auto not_partial = [&](std::string_view where, std::string_view reason) {
+    if (!reason.empty() && !IsNotPartialReason(reason)) {
+      out.push_back(fmt::format("{}: `{}` would set partial", where, reason));
+    }
+  };
+  if (!profile.idle_key.empty()) window("idle_key", profile.idle_key);
+  not_partial("idle_reason", profile.idle_reason);
+  for (size_t i = 0; i < profile.windows.size(); ++i) {
+    if (!profile.windows[i].pair.empty()) {
+      window(fmt::format("windows[{}].pair", i), profile.windows[i].pair);
+    }
+  }
+  if (profile.error_ratio) {
+    window("error_ratio.requests", profile.error_ratio->requests);
+    window("error_ratio.errors", profile.error_ratio->errors);
+  }
+  for (size_t i = 0; i < profile.ratios.size(); ++i) {
+    window(fmt::format("ratios[{}].numerator", i), profile.ratios[i].numerator);
+    window(fmt::format("ratios[{}].denominator", i), profile.ratios[i].denominator);
+    not_partial(fmt::format("ratios[{}].no_denominator", i), profile.ratios[i].no_denominator);
+  }
+  return out;
 }
 
 bool ExporterProfile::AppliesTo(Applies applies, bool pd, bool prefill, bool decode) {

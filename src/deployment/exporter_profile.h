@@ -192,6 +192,13 @@ struct ExporterProfile {
   static bool AppliesTo(Applies applies, bool pd, bool prefill, bool decode);
 };
 
+// The references between a profile's rows that name nothing: an idle_key, a window's `pair`, an
+// error ratio's or a ratio's windows that are not window keys of the profile, and idle or
+// no-denominator reasons that would set `partial` (they must be not-partial reasons, reasons.h).
+// One line each ("ratios[0].denominator: no window `x`"); empty for a sound profile. A profile
+// is data the compiler cannot check: tests run this over every registered one.
+std::vector<std::string> DanglingReferences(const ExporterProfile& profile);
+
 }  // namespace modelmetrics::deployment
 
 #endif  // MODELMETRICS_DEPLOYMENT_EXPORTER_PROFILE_H_

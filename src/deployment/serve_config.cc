@@ -199,7 +199,7 @@ std::vector<Setting> ServerSettings() {
        Path(MM_FIELD(tls_cert_file))},
       {{"tls_key_file", "server-key.pem", "    ... unless tls_self_signed"},
        Path(MM_FIELD(tls_key_file))},
-      {{"tls_self_signed", "false", "true: a P-256 certificate made at start (net/self_signed.h)"},
+      {{"tls_self_signed", "false", "true: a P-256 certificate made at start (net/certificate.h)"},
        Flag(MM_FIELD(tls_self_signed))},
       {{"tls_self_signed_hosts", "[localhost, 127.0.0.1]", "    for these names"},
        Hosts(MM_FIELD(tls_self_signed_hosts))},

@@ -1,6 +1,5 @@
 // See shared_reads.h.
 #include "deployment/shared_reads.h"
-#include "base/mutex.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -10,6 +9,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace modelmetrics::deployment {
 namespace {

@@ -1,9 +1,10 @@
 #include "thread_slot.h"
-#include "base/mutex.h"
 
 #include <atomic>
 #include <bitset>
 #include <mutex>
+
+#include "base/mutex.h"
 
 namespace modelmetrics::metrics_internal {
 namespace {

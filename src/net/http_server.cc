@@ -1,5 +1,4 @@
 #include "net/http_server.h"
-#include "base/mutex.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -25,6 +24,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include "base/mutex.h"
+#include "base/text.h"
+
 namespace modelmetrics::net {
 
 namespace asio = boost::asio;
@@ -34,16 +36,7 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
+using base::EqualsIgnoreCase;
 
 // RFC 9110 token characters.
 bool IsToken(std::string_view s) {

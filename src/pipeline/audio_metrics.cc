@@ -1,11 +1,12 @@
 // The audio and Speech streaming observe layer. See audio_metrics.h for the contract.
 #include "pipeline/audio_metrics.h"
-#include "base/mutex.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
+
+#include "base/mutex.h"
 
 namespace modelmetrics::pipeline {
 namespace {
@@ -141,48 +142,21 @@ int64_t CountAudioFrames(const MultimodalAudio& mm) {
 
 std::optional<AudioFamilies> AudioFamilies::Register(Registry& registry, std::string* error) {
   AudioFamilies f;
-  struct Target {
-    std::string_view name;
-    Family<Counter>** counter;
-    Family<Histogram>** histogram;
-  };
-  const Target targets[] = {
-      {"vllm_omni:audio_ttfp_s", nullptr, &f.ttfp_s},
-      {"vllm_omni:audio_duration_s", nullptr, &f.duration_s},
-      {"vllm_omni:audio_rtf", nullptr, &f.rtf},
-      {"vllm_omni:audio_frames", &f.frames, nullptr},
-      {"vllm_omni:audio_underrun_s", nullptr, &f.underrun_s},
-      {"vllm_omni:audio_continuity_ok", &f.continuity_ok, nullptr},
-      {"vllm_omni:audio_skipped_requests", &f.skipped, nullptr},
-      {"vllm_omni:speech_stream_aborted", &f.speech_aborted, nullptr},
-      {"vllm_omni:speech_stream_completed", &f.speech_completed, nullptr},
-  };
-  auto fail = [error](std::string message) -> std::optional<AudioFamilies> {
-    if (error != nullptr) *error = std::move(message);
+  std::string why;
+  // In catalog order: the registry renders in registration order.
+  const bool ok =
+      (f.ttfp_s = RegisterOmni<OmniFamily::kAudioTtfpS>(registry, &why)) &&
+      (f.duration_s = RegisterOmni<OmniFamily::kAudioDurationS>(registry, &why)) &&
+      (f.rtf = RegisterOmni<OmniFamily::kAudioRtf>(registry, &why)) &&
+      (f.frames = RegisterOmni<OmniFamily::kAudioFrames>(registry, &why)) &&
+      (f.underrun_s = RegisterOmni<OmniFamily::kAudioUnderrunS>(registry, &why)) &&
+      (f.continuity_ok = RegisterOmni<OmniFamily::kAudioContinuityOk>(registry, &why)) &&
+      (f.skipped = RegisterOmni<OmniFamily::kAudioSkippedRequests>(registry, &why)) &&
+      (f.speech_aborted = RegisterOmni<OmniFamily::kSpeechStreamAborted>(registry, &why)) &&
+      (f.speech_completed = RegisterOmni<OmniFamily::kSpeechStreamCompleted>(registry, &why));
+  if (!ok) {
+    if (error != nullptr) *error = why;
     return std::nullopt;
-  };
-  for (const FamilySpec& spec : OmniFamilies()) {
-    if (spec.group != Group::kAudio && spec.group != Group::kSpeech) continue;
-    const Target* target = nullptr;
-    for (const Target& t : targets) {
-      if (t.name == spec.name) target = &t;
-    }
-    if (target == nullptr) return fail(std::string(spec.name) + ": not an audio/speech family");
-    FamilyOptions options = OptionsOf(spec);
-    std::string why;
-    if (spec.kind == Kind::kCounter && target->counter != nullptr) {
-      *target->counter = registry.AddCounter(std::move(options), &why);
-      if (*target->counter == nullptr) return fail(why);
-    } else if (spec.kind == Kind::kHistogram && target->histogram != nullptr) {
-      *target->histogram = registry.AddHistogram(std::move(options), &why);
-      if (*target->histogram == nullptr) return fail(why);
-    } else {
-      return fail(std::string(spec.name) + ": unexpected metric kind");
-    }
-  }
-  for (const Target& t : targets) {
-    const bool missing = t.counter != nullptr ? *t.counter == nullptr : *t.histogram == nullptr;
-    if (missing) return fail(std::string(t.name) + ": missing from the catalog");
   }
   return f;
 }
@@ -259,8 +233,8 @@ void AudioMetrics::Init(const Registry& registry, AudioMetricsOptions options) {
   threshold_s_ = (std::isfinite(t) && t >= 0) ? t : kAudioContinuityDefaultThresholdS;
   threshold_ms_ = ThresholdMs(threshold_s_);
   resolver_ = std::move(options.replica_resolver);
-  frames_spec_ = FindOmniFamily("vllm_omni:audio_frames");
-  underrun_spec_ = FindOmniFamily("vllm_omni:audio_underrun_s");
+  frames_spec_ = &OmniSpec(OmniFamily::kAudioFrames);
+  underrun_spec_ = &OmniSpec(OmniFamily::kAudioUnderrunS);
 
   layout_slots_.resize(options.replicas_per_stage.size());
   for (size_t s = 0; s < options.replicas_per_stage.size(); ++s) {
@@ -274,8 +248,7 @@ void AudioMetrics::Init(const Registry& registry, AudioMetricsOptions options) {
   for (auto& handle : speech_aborted_) handle = std::make_unique<LazyHandle<Counter>>();
   // Model-only families bind eagerly when the catalog says so (none today: §3.7 counters are
   // lazy). The stage-labelled audio families are lazy by §3.2 and have no eager path.
-  const FamilySpec* completed = FindOmniFamily("vllm_omni:speech_stream_completed");
-  if (ok_ && completed != nullptr && completed->bind == Bind::kEager) {
+  if (ok_ && OmniSpec(OmniFamily::kSpeechStreamCompleted).bind == Bind::kEager) {
     speech_completed_->Set(families_.speech_completed->Bind({model_name_}));
   }
 }

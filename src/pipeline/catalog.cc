@@ -13,159 +13,165 @@ constexpr std::span<const double> kNoBuckets;
 
 // ---- vllm_omni:* ----
 
+// A row's name and instrument, from its one definition (MM_VLLM_OMNI_FAMILIES in catalog.h).
+#define MM_OMNI(id) OmniFamilyName(OmniFamily::id), OmniFamilyKind(OmniFamily::id)
+
 constexpr FamilySpec kOmniFamilies[] = {
     // Pipeline (§3.1; design "Pipeline" plus the two token counters of the reference).
-    {"vllm_omni:num_requests_running", K::kGauge,
+    {MM_OMNI(kNumRequestsRunning),
      "Number of requests currently running across all pipeline stages.", kPipelineLabels,
      kNoBuckets, kEager, Group::kPipeline},
-    {"vllm_omni:num_requests_waiting", K::kGauge, "Number of requests waiting to be scheduled.",
-     kPipelineLabels, kNoBuckets, kEager, Group::kPipeline},
-    {"vllm_omni:requests_success", K::kCounter,
+    {MM_OMNI(kNumRequestsWaiting), "Number of requests waiting to be scheduled.", kPipelineLabels,
+     kNoBuckets, kEager, Group::kPipeline},
+    {MM_OMNI(kRequestsSuccess),
      "Total requests by completion reason (stop / length / abort / ...). Aborts cover "
      "client-disconnect / cancellation paths in addition to upstream FinishReason.ABORT.",
      kSuccessLabels, kNoBuckets, kLazy, Group::kPipeline},
-    {"vllm_omni:e2e_request_latency_s", K::kHistogram,
+    {MM_OMNI(kE2eRequestLatencyS),
      "Pipeline-global end-to-end request latency in seconds (user arrival to complete response).",
      kPipelineLabels, kSecondsBuckets, kEager, Group::kPipeline},
-    {"vllm_omni:prompt_tokens", K::kCounter,
-     "Total prompt (input) tokens processed across all pipeline stages.", kPipelineLabels,
-     kNoBuckets, kEager, Group::kPipeline, Guard::kSkipNonPositive},
-    {"vllm_omni:generation_tokens", K::kCounter,
+    {MM_OMNI(kPromptTokens), "Total prompt (input) tokens processed across all pipeline stages.",
+     kPipelineLabels, kNoBuckets, kEager, Group::kPipeline, Guard::kSkipNonPositive},
+    {MM_OMNI(kGenerationTokens),
      "Total generation (output) tokens produced across all pipeline stages.", kPipelineLabels,
      kNoBuckets, kEager, Group::kPipeline, Guard::kSkipNonPositive},
 
     // Image and diffusion service-level families (§3.1).
-    {"vllm_omni:stage_gen_time_s", K::kHistogram,
-     "Per-stage generation time in seconds for diffusion / image stages.", kStageGenTimeLabels,
-     kSecondsBuckets, kLazy, Group::kImage, Guard::kClampNegative},
-    {"vllm_omni:request_queue_wait_s", K::kHistogram,
+    {MM_OMNI(kStageGenTimeS), "Per-stage generation time in seconds for diffusion / image stages.",
+     kStageGenTimeLabels, kSecondsBuckets, kLazy, Group::kImage, Guard::kClampNegative},
+    {MM_OMNI(kRequestQueueWaitS),
      "Per-request queue wait between submit arrival and stage submit, in seconds.", kPipelineLabels,
      kSecondsBuckets, kEager, Group::kImage, Guard::kClampNegative},
-    {"vllm_omni:stage_waiting_requests", K::kGauge,
+    {MM_OMNI(kStageWaitingRequests),
      "Sum of the latest scheduler waiting snapshots across a stage's replicas; diffusion snapshots "
      "update when outputs arrive.",
      kDiffusionLabels, kNoBuckets, kLazy, Group::kImage, Guard::kClampNegative},
-    {"vllm_omni:stage_in_queue_s", K::kHistogram,
+    {MM_OMNI(kStageInQueueS),
      "Time in seconds from diffusion scheduler enqueue to initial execution admission. Zero is the "
      "healthy low-load baseline and is counted.",
      kDiffusionLabels, kSecondsFastBuckets, kLazy, Group::kImage, Guard::kClampNegative},
-    {"vllm_omni:num_inference_steps", K::kHistogram,
-     "Diffusion step count distribution per request.", kPipelineLabels, kPrometheusDefaultBuckets,
-     kEager, Group::kImage, Guard::kSkipNonPositive},
-    {"vllm_omni:image_count", K::kCounter,
+    {MM_OMNI(kNumInferenceSteps), "Diffusion step count distribution per request.", kPipelineLabels,
+     kPrometheusDefaultBuckets, kEager, Group::kImage, Guard::kSkipNonPositive},
+    {MM_OMNI(kImageCount),
      "Cumulative image count; per-model rate. Throughput recovered via rate().", kPipelineLabels,
      kNoBuckets, kEager, Group::kImage, Guard::kSkipNonPositive},
-    {"vllm_omni:image_pixels", K::kHistogram, "Image pixel count distribution per request.",
-     kPipelineLabels, kPrometheusDefaultBuckets, kEager, Group::kImage, Guard::kSkipNonPositive},
-    {"vllm_omni:peak_memory_mb", K::kGauge,
-     "Peak GPU memory in MB observed during a stage's generation.", kDiffusionLabels, kNoBuckets,
-     kLazy, Group::kImage, Guard::kClampNegative},
-    {"vllm_omni:requests_failed", K::kCounter,
+    {MM_OMNI(kImagePixels), "Image pixel count distribution per request.", kPipelineLabels,
+     kPrometheusDefaultBuckets, kEager, Group::kImage, Guard::kSkipNonPositive},
+    {MM_OMNI(kPeakMemoryMb), "Peak GPU memory in MB observed during a stage's generation.",
+     kDiffusionLabels, kNoBuckets, kLazy, Group::kImage, Guard::kClampNegative},
+    {MM_OMNI(kRequestsFailed),
      "Total requests by failure reason. Pairs with requests_success_total (abort bucket) to give "
      "the full failure surface. Reasons are bounded to client_abort, client_disconnect, "
      "stage_error, and unknown.",
      kFailedLabels, kNoBuckets, kLazy, Group::kImage},
-    {"vllm_omni:kv_wait_s", K::kHistogram,
-     "KV cache transfer wait time per request, sliced by connector backend.", kKvWaitLabels,
-     kSecondsBuckets, kLazy, Group::kImage, Guard::kSkipNegative},
+    {MM_OMNI(kKvWaitS), "KV cache transfer wait time per request, sliced by connector backend.",
+     kKvWaitLabels, kSecondsBuckets, kLazy, Group::kImage, Guard::kSkipNegative},
 
     // Diffusion execution breakdown (§3.3), per replica.
-    {"vllm_omni:diffusion_exec_s", K::kHistogram,
-     "DiT forward pass execution time per request in seconds.", kStageLabels, kSecondsBuckets,
-     kLazy, Group::kDiffusion},
-    {"vllm_omni:diffusion_exec_per_step_s", K::kHistogram,
+    {MM_OMNI(kDiffusionExecS), "DiT forward pass execution time per request in seconds.",
+     kStageLabels, kSecondsBuckets, kLazy, Group::kDiffusion},
+    {MM_OMNI(kDiffusionExecPerStepS),
      "DiT forward pass execution time per denoising step in seconds.", kStageLabels,
      kSecondsFastBuckets, kLazy, Group::kDiffusion},
-    {"vllm_omni:diffusion_preprocess_s", K::kHistogram,
-     "Diffusion input preprocessing time per request in seconds.", kStageLabels,
-     kSecondsFastBuckets, kLazy, Group::kDiffusion},
-    {"vllm_omni:diffusion_postprocess_s", K::kHistogram,
+    {MM_OMNI(kDiffusionPreprocessS), "Diffusion input preprocessing time per request in seconds.",
+     kStageLabels, kSecondsFastBuckets, kLazy, Group::kDiffusion},
+    {MM_OMNI(kDiffusionPostprocessS),
      "Diffusion output postprocessing (VAE decode) time per request in seconds.", kStageLabels,
      kSecondsFastBuckets, kLazy, Group::kDiffusion},
-    {"vllm_omni:vae_decode_s", K::kHistogram,
-     "VAE decode latency in seconds (latents -> pixels/audio/video).", kStageLabels,
-     kSecondsBuckets, kLazy, Group::kDiffusion, Guard::kSkipNegative},
-    {"vllm_omni:diffusion_forward_s", K::kHistogram,
+    {MM_OMNI(kVaeDecodeS), "VAE decode latency in seconds (latents -> pixels/audio/video).",
+     kStageLabels, kSecondsBuckets, kLazy, Group::kDiffusion, Guard::kSkipNegative},
+    {MM_OMNI(kDiffusionForwardS),
      "Diffusion forward-only latency in seconds (denoise loop; excludes preprocess / postprocess / "
      "VAE decode / KV load). Absent when the pipeline profiler is off.",
      kStageLabels, kSecondsBuckets, kLazy, Group::kDiffusion, Guard::kSkipNegative},
-    {"vllm_omni:diffusion_kv_load_s", K::kHistogram,
+    {MM_OMNI(kDiffusionKvLoadS),
      "Diffusion KV-recv latency in seconds (AR→diffusion KV fetch; absent when the stage has no "
      "upstream KV to receive).",
      kStageLabels, kSecondsFastBuckets, kLazy, Group::kDiffusion, Guard::kSkipNegative},
-    {"vllm_omni:image_ttfp_s", K::kHistogram,
+    {MM_OMNI(kImageTtfpS),
      "Image time-to-first-output in seconds (stage submit → first image materialized; "
      "non-streaming single-image). Stage-level, not e2e — excludes API queue and inter-stage "
      "transfer before the image stage.",
      kStageLabels, kSecondsBuckets, kLazy, Group::kDiffusion, Guard::kSkipNegative},
-    {"vllm_omni:denoise_step_latency_s", K::kHistogram,
+    {MM_OMNI(kDenoiseStepLatencyS),
      "Mean per-step denoise forward latency in seconds (forward_time / num_inference_steps).",
      kStageLabels, kSecondsFastBuckets, kLazy, Group::kDiffusion, Guard::kSkipNonPositive},
 
     // Audio (§3.2), per replica.
-    {"vllm_omni:audio_ttfp_s", K::kHistogram,
-     "Time from request arrival to first audio packet/frame, in seconds.", kStageLabels,
-     kSecondsBuckets, kLazy, Group::kAudio},
-    {"vllm_omni:audio_duration_s", K::kHistogram,
+    {MM_OMNI(kAudioTtfpS), "Time from request arrival to first audio packet/frame, in seconds.",
+     kStageLabels, kSecondsBuckets, kLazy, Group::kAudio},
+    {MM_OMNI(kAudioDurationS),
      "Generated audio content duration in seconds (audio_frames / sample_rate).", kStageLabels,
      kSecondsBuckets, kLazy, Group::kAudio},
-    {"vllm_omni:audio_rtf", K::kHistogram,
+    {MM_OMNI(kAudioRtf),
      "Audio real-time factor (stage_gen_time_s / audio_duration_s); streaming TTS requires < 1.",
      kStageLabels, kRtfBuckets, kLazy, Group::kAudio},
-    {"vllm_omni:audio_frames", K::kCounter,
+    {MM_OMNI(kAudioFrames),
      "Cumulative audio frame count; per-model rate (not summable across models). Throughput "
      "recovered via rate().",
      kStageLabels, kNoBuckets, kLazy, Group::kAudio, Guard::kSkipNonPositive},
-    {"vllm_omni:audio_underrun_s", K::kHistogram,
+    {MM_OMNI(kAudioUnderrunS),
      "Per-request worst-case player-deficit in seconds (max time the player ran out of buffered "
      "audio). > 0 indicates listener experienced silent gaps.",
      kStageLabels, kSecondsFastBuckets, kLazy, Group::kAudio, Guard::kClampNegative},
-    {"vllm_omni:audio_continuity_ok", K::kCounter,
+    {MM_OMNI(kAudioContinuityOk),
      "Incremented when the request's worst underrun stayed below threshold_ms. Pair with "
      "requests_success_total to compute streaming-continuity health rate.",
      kAudioContinuityLabels, kNoBuckets, kLazy, Group::kAudio},
-    {"vllm_omni:audio_skipped_requests", K::kCounter,
+    {MM_OMNI(kAudioSkippedRequests),
      "Silent-loss counter — code2wav rejected malformed codec input and returned 200 OK with empty "
      "audio.",
      kAudioSkippedLabels, kNoBuckets, kLazy, Group::kAudio},
 
     // Speech streaming (§3.7, names from the design doc).
-    {"vllm_omni:speech_stream_aborted", K::kCounter,
+    {MM_OMNI(kSpeechStreamAborted),
      "Interrupted Speech audio generators, including before the first PCM payload, by reason "
      "(cancelled, closed, engine_dead, error).",
      kSpeechAbortedLabels, kNoBuckets, kLazy, Group::kSpeech},
-    {"vllm_omni:speech_stream_completed", K::kCounter,
+    {MM_OMNI(kSpeechStreamCompleted),
      "Normally completed Speech audio generators; does not confirm client receipt.",
      kPipelineLabels, kNoBuckets, kLazy, Group::kSpeech},
 
     // Cross-stage transfer (§3.4), per replica edge; one observation per physical hop.
-    {"vllm_omni:transfer_size_bytes", K::kHistogram,
+    {MM_OMNI(kTransferSizeBytes),
      "Per-transfer payload size in bytes (one observation per physical hop).", kTransferLabels,
      kBytesBuckets, kLazy, Group::kTransfer},
-    {"vllm_omni:transfer_tx_s", K::kHistogram,
-     "Sender-side time in seconds (serialize + submit to connector).", kTransferLabels,
+    {MM_OMNI(kTransferTxS), "Sender-side time in seconds (serialize + submit to connector).",
+     kTransferLabels, kSecondsFastBuckets, kLazy, Group::kTransfer},
+    {MM_OMNI(kTransferRxS), "Receiver-side time in seconds (recv + deserialize).", kTransferLabels,
      kSecondsFastBuckets, kLazy, Group::kTransfer},
-    {"vllm_omni:transfer_rx_s", K::kHistogram,
-     "Receiver-side time in seconds (recv + deserialize).", kTransferLabels, kSecondsFastBuckets,
-     kLazy, Group::kTransfer},
-    {"vllm_omni:transfer_in_flight_s", K::kHistogram,
-     "Network in-flight time in seconds (TX done -> RX recv start).", kTransferLabels,
-     kSecondsFastBuckets, kLazy, Group::kTransfer},
+    {MM_OMNI(kTransferInFlightS), "Network in-flight time in seconds (TX done -> RX recv start).",
+     kTransferLabels, kSecondsFastBuckets, kLazy, Group::kTransfer},
 
     // Realtime server-side VAD (§3.5, RealtimeVADMetrics): values arrive in ms, recorded in s.
-    {"vllm_omni:realtime_vad_active_sessions", K::kGauge,
+    {MM_OMNI(kRealtimeVadActiveSessions),
      "Number of active Realtime sessions using server-side VAD.", kPipelineLabels, kNoBuckets,
      kEager, Group::kRealtime},
-    {"vllm_omni:realtime_vad_inference_latency_s", K::kHistogram,
+    {MM_OMNI(kRealtimeVadInferenceLatencyS),
      "Server VAD inference time for one appended audio batch, in seconds.", kPipelineLabels,
      kSecondsFastBuckets, kEager, Group::kRealtime},
-    {"vllm_omni:realtime_vad_endpoint_delay_s", K::kHistogram,
+    {MM_OMNI(kRealtimeVadEndpointDelayS),
      "Detected silence between the last speech frame and the committed endpoint, in seconds.",
      kPipelineLabels, kSecondsFastBuckets, kEager, Group::kRealtime},
-    {"vllm_omni:realtime_vad_errors", K::kCounter,
-     "Server VAD errors and input-overflow rejections by reason.", kRealtimeVadErrorLabels,
-     kNoBuckets, kLazy, Group::kRealtime},
+    {MM_OMNI(kRealtimeVadErrors), "Server VAD errors and input-overflow rejections by reason.",
+     kRealtimeVadErrorLabels, kNoBuckets, kLazy, Group::kRealtime},
 };
+#undef MM_OMNI
+
+// The rows are in the list's order, one per family: OmniSpec(id) is kOmniFamilies[id].
+constexpr bool RowsFollowTheList() {
+  if (std::size(kOmniFamilies) != kOmniFamilyCount) return false;
+  for (size_t i = 0; i < kOmniFamilyCount; ++i) {
+    const auto id = static_cast<OmniFamily>(i);
+    if (kOmniFamilies[i].name != OmniFamilyName(id) ||
+        kOmniFamilies[i].kind != OmniFamilyKind(id)) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(RowsFollowTheList(),
+              "kOmniFamilies must hold one row per MM_VLLM_OMNI_FAMILIES entry, in order");
 
 // ---- vllm:* (generated from the V1 fixture; see catalog.h) ----
 
@@ -344,16 +350,20 @@ const FamilySpec* Find(std::span<const FamilySpec> table, std::string_view name)
 
 std::string_view KindName(Kind kind) { return MetricTypeName(ToMetricType(kind), Format::kText); }
 
-void* RegisterFamily(Registry& registry, const FamilySpec& spec, std::string* error) {
+AnyFamily RegisterFamily(Registry& registry, const FamilySpec& spec, std::string* error) {
+  const auto made = [](auto* family) -> AnyFamily {
+    if (family == nullptr) return std::monostate{};
+    return family;
+  };
   switch (spec.kind) {
     case Kind::kCounter:
-      return registry.AddCounter(OptionsOf(spec), error);
+      return made(registry.AddCounter(OptionsOf(spec), error));
     case Kind::kGauge:
-      return registry.AddGauge(OptionsOf(spec), error);
+      return made(registry.AddGauge(OptionsOf(spec), error));
     case Kind::kHistogram:
-      return registry.AddHistogram(OptionsOf(spec), error);
+      return made(registry.AddHistogram(OptionsOf(spec), error));
   }
-  return nullptr;
+  return std::monostate{};
 }
 
 std::string_view BindName(Bind bind) { return bind == Bind::kEager ? "eager" : "lazy"; }
@@ -395,6 +405,8 @@ std::string_view GuardName(Guard guard) {
 }
 
 std::span<const FamilySpec> OmniFamilies() { return kOmniFamilies; }
+
+const FamilySpec& OmniSpec(OmniFamily family) { return kOmniFamilies[static_cast<size_t>(family)]; }
 
 std::span<const FamilySpec> VllmEngineFamilies() { return kVllmEngineFamilies; }
 

@@ -1,11 +1,12 @@
 #include "pipeline/metrics_endpoint.h"
-#include "base/mutex.h"
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+
+#include "base/mutex.h"
 
 namespace modelmetrics::pipeline {
 

@@ -1,11 +1,13 @@
 // The pipeline observe layer. See omni_metrics.h for the contract.
 #include "pipeline/omni_metrics.h"
-#include "base/mutex.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace modelmetrics::pipeline {
 namespace {
@@ -109,6 +111,14 @@ class OmniMetrics::LazySlots {
   size_t size_;
 };
 
+// `out` is family F (its handle type is checked at compile time) with F's guard.
+template <OmniFamily F>
+void OmniMetrics::Take(const std::array<AnyFamily, kOmniFamilyCount>& made,
+                       Guarded<OmniInstrument<F>>* out) {
+  out->family = FamilyOf<F>(made[static_cast<size_t>(F)]);
+  out->guard = OmniSpec(F).guard;
+}
+
 OmniMetrics::OmniMetrics(Registry& registry, Options options)
     : options_(std::move(options)),
       enabled_(registry.enabled()),
@@ -122,47 +132,40 @@ OmniMetrics::OmniMetrics(Registry& registry, Options options)
           .sink = options_.log_sink}) {
   aggregator_.SetEmitter(this);
 
-  std::map<std::string_view, std::pair<void*, Guard>> made;
-  for (const FamilySpec& spec : OmniFamilies()) {
-    if (!InGroups(spec.group)) continue;
-    void* family = RegisterFamily(registry, spec);
-    made[spec.name] = {family, spec.guard};
+  std::array<AnyFamily, kOmniFamilyCount> made;  // by OmniFamily; monostate outside the groups
+  for (size_t i = 0; i < kOmniFamilyCount; ++i) {
+    const FamilySpec& spec = OmniSpec(static_cast<OmniFamily>(i));
+    if (InGroups(spec.group)) made[i] = RegisterFamily(registry, spec);
   }
-  auto get = [&made]<typename T>(Guarded<T>& out, std::string_view name) {
-    auto it = made.find(name);
-    if (it == made.end()) return;
-    out.family = static_cast<Family<T>*>(it->second.first);
-    out.guard = it->second.second;
-  };
-  get(running_family_, "vllm_omni:num_requests_running");
-  get(waiting_family_, "vllm_omni:num_requests_waiting");
-  get(success_family_, "vllm_omni:requests_success");
-  get(e2e_family_, "vllm_omni:e2e_request_latency_s");
-  get(prompt_family_, "vllm_omni:prompt_tokens");
-  get(generation_family_, "vllm_omni:generation_tokens");
-  get(stage_gen_time_family_, "vllm_omni:stage_gen_time_s");
-  get(queue_wait_family_, "vllm_omni:request_queue_wait_s");
-  get(stage_waiting_family_, "vllm_omni:stage_waiting_requests");
-  get(stage_in_queue_family_, "vllm_omni:stage_in_queue_s");
-  get(steps_family_, "vllm_omni:num_inference_steps");
-  get(image_count_family_, "vllm_omni:image_count");
-  get(image_pixels_family_, "vllm_omni:image_pixels");
-  get(peak_memory_family_, "vllm_omni:peak_memory_mb");
-  get(failed_family_, "vllm_omni:requests_failed");
-  get(kv_wait_family_, "vllm_omni:kv_wait_s");
-  get(diffusion_exec_family_, "vllm_omni:diffusion_exec_s");
-  get(diffusion_exec_per_step_family_, "vllm_omni:diffusion_exec_per_step_s");
-  get(diffusion_preprocess_family_, "vllm_omni:diffusion_preprocess_s");
-  get(diffusion_postprocess_family_, "vllm_omni:diffusion_postprocess_s");
-  get(vae_decode_family_, "vllm_omni:vae_decode_s");
-  get(diffusion_forward_family_, "vllm_omni:diffusion_forward_s");
-  get(diffusion_kv_load_family_, "vllm_omni:diffusion_kv_load_s");
-  get(image_ttfp_family_, "vllm_omni:image_ttfp_s");
-  get(denoise_step_family_, "vllm_omni:denoise_step_latency_s");
-  get(transfer_size_family_, "vllm_omni:transfer_size_bytes");
-  get(transfer_tx_family_, "vllm_omni:transfer_tx_s");
-  get(transfer_rx_family_, "vllm_omni:transfer_rx_s");
-  get(transfer_in_flight_family_, "vllm_omni:transfer_in_flight_s");
+  Take<OmniFamily::kNumRequestsRunning>(made, &running_family_);
+  Take<OmniFamily::kNumRequestsWaiting>(made, &waiting_family_);
+  Take<OmniFamily::kRequestsSuccess>(made, &success_family_);
+  Take<OmniFamily::kE2eRequestLatencyS>(made, &e2e_family_);
+  Take<OmniFamily::kPromptTokens>(made, &prompt_family_);
+  Take<OmniFamily::kGenerationTokens>(made, &generation_family_);
+  Take<OmniFamily::kStageGenTimeS>(made, &stage_gen_time_family_);
+  Take<OmniFamily::kRequestQueueWaitS>(made, &queue_wait_family_);
+  Take<OmniFamily::kStageWaitingRequests>(made, &stage_waiting_family_);
+  Take<OmniFamily::kStageInQueueS>(made, &stage_in_queue_family_);
+  Take<OmniFamily::kNumInferenceSteps>(made, &steps_family_);
+  Take<OmniFamily::kImageCount>(made, &image_count_family_);
+  Take<OmniFamily::kImagePixels>(made, &image_pixels_family_);
+  Take<OmniFamily::kPeakMemoryMb>(made, &peak_memory_family_);
+  Take<OmniFamily::kRequestsFailed>(made, &failed_family_);
+  Take<OmniFamily::kKvWaitS>(made, &kv_wait_family_);
+  Take<OmniFamily::kDiffusionExecS>(made, &diffusion_exec_family_);
+  Take<OmniFamily::kDiffusionExecPerStepS>(made, &diffusion_exec_per_step_family_);
+  Take<OmniFamily::kDiffusionPreprocessS>(made, &diffusion_preprocess_family_);
+  Take<OmniFamily::kDiffusionPostprocessS>(made, &diffusion_postprocess_family_);
+  Take<OmniFamily::kVaeDecodeS>(made, &vae_decode_family_);
+  Take<OmniFamily::kDiffusionForwardS>(made, &diffusion_forward_family_);
+  Take<OmniFamily::kDiffusionKvLoadS>(made, &diffusion_kv_load_family_);
+  Take<OmniFamily::kImageTtfpS>(made, &image_ttfp_family_);
+  Take<OmniFamily::kDenoiseStepLatencyS>(made, &denoise_step_family_);
+  Take<OmniFamily::kTransferSizeBytes>(made, &transfer_size_family_);
+  Take<OmniFamily::kTransferTxS>(made, &transfer_tx_family_);
+  Take<OmniFamily::kTransferRxS>(made, &transfer_rx_family_);
+  Take<OmniFamily::kTransferInFlightS>(made, &transfer_in_flight_family_);
 
   // Eager children (§4.11): the model_name-only families.
   const std::string_view model = options_.model_name;

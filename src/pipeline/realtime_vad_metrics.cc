@@ -7,29 +7,13 @@
 #include "pipeline/catalog.h"
 
 namespace modelmetrics::pipeline {
-namespace {
-
-constexpr std::string_view kActiveSessions = "vllm_omni:realtime_vad_active_sessions";
-constexpr std::string_view kInferenceLatency = "vllm_omni:realtime_vad_inference_latency_s";
-constexpr std::string_view kEndpointDelay = "vllm_omni:realtime_vad_endpoint_delay_s";
-constexpr std::string_view kErrors = "vllm_omni:realtime_vad_errors";
-
-// The registry options of a catalog row; a name missing from the catalog gives options the
-// registry rejects (an empty name), so the object becomes inert instead of crashing.
-FamilyOptions Options(std::string_view name) {
-  const FamilySpec* spec = FindOmniFamily(name);
-  return spec != nullptr ? OptionsOf(*spec) : FamilyOptions{};
-}
-
-}  // namespace
-
 RealtimeVadMetrics::RealtimeVadMetrics(Registry& registry, std::string model_name,
                                        std::optional<bool> log_stats)
     : log_stats_(log_stats.value_or(registry.enabled())), model_name_(std::move(model_name)) {
-  Family<Gauge>* active = registry.AddGauge(Options(kActiveSessions));
-  Family<Histogram>* inference = registry.AddHistogram(Options(kInferenceLatency));
-  Family<Histogram>* delay = registry.AddHistogram(Options(kEndpointDelay));
-  errors_ = registry.AddCounter(Options(kErrors));
+  Family<Gauge>* active = RegisterOmni<OmniFamily::kRealtimeVadActiveSessions>(registry);
+  Family<Histogram>* inference = RegisterOmni<OmniFamily::kRealtimeVadInferenceLatencyS>(registry);
+  Family<Histogram>* delay = RegisterOmni<OmniFamily::kRealtimeVadEndpointDelayS>(registry);
+  errors_ = RegisterOmni<OmniFamily::kRealtimeVadErrors>(registry);
   ok_ = active != nullptr && inference != nullptr && delay != nullptr && errors_ != nullptr;
   if (!ok_) {
     log_stats_ = false;

@@ -1,6 +1,5 @@
 // The OrchestratorAggregator and its tables. See stats_tables.h for the contract.
 #include "pipeline/stats_tables.h"
-#include "base/mutex.h"
 
 #include <algorithm>
 #include <array>
@@ -8,6 +7,8 @@
 #include <cstdio>
 #include <numeric>
 #include <sstream>
+
+#include "base/mutex.h"
 
 namespace modelmetrics::pipeline {
 namespace {

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "handle_cache.h"
 #include "pipeline/audio_metrics.h"
@@ -30,6 +31,9 @@ using pipeline::Bind;
 using pipeline::FamilySpec;
 using pipeline::Group;
 using pipeline::Kind;
+using OF = pipeline::OmniFamily;
+
+constexpr size_t Index(OF family) { return static_cast<size_t>(family); }
 
 constexpr size_t kFamilies = 64;  // >= OmniFamilies().size(), checked at module init
 
@@ -66,7 +70,7 @@ struct MethodSpec {
   std::array<const char*, kMaxParams> params;
   uint8_t nparams;
   uint8_t nrequired;
-  std::string_view family;  // catalog name (counters without `_total`)
+  pipeline::OmniFamily family;
   Op op;
   std::array<LabelRule, 4> labels;  // after model_name, in declaration order
   uint8_t nlabels;
@@ -92,7 +96,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"n"},
      1,
      1,
-     "vllm_omni:num_requests_running",
+     OF::kNumRequestsRunning,
      Op::kSet,
      {},
      0,
@@ -102,7 +106,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"n"},
      1,
      1,
-     "vllm_omni:num_requests_waiting",
+     OF::kNumRequestsWaiting,
      Op::kSet,
      {},
      0,
@@ -112,7 +116,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {},
      0,
      0,
-     "vllm_omni:requests_success",
+     OF::kRequestsSuccess,
      Op::kInc,
      {LabelRule{Source::kConstant, 0, "abort"}},
      1,
@@ -122,7 +126,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"stage", "stage_type", "gen_time_s"},
      3,
      3,
-     "vllm_omni:stage_gen_time_s",
+     OF::kStageGenTimeS,
      Op::kObserve,
      {Arg(0), Arg(1)},
      2,
@@ -132,7 +136,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"stage", "in_queue_s"},
      2,
      2,
-     "vllm_omni:stage_in_queue_s",
+     OF::kStageInQueueS,
      Op::kObserve,
      {Arg(0)},
      1,
@@ -142,7 +146,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"queue_wait_s"},
      1,
      1,
-     "vllm_omni:request_queue_wait_s",
+     OF::kRequestQueueWaitS,
      Op::kObserve,
      {},
      0,
@@ -152,7 +156,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"stage", "n_waiting"},
      2,
      2,
-     "vllm_omni:stage_waiting_requests",
+     OF::kStageWaitingRequests,
      Op::kSet,
      {Arg(0)},
      1,
@@ -162,7 +166,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"n_steps"},
      1,
      1,
-     "vllm_omni:num_inference_steps",
+     OF::kNumInferenceSteps,
      Op::kObserve,
      {},
      0,
@@ -172,7 +176,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"n_images"},
      1,
      0,
-     "vllm_omni:image_count",
+     OF::kImageCount,
      Op::kAdd,
      {},
      0,
@@ -182,7 +186,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"n_pixels"},
      1,
      1,
-     "vllm_omni:image_pixels",
+     OF::kImagePixels,
      Op::kObserve,
      {},
      0,
@@ -192,7 +196,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"stage", "peak_memory_mb"},
      2,
      2,
-     "vllm_omni:peak_memory_mb",
+     OF::kPeakMemoryMb,
      Op::kSet,
      {Arg(0)},
      1,
@@ -202,7 +206,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"reason"},
      1,
      1,
-     "vllm_omni:requests_failed",
+     OF::kRequestsFailed,
      Op::kInc,
      {ArgOrUnknown(0)},
      1,
@@ -212,7 +216,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {"connector_type", "kv_wait_s"},
      2,
      2,
-     "vllm_omni:kv_wait_s",
+     OF::kKvWaitS,
      Op::kObserve,
      {ArgOrUnknown(0)},
      1,
@@ -221,31 +225,30 @@ constexpr MethodSpec kPrometheusMethods[] = {
 
 // ---- OmniModalityMetrics (modality.py) ----
 constexpr MethodSpec kModalityMethods[] = {
-    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_ttfp", "ttfp_seconds", "vllm_omni:audio_ttfp_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_ttfp", "ttfp_seconds", OF::kAudioTtfpS,
                                "audio_ttfp_s{stage, replica}.observe(ttfp_seconds)"),
-    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_duration", "duration_seconds",
-                               "vllm_omni:audio_duration_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_duration", "duration_seconds", OF::kAudioDurationS,
                                "audio_duration_s{stage, replica}.observe(duration_seconds)"),
-    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_rtf", "rtf", "vllm_omni:audio_rtf",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_rtf", "rtf", OF::kAudioRtf,
                                "audio_rtf{stage, replica}.observe(rtf)"),
     {"inc_audio_frames",
      "audio_frames_total{stage, replica} += n_frames when n_frames > 0",
      {"stage", "replica", "n_frames"},
      3,
      3,
-     "vllm_omni:audio_frames",
+     OF::kAudioFrames,
      Op::kAdd,
      {Arg(0), Arg(1)},
      2,
      2},
-    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_underrun", "underrun_s", "vllm_omni:audio_underrun_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_audio_underrun", "underrun_s", OF::kAudioUnderrunS,
                                "audio_underrun_s{stage, replica}.observe(max(underrun_s, 0))"),
     {"inc_audio_continuity_ok",
      "audio_continuity_ok_total{stage, replica, threshold_ms=str(int(threshold_ms))} += 1",
      {"stage", "replica", "threshold_ms"},
      3,
      3,
-     "vllm_omni:audio_continuity_ok",
+     OF::kAudioContinuityOk,
      Op::kInc,
      {Arg(0), Arg(1), LabelRule{Source::kArgIntText, 2, {}}},
      3,
@@ -255,41 +258,37 @@ constexpr MethodSpec kModalityMethods[] = {
      {"stage", "replica", "reason"},
      3,
      3,
-     "vllm_omni:audio_skipped_requests",
+     OF::kAudioSkippedRequests,
      Op::kInc,
      {Arg(0), Arg(1), ArgOrUnknown(2)},
      3,
      -1},
-    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_exec", "seconds", "vllm_omni:diffusion_exec_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_exec", "seconds", OF::kDiffusionExecS,
                                "diffusion_exec_s{stage, replica}.observe(seconds)"),
     MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_exec_per_step", "seconds",
-                               "vllm_omni:diffusion_exec_per_step_s",
+                               OF::kDiffusionExecPerStepS,
                                "diffusion_exec_per_step_s{stage, replica}.observe(seconds)"),
-    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_preprocess", "seconds",
-                               "vllm_omni:diffusion_preprocess_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_preprocess", "seconds", OF::kDiffusionPreprocessS,
                                "diffusion_preprocess_s{stage, replica}.observe(seconds)"),
     MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_postprocess", "seconds",
-                               "vllm_omni:diffusion_postprocess_s",
+                               OF::kDiffusionPostprocessS,
                                "diffusion_postprocess_s{stage, replica}.observe(seconds)"),
-    MM_STAGE_REPLICA_HISTOGRAM("observe_vae_decode", "seconds", "vllm_omni:vae_decode_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_vae_decode", "seconds", OF::kVaeDecodeS,
                                "vae_decode_s{stage, replica}.observe(seconds) when >= 0"),
-    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_forward", "seconds",
-                               "vllm_omni:diffusion_forward_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_forward", "seconds", OF::kDiffusionForwardS,
                                "diffusion_forward_s{stage, replica}.observe(seconds) when >= 0"),
-    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_kv_load", "seconds",
-                               "vllm_omni:diffusion_kv_load_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_diffusion_kv_load", "seconds", OF::kDiffusionKvLoadS,
                                "diffusion_kv_load_s{stage, replica}.observe(seconds) when >= 0"),
-    MM_STAGE_REPLICA_HISTOGRAM("observe_image_ttfp", "seconds", "vllm_omni:image_ttfp_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_image_ttfp", "seconds", OF::kImageTtfpS,
                                "image_ttfp_s{stage, replica}.observe(seconds) when >= 0"),
-    MM_STAGE_REPLICA_HISTOGRAM("observe_denoise_step_latency", "seconds",
-                               "vllm_omni:denoise_step_latency_s",
+    MM_STAGE_REPLICA_HISTOGRAM("observe_denoise_step_latency", "seconds", OF::kDenoiseStepLatencyS,
                                "denoise_step_latency_s{stage, replica}.observe(seconds) when > 0"),
     {"inc_speech_stream_completed",
      "speech_stream_completed_total += 1",
      {},
      0,
      0,
-     "vllm_omni:speech_stream_completed",
+     OF::kSpeechStreamCompleted,
      Op::kInc,
      {},
      0,
@@ -299,7 +298,7 @@ constexpr MethodSpec kModalityMethods[] = {
      {"reason"},
      1,
      1,
-     "vllm_omni:speech_stream_aborted",
+     OF::kSpeechStreamAborted,
      Op::kInc,
      {LabelRule{Source::kAbortReason, 0, {}}},
      1,
@@ -313,13 +312,13 @@ constexpr MethodSpec kModalityMethods[] = {
         family_name, Op::kObserve, {Arg(0), Arg(1), Arg(2), Arg(3)}, 4, 4                         \
   }
 constexpr MethodSpec kTransferMethods[] = {
-    MM_TRANSFER("observe_size", "size_bytes", "vllm_omni:transfer_size_bytes",
+    MM_TRANSFER("observe_size", "size_bytes", OF::kTransferSizeBytes,
                 "transfer_size_bytes{edge}.observe(size_bytes)"),
-    MM_TRANSFER("observe_tx_time", "tx_time_s", "vllm_omni:transfer_tx_s",
+    MM_TRANSFER("observe_tx_time", "tx_time_s", OF::kTransferTxS,
                 "transfer_tx_s{edge}.observe(tx_time_s)"),
-    MM_TRANSFER("observe_rx_time", "rx_time_s", "vllm_omni:transfer_rx_s",
+    MM_TRANSFER("observe_rx_time", "rx_time_s", OF::kTransferRxS,
                 "transfer_rx_s{edge}.observe(rx_time_s)"),
-    MM_TRANSFER("observe_in_flight_time", "in_flight_time_s", "vllm_omni:transfer_in_flight_s",
+    MM_TRANSFER("observe_in_flight_time", "in_flight_time_s", OF::kTransferInFlightS,
                 "transfer_in_flight_s{edge}.observe(in_flight_time_s)"),
 };
 
@@ -330,7 +329,7 @@ constexpr MethodSpec kRealtimeMethods[] = {
      {},
      0,
      0,
-     "vllm_omni:realtime_vad_active_sessions",
+     OF::kRealtimeVadActiveSessions,
      Op::kInc,
      {},
      0,
@@ -340,7 +339,7 @@ constexpr MethodSpec kRealtimeMethods[] = {
      {},
      0,
      0,
-     "vllm_omni:realtime_vad_active_sessions",
+     OF::kRealtimeVadActiveSessions,
      Op::kDec,
      {},
      0,
@@ -350,7 +349,7 @@ constexpr MethodSpec kRealtimeMethods[] = {
      {"latency_ms"},
      1,
      1,
-     "vllm_omni:realtime_vad_inference_latency_s",
+     OF::kRealtimeVadInferenceLatencyS,
      Op::kObserve,
      {},
      0,
@@ -361,7 +360,7 @@ constexpr MethodSpec kRealtimeMethods[] = {
      {"delay_ms"},
      1,
      1,
-     "vllm_omni:realtime_vad_endpoint_delay_s",
+     OF::kRealtimeVadEndpointDelayS,
      Op::kObserve,
      {},
      0,
@@ -372,7 +371,7 @@ constexpr MethodSpec kRealtimeMethods[] = {
      {"reason"},
      1,
      1,
-     "vllm_omni:realtime_vad_errors",
+     OF::kRealtimeVadErrors,
      Op::kInc,
      {Arg(0)},
      1,
@@ -429,31 +428,17 @@ constexpr ClassDef kRealtimeClass{
 constexpr const ClassDef* kClasses[] = {&kPrometheusClass, &kModalityClass, &kTransferClass,
                                         &kRealtimeClass};
 
-const FamilySpec& Row(size_t index) { return pipeline::OmniFamilies()[index]; }
+const FamilySpec& Row(size_t index) { return pipeline::OmniSpec(static_cast<OF>(index)); }
 
 // ---- The generic method body ----
 
 AnyHandle MakeHandle(size_t index, std::span<const std::string_view> values, bool eager) {
-  void* family = OmniFamily(index);
-  AnyHandle h;
-  if (family == nullptr) return h;  // the group is not registered: an inert handle
-  switch (Row(index).kind) {
-    case Kind::kCounter: {
-      auto* f = static_cast<Family<Counter>*>(family);
-      h.counter = eager ? f->Bind({values[0]}) : f->Labels(values);
-      break;
-    }
-    case Kind::kGauge: {
-      auto* f = static_cast<Family<Gauge>*>(family);
-      h.gauge = eager ? f->Bind({values[0]}) : f->Labels(values);
-      break;
-    }
-    case Kind::kHistogram: {
-      auto* f = static_cast<Family<Histogram>*>(family);
-      h.histogram = eager ? f->Bind({values[0]}) : f->Labels(values);
-      break;
-    }
-  }
+  AnyHandle h;  // inert while the family's group is not registered
+  const pipeline::AnyFamily& family = RegisteredFamily(static_cast<OF>(index));
+  const auto bind = [&](auto* f) { return eager ? f->Bind({values[0]}) : f->Labels(values); };
+  if (auto* const* f = std::get_if<Family<Counter>*>(&family)) h.counter = bind(*f);
+  if (auto* const* f = std::get_if<Family<Gauge>*>(&family)) h.gauge = bind(*f);
+  if (auto* const* f = std::get_if<Family<Histogram>*>(&family)) h.histogram = bind(*f);
   return h;
 }
 
@@ -616,7 +601,7 @@ struct Target {
 template <const auto& Table, size_t I>
 PyObject* Method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   static const Target target = [] {
-    const size_t index = OmniFamilyIndex(Table[I].family);
+    const size_t index = Index(Table[I].family);
     return Target{index, &Row(index)};
   }();
   return Guarded([&] {
@@ -626,10 +611,10 @@ PyObject* Method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObje
 
 // ---- The two methods that record into two families ----
 
-const size_t kPromptTokens = OmniFamilyIndex("vllm_omni:prompt_tokens");
-const size_t kGenerationTokens = OmniFamilyIndex("vllm_omni:generation_tokens");
-const size_t kSuccess = OmniFamilyIndex("vllm_omni:requests_success");
-const size_t kE2e = OmniFamilyIndex("vllm_omni:e2e_request_latency_s");
+constexpr size_t kPromptTokens = Index(OF::kPromptTokens);
+constexpr size_t kGenerationTokens = Index(OF::kGenerationTokens);
+constexpr size_t kSuccess = Index(OF::kRequestsSuccess);
+constexpr size_t kE2e = Index(OF::kE2eRequestLatencyS);
 
 PyObject* ObserveTokensBody(PyObject* obj, PyObject* const* args, Py_ssize_t nargs,
                             PyObject* kwnames) {

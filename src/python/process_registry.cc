@@ -1,14 +1,15 @@
 // The process registry. See process_registry.h.
 #include "process_registry.h"
 
-#include <cstdint>
-#include <vector>
+#include <array>
+#include <variant>
 
 namespace modelmetrics::python {
 namespace {
 
-std::vector<void*>& Families() {
-  static auto* families = new std::vector<void*>(pipeline::OmniFamilies().size(), nullptr);
+// By pipeline::OmniFamily; monostate while the family's group is unregistered.
+std::array<pipeline::AnyFamily, pipeline::kOmniFamilyCount>& Families() {
+  static auto* families = new std::array<pipeline::AnyFamily, pipeline::kOmniFamilyCount>();
   return *families;
 }
 
@@ -20,29 +21,19 @@ Registry& ProcessRegistry() {
 }
 
 bool RegisterGroup(pipeline::Group group, std::string* error) {
-  const auto rows = pipeline::OmniFamilies();
-  std::vector<void*>& families = Families();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const pipeline::FamilySpec& spec = rows[i];
-    if (spec.group != group || families[i] != nullptr) continue;
-    void* family = pipeline::RegisterFamily(ProcessRegistry(), spec, error);
-    if (family == nullptr) return false;
+  auto& families = Families();
+  for (size_t i = 0; i < families.size(); ++i) {
+    const pipeline::FamilySpec& spec = pipeline::OmniSpec(static_cast<pipeline::OmniFamily>(i));
+    if (spec.group != group || !std::holds_alternative<std::monostate>(families[i])) continue;
+    pipeline::AnyFamily family = pipeline::RegisterFamily(ProcessRegistry(), spec, error);
+    if (std::holds_alternative<std::monostate>(family)) return false;
     families[i] = family;
   }
   return true;
 }
 
-void* OmniFamily(size_t index) {
-  std::vector<void*>& families = Families();
-  return index < families.size() ? families[index] : nullptr;
-}
-
-size_t OmniFamilyIndex(std::string_view name) {
-  const auto rows = pipeline::OmniFamilies();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].name == name) return i;
-  }
-  return SIZE_MAX;
+const pipeline::AnyFamily& RegisteredFamily(pipeline::OmniFamily family) {
+  return Families()[static_cast<size_t>(family)];
 }
 
 }  // namespace modelmetrics::python

@@ -26,12 +26,8 @@ Registry& ProcessRegistry();
 // Registers every catalog family of `group`; false (and *error) on a name collision.
 bool RegisterGroup(pipeline::Group group, std::string* error);
 
-// The registered family of catalog row `index` (pipeline::OmniFamilies()[index]); nullptr while
-// its group is unregistered. Cast to Family<Counter|Gauge|Histogram> by the row's kind.
-void* OmniFamily(size_t index);
-
-// The catalog row index of `name`; SIZE_MAX when absent.
-size_t OmniFamilyIndex(std::string_view name);
+// The registered family; monostate while its group is unregistered.
+const pipeline::AnyFamily& RegisteredFamily(pipeline::OmniFamily family);
 
 }  // namespace modelmetrics::python
 

@@ -13,9 +13,10 @@
 
 #include "base/file.h"
 #include "base/mutex.h"
+#include "base/text.h"
 #include "exporters.h"
 #include "fault_server.h"
-#include "net/self_signed.h"
+#include "net/certificate.h"
 
 namespace modelmetrics::sim {
 namespace {
@@ -89,12 +90,7 @@ const std::string& GzipBomb() {
   return bomb;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using base::EqualsIgnoreCase;
 
 bool HasArg(const std::vector<std::string>& args, std::string_view flag) {
   return std::any_of(args.begin(), args.end(), [&](const std::string& arg) {

@@ -1,5 +1,4 @@
 #include "fault_server.h"
-#include "base/mutex.h"
 
 #include <zlib.h>
 
@@ -11,6 +10,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+
+#include "base/mutex.h"
 
 namespace modelmetrics::sim {
 namespace {

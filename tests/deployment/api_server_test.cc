@@ -44,6 +44,7 @@
 
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
+#include "test_certificates.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
@@ -602,47 +603,13 @@ TEST(ApiServerTest, ClientCertificateUserIsTheCn) {
 
 // A client certificate with Organizations (groups), signed by ca.pem, written to `dir`.
 Credentials GeneratedClientCert(const TempDir& dir, const char* cn,
-                                std::vector<const char*> organizations) {
-  const auto read = [](const std::string& path, auto reader) {
-    FILE* file = fopen(path.c_str(), "r");
-    EXPECT_NE(file, nullptr) << path;
-    auto* value = reader(file);
-    fclose(file);
-    return value;
-  };
-  X509* ca =
-      read(TlsFile("ca.pem"), [](FILE* f) { return PEM_read_X509(f, nullptr, nullptr, nullptr); });
-  EVP_PKEY* ca_key = read(TlsFile("ca-key.pem"), [](FILE* f) {
-    return PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
-  });
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 4343);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
-  X509_NAME* name = X509_get_subject_name(cert);
-  const auto add = [name](const char* field, const char* value) {
-    X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8,
-                               reinterpret_cast<const unsigned char*>(value), -1, -1, 0);
-  };
-  for (const char* organization : organizations) add("O", organization);
-  add("CN", cn);
-  X509_set_issuer_name(cert, X509_get_subject_name(ca));
-  X509_set_pubkey(cert, key);
-  EXPECT_GT(X509_sign(cert, ca_key, EVP_sha256()), 0);
+                                std::vector<std::string> organizations) {
+  const test_paths::TestCertificate made =
+      test_paths::ClientCertificate(cn, std::move(organizations), 4343);
   Credentials credentials{.cert = dir.path() + "/generated.pem",
                           .key = dir.path() + "/generated-key.pem"};
-  FILE* out = fopen(credentials.cert.c_str(), "w");
-  PEM_write_X509(out, cert);
-  fclose(out);
-  out = fopen(credentials.key.c_str(), "w");
-  PEM_write_PrivateKey(out, key, nullptr, nullptr, 0, nullptr, nullptr);
-  fclose(out);
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  EVP_PKEY_free(ca_key);
-  X509_free(ca);
+  std::ofstream(credentials.cert) << made.cert_pem;
+  std::ofstream(credentials.key) << made.key_pem;
   return credentials;
 }
 

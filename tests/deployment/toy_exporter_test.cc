@@ -2,11 +2,13 @@
 // reads its Pods through the same selector, parse and merge as the built-in exporters, with no
 // other change anywhere.
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "deployment/exporter_profile.h"
 #include "deployment/exporter_registry.h"
+#include "deployment/exporters/builtin.h"
 #include "deployment/merge.h"
 #include "deployment/metrics_parse.h"
 #include "deployment/test_builders.h"
@@ -104,6 +106,35 @@ TEST_F(ToyExporter, UnregisteredItIsAnUnsupportedEngineAgain) {
   EXPECT_EQ(UnsupportedEngineReason("toyllm"),
             "unsupported source: engine \"toyllm\" is not one the deployment metrics read "
             "(vllm, sglang, vllm-omni)");
+}
+
+// References between a profile's rows are names the compiler cannot check: every built-in
+// profile, and the toy, must have none dangling...
+TEST(ProfileReferences, EveryProfileIsSound) {
+  for (const ExporterProfile* profile :
+       {&exporters::kVllm, &exporters::kSglang, &exporters::kVllmOmni, &exporters::kLlmdRouter,
+        &exporters::kVllmRouter, &exporters::kVllmRouterPd, &exporters::kSglangGateway, &kToy}) {
+    EXPECT_EQ(DanglingReferences(*profile), std::vector<std::string>{}) << profile->name;
+  }
+}
+
+// ... and one that has them is caught, each by its row.
+TEST(ProfileReferences, DanglingOnesAreNamed) {
+  ExporterProfile broken = kToy;
+  broken.idle_key = "ttfb";
+  broken.windows[1].pair = "tttf";
+  broken.error_ratio = ErrorRatio{.requests = "requests", .errors = "errors"};
+  broken.ratios = {{.key = "share",
+                    .numerator = "requests",
+                    .denominator = "request",
+                    .no_denominator = reason::kNoObservations}};
+  EXPECT_EQ(
+      DanglingReferences(broken),
+      (std::vector<std::string>{
+          "idle_key: no window `ttfb`", "windows[1].pair: no window `tttf`",
+          "error_ratio.errors: no window `errors`", "ratios[0].denominator: no window `request`",
+          "ratios[0].no_denominator: `no observations in the sampling window` would set "
+          "partial"}));
 }
 
 }  // namespace

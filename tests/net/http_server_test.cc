@@ -2,7 +2,8 @@
 // Every client operation is bounded by a timeout, so a broken server fails a test instead of
 // hanging it.
 #include "net/http_server.h"
-#include "net/self_signed.h"
+#include "net/certificate.h"
+#include "test_certificates.h"
 #include "test_paths.h"
 
 #include <arpa/inet.h>
@@ -1323,60 +1324,8 @@ TEST(HttpServerTlsTest, OptionalClientCertMayBeAbsent) {
 }
 
 // A client certificate with two Organizations (Kubernetes groups), signed by ca.pem at run time.
-struct GeneratedCert {
-  std::string cert_pem;
-  std::string key_pem;
-};
-
-GeneratedCert MakeClientCert() {
-  GeneratedCert out;
-  auto read_file = [](const std::string& path, auto reader) {
-    FILE* f = fopen(path.c_str(), "r");
-    EXPECT_NE(f, nullptr) << path;
-    auto* v = reader(f);
-    fclose(f);
-    return v;
-  };
-  X509* ca = read_file(TlsFile("ca.pem"),
-                       [](FILE* f) { return PEM_read_X509(f, nullptr, nullptr, nullptr); });
-  EVP_PKEY* ca_key = read_file(TlsFile("ca-key.pem"), [](FILE* f) {
-    return PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
-  });
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 4242);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
-  X509_NAME* name = X509_get_subject_name(cert);
-  auto add = [name](const char* field, const char* value) {
-    X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8,
-                               reinterpret_cast<const unsigned char*>(value), -1, -1, 0);
-  };
-  add("O", "system:masters");
-  add("O", "team-é");
-  add("CN", "alice");
-  X509_set_issuer_name(cert, X509_get_subject_name(ca));
-  X509_set_pubkey(cert, key);
-  EXPECT_GT(X509_sign(cert, ca_key, EVP_sha256()), 0);
-
-  BIO* bio = BIO_new(BIO_s_mem());
-  PEM_write_bio_X509(bio, cert);
-  char* data = nullptr;
-  long n = BIO_get_mem_data(bio, &data);
-  out.cert_pem.assign(data, static_cast<size_t>(n));
-  BIO_free(bio);
-  bio = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
-  n = BIO_get_mem_data(bio, &data);
-  out.key_pem.assign(data, static_cast<size_t>(n));
-  BIO_free(bio);
-
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  EVP_PKEY_free(ca_key);
-  X509_free(ca);
-  return out;
+test_paths::TestCertificate MakeClientCert() {
+  return test_paths::ClientCertificate("alice", {"system:masters", "team-é"}, 4242);
 }
 
 TEST(HttpServerTlsTest, ExposesSubjectOrganizations) {
@@ -1385,7 +1334,7 @@ TEST(HttpServerTlsTest, ExposesSubjectOrganizations) {
   server.Route("GET", "/peer", recorder.Handler());
   ASSERT_TRUE(Started(server));
 
-  GeneratedCert generated = MakeClientCert();
+  test_paths::TestCertificate generated = MakeClientCert();
   ssl::context ctx(ssl::context::tls_client);
   ctx.load_verify_file(TlsFile("ca.pem"));
   ctx.set_verify_mode(ssl::verify_peer);

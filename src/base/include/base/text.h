@@ -39,6 +39,9 @@ bool PercentDecode(std::string_view text, std::string* out);
 // `text` with ASCII upper-case letters lowered (header names, media types, extra keys).
 std::string AsciiLower(std::string_view text);
 
+// `a` and `b` are equal but for ASCII letter case (engine names, role kinds, header names).
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
 // The values of query parameter `name` in `query` (the target after '?'), in order, each
 // percent-decoded with `+` as a space (HTML form encoding, as Go's url.ParseQuery reads it). A
 // bare `name` (no `=`) gives "". Parameters that do not decode are skipped.

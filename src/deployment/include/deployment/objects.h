@@ -18,6 +18,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/text.h"
+
 namespace modelmetrics::deployment {
 
 // The outcome of an API call, shaped like a Kubernetes `Status`: code 200 is success; otherwise
@@ -66,7 +68,7 @@ inline constexpr std::string_view kLabelInstance = "app.kubernetes.io/instance";
 inline constexpr std::string_view kLabelComponent = "app.kubernetes.io/component";
 inline constexpr std::string_view kLabelRouter = "modeldeployment.gpustack.ai/router";
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+using base::EqualsIgnoreCase;
 inline bool IsVllmEngine(std::string_view engine) { return EqualsIgnoreCase(engine, kEngineVllm); }
 inline bool IsSglangEngine(std::string_view engine) {
   return EqualsIgnoreCase(engine, kEngineSglang);

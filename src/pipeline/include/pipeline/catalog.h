@@ -38,6 +38,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "modelmetrics/exposition.h"
 #include "modelmetrics/metrics.h"
@@ -104,9 +105,13 @@ inline FamilyOptions OptionsOf(const FamilySpec& spec) {
                        .buckets = {spec.buckets.begin(), spec.buckets.end()}};
 }
 
-// Registers a row with `registry` as its kind's family; the Family<Counter|Gauge|Histogram>*
-// as void* (cast by spec.kind), or nullptr with *error when the registry refuses it.
-void* RegisterFamily(Registry& registry, const FamilySpec& spec, std::string* error = nullptr);
+// A registered family of any kind; monostate when none was registered.
+using AnyFamily =
+    std::variant<std::monostate, Family<Counter>*, Family<Gauge>*, Family<Histogram>*>;
+
+// Registers a row with `registry` as its kind's family; monostate with *error when the registry
+// refuses it.
+AnyFamily RegisterFamily(Registry& registry, const FamilySpec& spec, std::string* error = nullptr);
 
 // The Guard column as code: false when `value` is dropped; clamps it in place. NaN is always
 // dropped (a deliberate difference: upstream would record it and poison `_sum`).
@@ -236,12 +241,127 @@ inline constexpr std::array<std::string_view, 3> kEngineLabels = {"model_name", 
 inline constexpr std::array<std::string_view, 4> kEngineWaitingReasonLabels = {
     "model_name", "stage", "replica", "reason"};
 
+// ---- The vllm_omni:* families, each defined once ----
+//
+// X(id, name, instrument): the family's id (OmniFamily::id), its name (counters without
+// `_total`) and its instrument. catalog.cc holds its row (HELP, labels, buckets, bind, group,
+// guard) in this order, checked at compile time; code names a family by its id and gets a typed
+// handle (OmniInstrument), so a misspelt or missing family fails to compile. Adding a family is
+// one line here, one row in catalog.cc, and the observe method that records it.
+#define MM_VLLM_OMNI_FAMILIES(X)                                                            \
+  X(kNumRequestsRunning, "vllm_omni:num_requests_running", Gauge)                           \
+  X(kNumRequestsWaiting, "vllm_omni:num_requests_waiting", Gauge)                           \
+  X(kRequestsSuccess, "vllm_omni:requests_success", Counter)                                \
+  X(kE2eRequestLatencyS, "vllm_omni:e2e_request_latency_s", Histogram)                      \
+  X(kPromptTokens, "vllm_omni:prompt_tokens", Counter)                                      \
+  X(kGenerationTokens, "vllm_omni:generation_tokens", Counter)                              \
+  X(kStageGenTimeS, "vllm_omni:stage_gen_time_s", Histogram)                                \
+  X(kRequestQueueWaitS, "vllm_omni:request_queue_wait_s", Histogram)                        \
+  X(kStageWaitingRequests, "vllm_omni:stage_waiting_requests", Gauge)                       \
+  X(kStageInQueueS, "vllm_omni:stage_in_queue_s", Histogram)                                \
+  X(kNumInferenceSteps, "vllm_omni:num_inference_steps", Histogram)                         \
+  X(kImageCount, "vllm_omni:image_count", Counter)                                          \
+  X(kImagePixels, "vllm_omni:image_pixels", Histogram)                                      \
+  X(kPeakMemoryMb, "vllm_omni:peak_memory_mb", Gauge)                                       \
+  X(kRequestsFailed, "vllm_omni:requests_failed", Counter)                                  \
+  X(kKvWaitS, "vllm_omni:kv_wait_s", Histogram)                                             \
+  X(kDiffusionExecS, "vllm_omni:diffusion_exec_s", Histogram)                               \
+  X(kDiffusionExecPerStepS, "vllm_omni:diffusion_exec_per_step_s", Histogram)               \
+  X(kDiffusionPreprocessS, "vllm_omni:diffusion_preprocess_s", Histogram)                   \
+  X(kDiffusionPostprocessS, "vllm_omni:diffusion_postprocess_s", Histogram)                 \
+  X(kVaeDecodeS, "vllm_omni:vae_decode_s", Histogram)                                       \
+  X(kDiffusionForwardS, "vllm_omni:diffusion_forward_s", Histogram)                         \
+  X(kDiffusionKvLoadS, "vllm_omni:diffusion_kv_load_s", Histogram)                          \
+  X(kImageTtfpS, "vllm_omni:image_ttfp_s", Histogram)                                       \
+  X(kDenoiseStepLatencyS, "vllm_omni:denoise_step_latency_s", Histogram)                    \
+  X(kAudioTtfpS, "vllm_omni:audio_ttfp_s", Histogram)                                       \
+  X(kAudioDurationS, "vllm_omni:audio_duration_s", Histogram)                               \
+  X(kAudioRtf, "vllm_omni:audio_rtf", Histogram)                                            \
+  X(kAudioFrames, "vllm_omni:audio_frames", Counter)                                        \
+  X(kAudioUnderrunS, "vllm_omni:audio_underrun_s", Histogram)                               \
+  X(kAudioContinuityOk, "vllm_omni:audio_continuity_ok", Counter)                           \
+  X(kAudioSkippedRequests, "vllm_omni:audio_skipped_requests", Counter)                     \
+  X(kSpeechStreamAborted, "vllm_omni:speech_stream_aborted", Counter)                       \
+  X(kSpeechStreamCompleted, "vllm_omni:speech_stream_completed", Counter)                   \
+  X(kTransferSizeBytes, "vllm_omni:transfer_size_bytes", Histogram)                         \
+  X(kTransferTxS, "vllm_omni:transfer_tx_s", Histogram)                                     \
+  X(kTransferRxS, "vllm_omni:transfer_rx_s", Histogram)                                     \
+  X(kTransferInFlightS, "vllm_omni:transfer_in_flight_s", Histogram)                        \
+  X(kRealtimeVadActiveSessions, "vllm_omni:realtime_vad_active_sessions", Gauge)            \
+  X(kRealtimeVadInferenceLatencyS, "vllm_omni:realtime_vad_inference_latency_s", Histogram) \
+  X(kRealtimeVadEndpointDelayS, "vllm_omni:realtime_vad_endpoint_delay_s", Histogram)       \
+  X(kRealtimeVadErrors, "vllm_omni:realtime_vad_errors", Counter)
+
+enum class OmniFamily : uint8_t {
+#define MM_OMNI_ID(id, name, instrument) id,
+  MM_VLLM_OMNI_FAMILIES(MM_OMNI_ID)
+#undef MM_OMNI_ID
+};
+
+#define MM_OMNI_ONE(id, name, instrument) +1
+inline constexpr size_t kOmniFamilyCount = 0 MM_VLLM_OMNI_FAMILIES(MM_OMNI_ONE);
+#undef MM_OMNI_ONE
+
+constexpr std::string_view OmniFamilyName(OmniFamily family) {
+  constexpr std::string_view kNames[] = {
+#define MM_OMNI_NAME(id, name, instrument) name,
+      MM_VLLM_OMNI_FAMILIES(MM_OMNI_NAME)
+#undef MM_OMNI_NAME
+  };
+  return kNames[static_cast<size_t>(family)];
+}
+
+constexpr Kind OmniFamilyKind(OmniFamily family) {
+  constexpr Kind kKinds[] = {
+#define MM_OMNI_KIND(id, name, instrument) Kind::k##instrument,
+      MM_VLLM_OMNI_FAMILIES(MM_OMNI_KIND)
+#undef MM_OMNI_KIND
+  };
+  return kKinds[static_cast<size_t>(family)];
+}
+
+template <Kind>
+struct InstrumentOfKind;
+template <>
+struct InstrumentOfKind<Kind::kCounter> {
+  using type = Counter;
+};
+template <>
+struct InstrumentOfKind<Kind::kGauge> {
+  using type = Gauge;
+};
+template <>
+struct InstrumentOfKind<Kind::kHistogram> {
+  using type = Histogram;
+};
+// The instrument of family F: OmniInstrument<OmniFamily::kImageCount> is Counter.
+template <OmniFamily F>
+using OmniInstrument = typename InstrumentOfKind<OmniFamilyKind(F)>::type;
+
+// The typed family behind `any` (registered from F's row); null when none was registered.
+template <OmniFamily F>
+Family<OmniInstrument<F>>* FamilyOf(const AnyFamily& any) {
+  auto* const* typed = std::get_if<Family<OmniInstrument<F>>*>(&any);
+  return typed != nullptr ? *typed : nullptr;
+}
+
+// Registers family F from its row; null with *error when the registry refuses it.
+template <OmniFamily F>
+Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error = nullptr);
+
 // ---- Tables ----
 
 // Every `vllm_omni:*` family: pipeline (6), image/diffusion service (10), diffusion breakdown
 // (9), audio (7), speech streaming (2), cross-stage transfer (4), realtime VAD (4); grouped, in
 // that order.
 std::span<const FamilySpec> OmniFamilies();
+// A family's row: OmniFamilies()[family].
+const FamilySpec& OmniSpec(OmniFamily family);
+
+template <OmniFamily F>
+Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error) {
+  return FamilyOf<F>(RegisterFamily(registry, OmniSpec(F), error));
+}
 
 // Every upstream per-engine `vllm:*` family vLLM main has in a plain set-up plus NIXL's (43):
 // the V1 fixture's, in fixture order, without prompt_tokens_recomputed (removed upstream in April

@@ -27,6 +27,7 @@
 #ifndef MODELMETRICS_PIPELINE_OMNI_METRICS_H_
 #define MODELMETRICS_PIPELINE_OMNI_METRICS_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -235,6 +236,9 @@ class OmniMetrics final : public TransferEmitter {
     Family<T>* family = nullptr;
     Guard guard = Guard::kNone;
   };
+  template <OmniFamily F>
+  static void Take(const std::array<AnyFamily, kOmniFamilyCount>& made,
+                   Guarded<OmniInstrument<F>>* out);
 
   Guarded<Gauge> running_family_;
   Guarded<Gauge> waiting_family_;
