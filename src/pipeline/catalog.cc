@@ -158,19 +158,17 @@ constexpr FamilySpec kOmniFamilies[] = {
 };
 #undef MM_OMNI
 
-// The rows are in the list's order, one per family: OmniSpec(id) is kOmniFamilies[id].
-constexpr bool RowsFollowTheList() {
-  if (std::size(kOmniFamilies) != kOmniFamilyCount) return false;
-  for (size_t i = 0; i < kOmniFamilyCount; ++i) {
-    const auto id = static_cast<OmniFamily>(i);
-    if (kOmniFamilies[i].name != OmniFamilyName(id) ||
-        kOmniFamilies[i].kind != OmniFamilyKind(id)) {
-      return false;
-    }
+// The rows are in the list's order, one per family: a family's row is table[id].
+template <typename Id, size_t N>
+constexpr bool RowsFollowTheList(const FamilySpec (&table)[N]) {
+  if (N != FamilyCount(Id{})) return false;
+  for (size_t i = 0; i < N; ++i) {
+    const auto id = static_cast<Id>(i);
+    if (table[i].name != FamilyName(id) || table[i].kind != FamilyKind(id)) return false;
   }
   return true;
 }
-static_assert(RowsFollowTheList(),
+static_assert(RowsFollowTheList<OmniFamily>(kOmniFamilies),
               "kOmniFamilies must hold one row per MM_VLLM_OMNI_FAMILIES entry, in order");
 
 // ---- vllm:* (generated from the V1 fixture; see catalog.h) ----
@@ -215,130 +213,124 @@ constexpr double kTokenLatencyBuckets[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 
 constexpr double kRequestPhaseBuckets[] = {0.3, 0.5, 0.8, 1,  1.5, 2,   2.5, 5,   10,   15,  20,
                                            30,  40,  50,  60, 120, 240, 480, 960, 1920, 7680};
 
+// A row's name and instrument, from its one definition (MM_VLLM_ENGINE_FAMILIES in catalog.h).
+#define MM_ENGINE(id) EngineFamilyName(EngineFamily::id), EngineFamilyKind(EngineFamily::id)
+
 constexpr FamilySpec kVllmEngineFamilies[] = {
-    {"vllm:nixl_xfer_time_seconds", K::kHistogram,
-     "Histogram of transfer duration for NIXL KV Cache transfers.", kEngineLabels,
-     kNixlXferTimeBuckets, kEager, Group::kEngine},
-    {"vllm:nixl_post_time_seconds", K::kHistogram,
+    {MM_ENGINE(kNixlXferTimeSeconds), "Histogram of transfer duration for NIXL KV Cache transfers.",
+     kEngineLabels, kNixlXferTimeBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kNixlPostTimeSeconds),
      "Histogram of transfer post time for NIXL KV Cache transfers.", kEngineLabels,
      kNixlPostTimeBuckets, kEager, Group::kEngine},
-    {"vllm:nixl_bytes_transferred", K::kHistogram,
+    {MM_ENGINE(kNixlBytesTransferred),
      "Histogram of bytes transferred per NIXL KV Cache transfers.", kEngineLabels,
      kNixlBytesBuckets, kEager, Group::kEngine},
-    {"vllm:nixl_num_descriptors", K::kHistogram,
+    {MM_ENGINE(kNixlNumDescriptors),
      "Histogram of number of descriptors per NIXL  KV Cache transfers.", kEngineLabels,
      kNixlDescriptorsBuckets, kEager, Group::kEngine},
-    {"vllm:nixl_num_failed_transfers", K::kCounter, "Number of failed NIXL KV Cache transfers.",
+    {MM_ENGINE(kNixlNumFailedTransfers), "Number of failed NIXL KV Cache transfers.", kEngineLabels,
+     kNoBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kNixlNumFailedNotifications), "Number of failed NIXL KV Cache notifications.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:nixl_num_failed_notifications", K::kCounter,
-     "Number of failed NIXL KV Cache notifications.", kEngineLabels, kNoBuckets, kEager,
-     Group::kEngine},
-    {"vllm:nixl_num_kv_expired_reqs", K::kCounter,
+    {MM_ENGINE(kNixlNumKvExpiredReqs),
      "Number of requests that had their KV expire. NOTE: This metric is tracked on the P instance.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:estimated_flops_per_gpu", K::kCounter,
+    {MM_ENGINE(kEstimatedFlopsPerGpu),
      "Estimated number of floating point operations per GPU (for Model Flops Utilization "
      "calculations).",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:estimated_read_bytes_per_gpu", K::kCounter,
+    {MM_ENGINE(kEstimatedReadBytesPerGpu),
      "Estimated number of bytes read from memory per GPU (for Model Flops Utilization "
      "calculations).",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:estimated_write_bytes_per_gpu", K::kCounter,
+    {MM_ENGINE(kEstimatedWriteBytesPerGpu),
      "Estimated number of bytes written to memory per GPU (for Model Flops Utilization "
      "calculations).",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:num_requests_running", K::kGauge, "Number of requests in model execution batches.",
+    {MM_ENGINE(kNumRequestsRunning), "Number of requests in model execution batches.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:num_requests_waiting", K::kGauge, "Number of requests waiting to be processed.",
-     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:num_requests_waiting_by_reason", K::kGauge,
+    {MM_ENGINE(kNumRequestsWaiting), "Number of requests waiting to be processed.", kEngineLabels,
+     kNoBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kNumRequestsWaitingByReason),
      "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
      "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
      "status). Sum of all reasons equals vllm:num_requests_waiting.",
      kEngineWaitingReasonLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:engine_sleep_state", K::kGauge,
+    {MM_ENGINE(kEngineSleepState),
      "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
      "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
      kSleepStateLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:kv_cache_usage_perc", K::kGauge, "KV-cache usage. 1 means 100 percent usage.",
+    {MM_ENGINE(kKvCacheUsagePerc), "KV-cache usage. 1 means 100 percent usage.", kEngineLabels,
+     kNoBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kPrefixCacheQueries), "Prefix cache queries, in terms of number of queried tokens.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:prefix_cache_queries", K::kCounter,
-     "Prefix cache queries, in terms of number of queried tokens.", kEngineLabels, kNoBuckets,
-     kEager, Group::kEngine},
-    {"vllm:prefix_cache_hits", K::kCounter,
-     "Prefix cache hits, in terms of number of cached tokens.", kEngineLabels, kNoBuckets, kEager,
-     Group::kEngine},
-    {"vllm:external_prefix_cache_queries", K::kCounter,
+    {MM_ENGINE(kPrefixCacheHits), "Prefix cache hits, in terms of number of cached tokens.",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kExternalPrefixCacheQueries),
      "External prefix cache queries from KV connector cross-instance cache sharing, in terms "
      "of number of queried tokens.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:external_prefix_cache_hits", K::kCounter,
+    {MM_ENGINE(kExternalPrefixCacheHits),
      "External prefix cache hits from KV connector cross-instance cache sharing, in terms of "
      "number of cached tokens.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:mm_cache_queries", K::kCounter,
-     "Multi-modal cache queries, in terms of number of queried items.", kEngineLabels, kNoBuckets,
-     kEager, Group::kEngine},
-    {"vllm:mm_cache_hits", K::kCounter,
-     "Multi-modal cache hits, in terms of number of cached items.", kEngineLabels, kNoBuckets,
-     kEager, Group::kEngine},
-    {"vllm:num_preemptions", K::kCounter, "Cumulative number of preemption from the engine.",
+    {MM_ENGINE(kMmCacheQueries), "Multi-modal cache queries, in terms of number of queried items.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:prompt_tokens", K::kCounter, "Number of prefill tokens processed.", kEngineLabels,
-     kNoBuckets, kEager, Group::kEngine},
-    {"vllm:prompt_tokens_by_source", K::kCounter, "Number of prompt tokens by source.",
-     kPromptSourceLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:prompt_tokens_cached", K::kCounter, "Number of cached prompt tokens (local + external).",
+    {MM_ENGINE(kMmCacheHits), "Multi-modal cache hits, in terms of number of cached items.",
      kEngineLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:generation_tokens", K::kCounter, "Number of generation tokens processed.", kEngineLabels,
+    {MM_ENGINE(kNumPreemptions), "Cumulative number of preemption from the engine.", kEngineLabels,
      kNoBuckets, kEager, Group::kEngine},
-    {"vllm:request_success", K::kCounter, "Count of successfully processed requests.",
-     kRequestSuccessLabels, kNoBuckets, kEager, Group::kEngine},
-    {"vllm:request_prompt_tokens", K::kHistogram, "Number of prefill tokens processed.",
-     kEngineLabels, kTokenCountBuckets, kEager, Group::kEngine},
-    {"vllm:request_generation_tokens", K::kHistogram, "Number of generation tokens processed.",
-     kEngineLabels, kTokenCountBuckets, kEager, Group::kEngine},
-    {"vllm:iteration_tokens_total", K::kHistogram, "Histogram of number of tokens per engine_step.",
+    {MM_ENGINE(kPromptTokens), "Number of prefill tokens processed.", kEngineLabels, kNoBuckets,
+     kEager, Group::kEngine},
+    {MM_ENGINE(kPromptTokensBySource), "Number of prompt tokens by source.", kPromptSourceLabels,
+     kNoBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kPromptTokensCached), "Number of cached prompt tokens (local + external).",
+     kEngineLabels, kNoBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kGenerationTokens), "Number of generation tokens processed.", kEngineLabels,
+     kNoBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kRequestSuccess), "Count of successfully processed requests.", kRequestSuccessLabels,
+     kNoBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kRequestPromptTokens), "Number of prefill tokens processed.", kEngineLabels,
+     kTokenCountBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kRequestGenerationTokens), "Number of generation tokens processed.", kEngineLabels,
+     kTokenCountBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kIterationTokensTotal), "Histogram of number of tokens per engine_step.",
      kEngineLabels, kIterationTokensBuckets, kEager, Group::kEngine},
-    {"vllm:request_max_num_generation_tokens", K::kHistogram,
+    {MM_ENGINE(kRequestMaxNumGenerationTokens),
      "Histogram of maximum number of requested generation tokens.", kEngineLabels,
      kTokenCountBuckets, kEager, Group::kEngine},
-    {"vllm:request_params_n", K::kHistogram, "Histogram of the n request parameter.", kEngineLabels,
+    {MM_ENGINE(kRequestParamsN), "Histogram of the n request parameter.", kEngineLabels,
      kRequestParamsNBuckets, kEager, Group::kEngine},
-    {"vllm:request_params_max_tokens", K::kHistogram,
-     "Histogram of the max_tokens request parameter.", kEngineLabels, kTokenCountBuckets, kEager,
-     Group::kEngine},
-    {"vllm:time_to_first_token_seconds", K::kHistogram,
-     "Histogram of time to first token in seconds.", kEngineLabels, kTtftBuckets, kEager,
-     Group::kEngine},
-    {"vllm:inter_token_latency_seconds", K::kHistogram,
-     "Histogram of inter-token latency in seconds.", kEngineLabels, kTokenLatencyBuckets, kEager,
-     Group::kEngine},
-    {"vllm:request_time_per_output_token_seconds", K::kHistogram,
+    {MM_ENGINE(kRequestParamsMaxTokens), "Histogram of the max_tokens request parameter.",
+     kEngineLabels, kTokenCountBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kTimeToFirstTokenSeconds), "Histogram of time to first token in seconds.",
+     kEngineLabels, kTtftBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kInterTokenLatencySeconds), "Histogram of inter-token latency in seconds.",
+     kEngineLabels, kTokenLatencyBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kRequestTimePerOutputTokenSeconds),
      "Histogram of time_per_output_token_seconds per request.", kEngineLabels, kTokenLatencyBuckets,
      kEager, Group::kEngine},
-    {"vllm:e2e_request_latency_seconds", K::kHistogram,
-     "Histogram of e2e request latency in seconds.", kEngineLabels, kRequestPhaseBuckets, kEager,
-     Group::kEngine},
-    {"vllm:request_queue_time_seconds", K::kHistogram,
-     "Histogram of time spent in WAITING phase for request.", kEngineLabels, kRequestPhaseBuckets,
-     kEager, Group::kEngine},
-    {"vllm:request_inference_time_seconds", K::kHistogram,
+    {MM_ENGINE(kE2eRequestLatencySeconds), "Histogram of e2e request latency in seconds.",
+     kEngineLabels, kRequestPhaseBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kRequestQueueTimeSeconds), "Histogram of time spent in WAITING phase for request.",
+     kEngineLabels, kRequestPhaseBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kRequestInferenceTimeSeconds),
      "Histogram of time spent in RUNNING phase for request.", kEngineLabels, kRequestPhaseBuckets,
      kEager, Group::kEngine},
-    {"vllm:request_prefill_time_seconds", K::kHistogram,
-     "Histogram of time spent in PREFILL phase for request.", kEngineLabels, kRequestPhaseBuckets,
-     kEager, Group::kEngine},
-    {"vllm:request_decode_time_seconds", K::kHistogram,
-     "Histogram of time spent in DECODE phase for request.", kEngineLabels, kRequestPhaseBuckets,
-     kEager, Group::kEngine},
-    {"vllm:request_prefill_kv_computed_tokens", K::kHistogram,
+    {MM_ENGINE(kRequestPrefillTimeSeconds), "Histogram of time spent in PREFILL phase for request.",
+     kEngineLabels, kRequestPhaseBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kRequestDecodeTimeSeconds), "Histogram of time spent in DECODE phase for request.",
+     kEngineLabels, kRequestPhaseBuckets, kEager, Group::kEngine},
+    {MM_ENGINE(kRequestPrefillKvComputedTokens),
      "Histogram of new KV tokens computed during prefill (excluding cached tokens).", kEngineLabels,
      kTokenCountBuckets, kEager, Group::kEngine},
-    {"vllm:cache_config_info", K::kGauge, "Information of the LLMEngine CacheConfig",
+    {MM_ENGINE(kCacheConfigInfo), "Information of the LLMEngine CacheConfig",
      kCacheConfigInfoLabels, kNoBuckets, kEager, Group::kEngine},
 };
+#undef MM_ENGINE
+
+static_assert(RowsFollowTheList<EngineFamily>(kVllmEngineFamilies),
+              "kVllmEngineFamilies must hold one row per MM_VLLM_ENGINE_FAMILIES entry, in order");
 
 const FamilySpec* Find(std::span<const FamilySpec> table, std::string_view name) {
   auto it = std::find_if(table.begin(), table.end(),
@@ -407,6 +399,10 @@ std::string_view GuardName(Guard guard) {
 std::span<const FamilySpec> OmniFamilies() { return kOmniFamilies; }
 
 const FamilySpec& OmniSpec(OmniFamily family) { return kOmniFamilies[static_cast<size_t>(family)]; }
+
+const FamilySpec& EngineSpec(EngineFamily family) {
+  return kVllmEngineFamilies[static_cast<size_t>(family)];
+}
 
 std::span<const FamilySpec> VllmEngineFamilies() { return kVllmEngineFamilies; }
 

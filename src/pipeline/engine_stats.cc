@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::string_view kStageLabel = "stage";
 constexpr std::string_view kReplicaLabel = "replica";
-constexpr std::string_view kCacheConfigInfo = "vllm:cache_config_info";
+constexpr std::string_view kCacheConfigInfo = FamilyName(EngineFamily::kCacheConfigInfo);
 
 std::string UnknownEngine(size_t index, size_t size) {
   return "unknown engine index " + std::to_string(index) + " (the stage layout has " +
@@ -115,28 +115,20 @@ bool EngineStatsLogger::Register(std::string* error) {
 
 // The `vllm:*` families this logger exports, token-count buckets from max_model_len.
 bool EngineStatsLogger::RegisterFamilies(std::string* error) {
-  for (const FamilySpec& spec : VllmEngineFamilies()) {
+  for (size_t i = 0; i < kEngineFamilyCount; ++i) {
+    const FamilySpec& spec = EngineSpec(static_cast<EngineFamily>(i));
     if (!Registered(spec)) continue;
-    FamilyOptions family = OptionsOf(spec);
+    FamilySpec row = spec;
+    std::vector<double> buckets;
     if (options_.max_model_len &&
         std::find(kEngineTokenCountFamilies.begin(), kEngineTokenCountFamilies.end(), spec.name) !=
             kEngineTokenCountFamilies.end()) {
-      family.buckets = BuildOneTwoFiveBuckets(*options_.max_model_len);
+      buckets = BuildOneTwoFiveBuckets(*options_.max_model_len);
+      row.buckets = buckets;
     }
     std::string why;
-    bool ok = false;
-    switch (spec.kind) {
-      case Kind::kCounter:
-        ok = (counters_[spec.name] = registry_.AddCounter(std::move(family), &why)) != nullptr;
-        break;
-      case Kind::kGauge:
-        ok = (gauges_[spec.name] = registry_.AddGauge(std::move(family), &why)) != nullptr;
-        break;
-      case Kind::kHistogram:
-        ok = (histograms_[spec.name] = registry_.AddHistogram(std::move(family), &why)) != nullptr;
-        break;
-    }
-    if (!ok) {
+    families_[i] = RegisterFamily(registry_, row, &why);
+    if (std::holds_alternative<std::monostate>(families_[i])) {
       SetError(error, "cannot register " + std::string(spec.name) + ": " + why);
       return false;
     }
@@ -144,80 +136,77 @@ bool EngineStatsLogger::RegisterFamilies(std::string* error) {
   return true;
 }
 
+// Engine `e`'s child of family F: (model, stage, replica), and an extra label value.
+template <EngineFamily F>
+FamilyInstrument<F> EngineStatsLogger::Child(size_t e) const {
+  return FamilyOf<F>(families_[static_cast<size_t>(F)])
+      ->Bind({options_.model_name, StageLabel(e), ReplicaLabel(e)});
+}
+template <EngineFamily F>
+FamilyInstrument<F> EngineStatsLogger::ChildWith(size_t e, std::string_view extra) const {
+  return FamilyOf<F>(families_[static_cast<size_t>(F)])
+      ->Bind({options_.model_name, StageLabel(e), ReplicaLabel(e), extra});
+}
+
 // Engine `e`'s children of every family, in the fixture's order.
 std::unique_ptr<EngineStatsLogger::EngineHandles> EngineStatsLogger::BindEngine(size_t e) {
-  const std::string& model = options_.model_name;
-  auto counter = [&](std::string_view name, size_t e) {
-    return counters_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e)});
-  };
-  auto counter_x = [&](std::string_view name, size_t e, std::string_view extra) {
-    return counters_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e), extra});
-  };
-  auto gauge = [&](std::string_view name, size_t e) {
-    return gauges_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e)});
-  };
-  auto histogram = [&](std::string_view name, size_t e) {
-    return histograms_.at(name)->Bind({model, StageLabel(e), ReplicaLabel(e)});
-  };
   auto h = std::make_unique<EngineHandles>();
   // Fixture order.
   if (options_.kv_connector == KvConnector::kNixl) {
-    h->nixl_xfer_time = histogram("vllm:nixl_xfer_time_seconds", e);
-    h->nixl_post_time = histogram("vllm:nixl_post_time_seconds", e);
-    h->nixl_bytes = histogram("vllm:nixl_bytes_transferred", e);
-    h->nixl_descriptors = histogram("vllm:nixl_num_descriptors", e);
-    h->nixl_failed_transfers = counter("vllm:nixl_num_failed_transfers", e);
-    h->nixl_failed_notifications = counter("vllm:nixl_num_failed_notifications", e);
-    h->nixl_kv_expired = counter("vllm:nixl_num_kv_expired_reqs", e);
+    h->nixl_xfer_time = Child<EngineFamily::kNixlXferTimeSeconds>(e);
+    h->nixl_post_time = Child<EngineFamily::kNixlPostTimeSeconds>(e);
+    h->nixl_bytes = Child<EngineFamily::kNixlBytesTransferred>(e);
+    h->nixl_descriptors = Child<EngineFamily::kNixlNumDescriptors>(e);
+    h->nixl_failed_transfers = Child<EngineFamily::kNixlNumFailedTransfers>(e);
+    h->nixl_failed_notifications = Child<EngineFamily::kNixlNumFailedNotifications>(e);
+    h->nixl_kv_expired = Child<EngineFamily::kNixlNumKvExpiredReqs>(e);
   }
-  h->flops = counter("vllm:estimated_flops_per_gpu", e);
-  h->read_bytes = counter("vllm:estimated_read_bytes_per_gpu", e);
-  h->write_bytes = counter("vllm:estimated_write_bytes_per_gpu", e);
-  h->running = gauge("vllm:num_requests_running", e);
-  h->waiting = gauge("vllm:num_requests_waiting", e);
+  h->flops = Child<EngineFamily::kEstimatedFlopsPerGpu>(e);
+  h->read_bytes = Child<EngineFamily::kEstimatedReadBytesPerGpu>(e);
+  h->write_bytes = Child<EngineFamily::kEstimatedWriteBytesPerGpu>(e);
+  h->running = Child<EngineFamily::kNumRequestsRunning>(e);
+  h->waiting = Child<EngineFamily::kNumRequestsWaiting>(e);
   for (size_t i = 0; i < kEngineWaitingReasons.size(); ++i) {
     h->waiting_by_reason[i] =
-        gauges_.at("vllm:num_requests_waiting_by_reason")
-            ->Bind({model, StageLabel(e), ReplicaLabel(e), kEngineWaitingReasons[i]});
+        ChildWith<EngineFamily::kNumRequestsWaitingByReason>(e, kEngineWaitingReasons[i]);
   }
   for (size_t i = 0; i < kEngineSleepStates.size(); ++i) {
-    h->sleep_state[i] = gauges_.at("vllm:engine_sleep_state")
-                            ->Bind({model, StageLabel(e), ReplicaLabel(e), kEngineSleepStates[i]});
+    h->sleep_state[i] = ChildWith<EngineFamily::kEngineSleepState>(e, kEngineSleepStates[i]);
     h->sleep_state[i].Set(i == 0 ? 1.0 : 0.0);  // awake
   }
-  h->kv_cache_usage = gauge("vllm:kv_cache_usage_perc", e);
-  h->prefix_queries = counter("vllm:prefix_cache_queries", e);
-  h->prefix_hits = counter("vllm:prefix_cache_hits", e);
-  h->external_prefix_queries = counter("vllm:external_prefix_cache_queries", e);
-  h->external_prefix_hits = counter("vllm:external_prefix_cache_hits", e);
-  h->mm_queries = counter("vllm:mm_cache_queries", e);
-  h->mm_hits = counter("vllm:mm_cache_hits", e);
-  h->preemptions = counter("vllm:num_preemptions", e);
-  h->prompt_tokens = counter("vllm:prompt_tokens", e);
+  h->kv_cache_usage = Child<EngineFamily::kKvCacheUsagePerc>(e);
+  h->prefix_queries = Child<EngineFamily::kPrefixCacheQueries>(e);
+  h->prefix_hits = Child<EngineFamily::kPrefixCacheHits>(e);
+  h->external_prefix_queries = Child<EngineFamily::kExternalPrefixCacheQueries>(e);
+  h->external_prefix_hits = Child<EngineFamily::kExternalPrefixCacheHits>(e);
+  h->mm_queries = Child<EngineFamily::kMmCacheQueries>(e);
+  h->mm_hits = Child<EngineFamily::kMmCacheHits>(e);
+  h->preemptions = Child<EngineFamily::kNumPreemptions>(e);
+  h->prompt_tokens = Child<EngineFamily::kPromptTokens>(e);
   for (size_t i = 0; i < kEnginePromptTokenSources.size(); ++i) {
     h->prompt_by_source[i] =
-        counter_x("vllm:prompt_tokens_by_source", e, kEnginePromptTokenSources[i]);
+        ChildWith<EngineFamily::kPromptTokensBySource>(e, kEnginePromptTokenSources[i]);
   }
-  h->prompt_cached = counter("vllm:prompt_tokens_cached", e);
-  h->generation_tokens = counter("vllm:generation_tokens", e);
+  h->prompt_cached = Child<EngineFamily::kPromptTokensCached>(e);
+  h->generation_tokens = Child<EngineFamily::kGenerationTokens>(e);
   for (size_t i = 0; i < kEngineFinishedReasons.size(); ++i) {
-    h->request_success[i] = counter_x("vllm:request_success", e, kEngineFinishedReasons[i]);
+    h->request_success[i] = ChildWith<EngineFamily::kRequestSuccess>(e, kEngineFinishedReasons[i]);
   }
-  h->request_prompt_tokens = histogram("vllm:request_prompt_tokens", e);
-  h->request_generation_tokens = histogram("vllm:request_generation_tokens", e);
-  h->iteration_tokens = histogram("vllm:iteration_tokens_total", e);
-  h->max_generation_tokens = histogram("vllm:request_max_num_generation_tokens", e);
-  h->params_n = histogram("vllm:request_params_n", e);
-  h->params_max_tokens = histogram("vllm:request_params_max_tokens", e);
-  h->ttft = histogram("vllm:time_to_first_token_seconds", e);
-  h->inter_token = histogram("vllm:inter_token_latency_seconds", e);
-  h->time_per_output_token = histogram("vllm:request_time_per_output_token_seconds", e);
-  h->e2e = histogram("vllm:e2e_request_latency_seconds", e);
-  h->queue_time = histogram("vllm:request_queue_time_seconds", e);
-  h->inference_time = histogram("vllm:request_inference_time_seconds", e);
-  h->prefill_time = histogram("vllm:request_prefill_time_seconds", e);
-  h->decode_time = histogram("vllm:request_decode_time_seconds", e);
-  h->prefill_kv_computed = histogram("vllm:request_prefill_kv_computed_tokens", e);
+  h->request_prompt_tokens = Child<EngineFamily::kRequestPromptTokens>(e);
+  h->request_generation_tokens = Child<EngineFamily::kRequestGenerationTokens>(e);
+  h->iteration_tokens = Child<EngineFamily::kIterationTokensTotal>(e);
+  h->max_generation_tokens = Child<EngineFamily::kRequestMaxNumGenerationTokens>(e);
+  h->params_n = Child<EngineFamily::kRequestParamsN>(e);
+  h->params_max_tokens = Child<EngineFamily::kRequestParamsMaxTokens>(e);
+  h->ttft = Child<EngineFamily::kTimeToFirstTokenSeconds>(e);
+  h->inter_token = Child<EngineFamily::kInterTokenLatencySeconds>(e);
+  h->time_per_output_token = Child<EngineFamily::kRequestTimePerOutputTokenSeconds>(e);
+  h->e2e = Child<EngineFamily::kE2eRequestLatencySeconds>(e);
+  h->queue_time = Child<EngineFamily::kRequestQueueTimeSeconds>(e);
+  h->inference_time = Child<EngineFamily::kRequestInferenceTimeSeconds>(e);
+  h->prefill_time = Child<EngineFamily::kRequestPrefillTimeSeconds>(e);
+  h->decode_time = Child<EngineFamily::kRequestDecodeTimeSeconds>(e);
+  h->prefill_kv_computed = Child<EngineFamily::kRequestPrefillKvComputedTokens>(e);
   return h;
 }
 
@@ -336,11 +325,7 @@ bool EngineStatsLogger::SetSleepState(int sleep, int level, std::optional<size_t
 
 bool EngineStatsLogger::LogEngineInitialized(
     std::span<const std::pair<std::string_view, std::string_view>> info, std::string* error) {
-  const FamilySpec* spec = FindVllmEngineFamily(kCacheConfigInfo);
-  if (spec == nullptr) {
-    SetError(error, "the catalog has no vllm:cache_config_info");
-    return false;
-  }
+  const FamilySpec* spec = &EngineSpec(EngineFamily::kCacheConfigInfo);
   // Labels: the keys in the order given (upstream's metrics_info().keys()), then the engine's
   // stage and replica (upstream appends `engine`).
   FamilyOptions family{.name = std::string(kCacheConfigInfo), .help = std::string(spec->help)};

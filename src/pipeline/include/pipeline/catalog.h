@@ -292,33 +292,79 @@ inline constexpr std::array<std::string_view, 4> kEngineWaitingReasonLabels = {
   X(kRealtimeVadEndpointDelayS, "vllm_omni:realtime_vad_endpoint_delay_s", Histogram)       \
   X(kRealtimeVadErrors, "vllm_omni:realtime_vad_errors", Counter)
 
-enum class OmniFamily : uint8_t {
-#define MM_OMNI_ID(id, name, instrument) id,
-  MM_VLLM_OMNI_FAMILIES(MM_OMNI_ID)
-#undef MM_OMNI_ID
-};
+// The upstream per-engine `vllm:*` families (VllmEngineFamilies()), defined the same way.
+#define MM_VLLM_ENGINE_FAMILIES(X)                                                              \
+  X(kNixlXferTimeSeconds, "vllm:nixl_xfer_time_seconds", Histogram)                             \
+  X(kNixlPostTimeSeconds, "vllm:nixl_post_time_seconds", Histogram)                             \
+  X(kNixlBytesTransferred, "vllm:nixl_bytes_transferred", Histogram)                            \
+  X(kNixlNumDescriptors, "vllm:nixl_num_descriptors", Histogram)                                \
+  X(kNixlNumFailedTransfers, "vllm:nixl_num_failed_transfers", Counter)                         \
+  X(kNixlNumFailedNotifications, "vllm:nixl_num_failed_notifications", Counter)                 \
+  X(kNixlNumKvExpiredReqs, "vllm:nixl_num_kv_expired_reqs", Counter)                            \
+  X(kEstimatedFlopsPerGpu, "vllm:estimated_flops_per_gpu", Counter)                             \
+  X(kEstimatedReadBytesPerGpu, "vllm:estimated_read_bytes_per_gpu", Counter)                    \
+  X(kEstimatedWriteBytesPerGpu, "vllm:estimated_write_bytes_per_gpu", Counter)                  \
+  X(kNumRequestsRunning, "vllm:num_requests_running", Gauge)                                    \
+  X(kNumRequestsWaiting, "vllm:num_requests_waiting", Gauge)                                    \
+  X(kNumRequestsWaitingByReason, "vllm:num_requests_waiting_by_reason", Gauge)                  \
+  X(kEngineSleepState, "vllm:engine_sleep_state", Gauge)                                        \
+  X(kKvCacheUsagePerc, "vllm:kv_cache_usage_perc", Gauge)                                       \
+  X(kPrefixCacheQueries, "vllm:prefix_cache_queries", Counter)                                  \
+  X(kPrefixCacheHits, "vllm:prefix_cache_hits", Counter)                                        \
+  X(kExternalPrefixCacheQueries, "vllm:external_prefix_cache_queries", Counter)                 \
+  X(kExternalPrefixCacheHits, "vllm:external_prefix_cache_hits", Counter)                       \
+  X(kMmCacheQueries, "vllm:mm_cache_queries", Counter)                                          \
+  X(kMmCacheHits, "vllm:mm_cache_hits", Counter)                                                \
+  X(kNumPreemptions, "vllm:num_preemptions", Counter)                                           \
+  X(kPromptTokens, "vllm:prompt_tokens", Counter)                                               \
+  X(kPromptTokensBySource, "vllm:prompt_tokens_by_source", Counter)                             \
+  X(kPromptTokensCached, "vllm:prompt_tokens_cached", Counter)                                  \
+  X(kGenerationTokens, "vllm:generation_tokens", Counter)                                       \
+  X(kRequestSuccess, "vllm:request_success", Counter)                                           \
+  X(kRequestPromptTokens, "vllm:request_prompt_tokens", Histogram)                              \
+  X(kRequestGenerationTokens, "vllm:request_generation_tokens", Histogram)                      \
+  X(kIterationTokensTotal, "vllm:iteration_tokens_total", Histogram)                            \
+  X(kRequestMaxNumGenerationTokens, "vllm:request_max_num_generation_tokens", Histogram)        \
+  X(kRequestParamsN, "vllm:request_params_n", Histogram)                                        \
+  X(kRequestParamsMaxTokens, "vllm:request_params_max_tokens", Histogram)                       \
+  X(kTimeToFirstTokenSeconds, "vllm:time_to_first_token_seconds", Histogram)                    \
+  X(kInterTokenLatencySeconds, "vllm:inter_token_latency_seconds", Histogram)                   \
+  X(kRequestTimePerOutputTokenSeconds, "vllm:request_time_per_output_token_seconds", Histogram) \
+  X(kE2eRequestLatencySeconds, "vllm:e2e_request_latency_seconds", Histogram)                   \
+  X(kRequestQueueTimeSeconds, "vllm:request_queue_time_seconds", Histogram)                     \
+  X(kRequestInferenceTimeSeconds, "vllm:request_inference_time_seconds", Histogram)             \
+  X(kRequestPrefillTimeSeconds, "vllm:request_prefill_time_seconds", Histogram)                 \
+  X(kRequestDecodeTimeSeconds, "vllm:request_decode_time_seconds", Histogram)                   \
+  X(kRequestPrefillKvComputedTokens, "vllm:request_prefill_kv_computed_tokens", Histogram)      \
+  X(kCacheConfigInfo, "vllm:cache_config_info", Gauge)
 
-#define MM_OMNI_ONE(id, name, instrument) +1
-inline constexpr size_t kOmniFamilyCount = 0 MM_VLLM_OMNI_FAMILIES(MM_OMNI_ONE);
-#undef MM_OMNI_ONE
+// MM_DEFINE_FAMILY_LIST(Id, LIST) defines, from one list: `enum class Id`, and the overloads
+// FamilyCount(Id), FamilyName(Id) and FamilyKind(Id) the typed helpers below use.
+#define MM_FAMILY_ID(id, name, instrument) id,
+#define MM_FAMILY_ONE(id, name, instrument) +1
+#define MM_FAMILY_NAME(id, name, instrument) name,
+#define MM_FAMILY_KIND(id, name, instrument) Kind::k##instrument,
+#define MM_DEFINE_FAMILY_LIST(Id, LIST)                              \
+  enum class Id : uint8_t { LIST(MM_FAMILY_ID) };                    \
+  constexpr size_t FamilyCount(Id) { return 0 LIST(MM_FAMILY_ONE); } \
+  constexpr std::string_view FamilyName(Id family) {                 \
+    constexpr std::string_view kNames[] = {LIST(MM_FAMILY_NAME)};    \
+    return kNames[static_cast<size_t>(family)];                      \
+  }                                                                  \
+  constexpr Kind FamilyKind(Id family) {                             \
+    constexpr Kind kKinds[] = {LIST(MM_FAMILY_KIND)};                \
+    return kKinds[static_cast<size_t>(family)];                      \
+  }
 
-constexpr std::string_view OmniFamilyName(OmniFamily family) {
-  constexpr std::string_view kNames[] = {
-#define MM_OMNI_NAME(id, name, instrument) name,
-      MM_VLLM_OMNI_FAMILIES(MM_OMNI_NAME)
-#undef MM_OMNI_NAME
-  };
-  return kNames[static_cast<size_t>(family)];
-}
+MM_DEFINE_FAMILY_LIST(OmniFamily, MM_VLLM_OMNI_FAMILIES)
+MM_DEFINE_FAMILY_LIST(EngineFamily, MM_VLLM_ENGINE_FAMILIES)
 
-constexpr Kind OmniFamilyKind(OmniFamily family) {
-  constexpr Kind kKinds[] = {
-#define MM_OMNI_KIND(id, name, instrument) Kind::k##instrument,
-      MM_VLLM_OMNI_FAMILIES(MM_OMNI_KIND)
-#undef MM_OMNI_KIND
-  };
-  return kKinds[static_cast<size_t>(family)];
-}
+inline constexpr size_t kOmniFamilyCount = FamilyCount(OmniFamily{});
+inline constexpr size_t kEngineFamilyCount = FamilyCount(EngineFamily{});
+constexpr std::string_view OmniFamilyName(OmniFamily family) { return FamilyName(family); }
+constexpr Kind OmniFamilyKind(OmniFamily family) { return FamilyKind(family); }
+constexpr std::string_view EngineFamilyName(EngineFamily family) { return FamilyName(family); }
+constexpr Kind EngineFamilyKind(EngineFamily family) { return FamilyKind(family); }
 
 template <Kind>
 struct InstrumentOfKind;
@@ -334,14 +380,17 @@ template <>
 struct InstrumentOfKind<Kind::kHistogram> {
   using type = Histogram;
 };
-// The instrument of family F: OmniInstrument<OmniFamily::kImageCount> is Counter.
+// The instrument of family F (an OmniFamily or EngineFamily): FamilyInstrument<kImageCount> is
+// Counter.
+template <auto F>
+using FamilyInstrument = typename InstrumentOfKind<FamilyKind(F)>::type;
 template <OmniFamily F>
-using OmniInstrument = typename InstrumentOfKind<OmniFamilyKind(F)>::type;
+using OmniInstrument = FamilyInstrument<F>;
 
 // The typed family behind `any` (registered from F's row); null when none was registered.
-template <OmniFamily F>
-Family<OmniInstrument<F>>* FamilyOf(const AnyFamily& any) {
-  auto* const* typed = std::get_if<Family<OmniInstrument<F>>*>(&any);
+template <auto F>
+Family<FamilyInstrument<F>>* FamilyOf(const AnyFamily& any) {
+  auto* const* typed = std::get_if<Family<FamilyInstrument<F>>*>(&any);
   return typed != nullptr ? *typed : nullptr;
 }
 
@@ -357,6 +406,8 @@ Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error =
 std::span<const FamilySpec> OmniFamilies();
 // A family's row: OmniFamilies()[family].
 const FamilySpec& OmniSpec(OmniFamily family);
+// A per-engine family's row: VllmEngineFamilies()[family].
+const FamilySpec& EngineSpec(EngineFamily family);
 
 template <OmniFamily F>
 Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error) {

@@ -74,6 +74,7 @@
 #ifndef MODELMETRICS_PIPELINE_ENGINE_STATS_H_
 #define MODELMETRICS_PIPELINE_ENGINE_STATS_H_
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -257,6 +258,10 @@ class EngineStatsLogger {
   bool Register(std::string* error);
   bool RegisterFamilies(std::string* error);
   std::unique_ptr<EngineHandles> BindEngine(size_t e);
+  template <EngineFamily F>
+  FamilyInstrument<F> Child(size_t e) const;
+  template <EngineFamily F>
+  FamilyInstrument<F> ChildWith(size_t e, std::string_view extra) const;
   bool Registered(const FamilySpec& spec) const;
   std::string_view StageLabel(size_t engine) const;
   std::string_view ReplicaLabel(size_t engine) const;
@@ -264,9 +269,7 @@ class EngineStatsLogger {
   Registry& registry_;
   EngineStatsOptions options_;
   bool enabled_;
-  std::map<std::string_view, Family<Counter>*> counters_;
-  std::map<std::string_view, Family<Gauge>*> gauges_;
-  std::map<std::string_view, Family<Histogram>*> histograms_;
+  std::array<AnyFamily, kEngineFamilyCount> families_;   // by EngineFamily; monostate: not ours
   std::vector<std::unique_ptr<EngineHandles>> handles_;  // by flat index
 };
 
