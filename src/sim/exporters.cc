@@ -7,120 +7,12 @@
 #include <numbers>
 #include <utility>
 
+#include "exposition_writer.h"
+#include "traffic.h"
+
 namespace modelmetrics::sim {
 
-// Randomness: counter-based, so tick k's draws depend on (seed, pod, k) alone. Declared in
-// exporters.h for PodModel's per-exporter steps.
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-class Rng {
- public:
-  Rng(uint64_t seed, uint64_t pod, uint64_t tick)
-      : state_(SplitMix(SplitMix(SplitMix(seed) ^ pod) ^ tick)) {}
-  uint64_t Next() { return state_ = SplitMix(state_); }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-  double Between(double lo, double hi) { return lo + (hi - lo) * Uniform(); }
-  bool Chance(double p) { return Uniform() < p; }
-  double Normal() {
-    double u1 = std::max(Uniform(), 1e-12);
-    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * Uniform());
-  }
-  double LogNormal(double median, double sigma) { return median * std::exp(sigma * Normal()); }
-  int Poisson(double lambda) {
-    if (lambda <= 0) return 0;
-    if (lambda > 30)
-      return std::max(0, static_cast<int>(std::lround(lambda + std::sqrt(lambda) * Normal())));
-    double limit = std::exp(-lambda), product = Uniform();
-    int n = 0;
-    while (product > limit) {
-      ++n;
-      product *= Uniform();
-    }
-    return n;
-  }
-  size_t Pick(size_t n) { return n == 0 ? 0 : static_cast<size_t>(Next() % n); }
-
- private:
-  uint64_t state_;
-};
-
-// One request of a tick's traffic, drawn once and recorded by each exporter as it counts it.
-struct RequestDraw {
-  double prompt, output, local_hits;
-  bool streaming;
-  double itl, queue, prefill_time, transfer_wait, ttft, decode_time, e2e;
-  bool prefill, decode;  // the Pod is the prefill (decode) half of a P/D pair
-};
-
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Numbers.
-
-// The shortest round-trip digits of a finite value > 0 and its decimal exponent:
-// value = 0.d1d2d3... * 10^(exponent + 1), i.e. d1.d2d3... * 10^exponent.
-struct Digits {
-  std::string digits;
-  int exponent = 0;
-};
-
-Digits ShortestDigits(double value) {
-  char buf[64];
-  auto result = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::scientific);
-  std::string_view text(buf, static_cast<size_t>(result.ptr - buf));  // "1.2345e+06"
-  size_t e = text.find('e');
-  Digits out;
-  for (char c : text.substr(0, e)) {
-    if (c != '.') out.digits += c;
-  }
-  std::from_chars(text.data() + e + (text[e + 1] == '+' ? 2 : 1), text.data() + text.size(),
-                  out.exponent);
-  while (out.digits.size() > 1 && out.digits.back() == '0') out.digits.pop_back();
-  return out;
-}
-
-// Plain positional notation of the digits (no exponent), "" fraction when integral.
-std::string Positional(const Digits& d, bool force_fraction) {
-  std::string out;
-  if (d.exponent < 0) {
-    out = "0." + std::string(static_cast<size_t>(-d.exponent - 1), '0') + d.digits;
-    return out;
-  }
-  size_t int_digits = static_cast<size_t>(d.exponent) + 1;
-  if (d.digits.size() <= int_digits) {
-    out = d.digits + std::string(int_digits - d.digits.size(), '0');
-    if (force_fraction) out += ".0";
-  } else {
-    out = d.digits.substr(0, int_digits) + "." + d.digits.substr(int_digits);
-  }
-  return out;
-}
-
-// "d.ddde+XX" with at least `min_exp_digits` exponent digits.
-std::string Scientific(const Digits& d, int min_exp_digits) {
-  std::string out = d.digits.substr(0, 1);
-  if (d.digits.size() > 1) out += "." + d.digits.substr(1);
-  int exponent = d.exponent;
-  out += exponent < 0 ? "e-" : "e+";
-  std::string exp_text = std::to_string(exponent < 0 ? -exponent : exponent);
-  while (static_cast<int>(exp_text.size()) < min_exp_digits) exp_text = "0" + exp_text;
-  return out + exp_text;
-}
-
-template <typename Finite>
-std::string Special(double value, Finite finite) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  if (value < 0) return "-" + finite(-value);
-  return finite(value);
-}
-
-// ---------------------------------------------------------------------------------------------
 
 // ---------------------------------------------------------------------------------------------
 // Upstream bucket lists.
@@ -173,104 +65,6 @@ const std::vector<double> kRouterDurationBuckets = {0.001, 0.005, 0.01, 0.025, 0
                                                     0.5,   1,     2.5,  5,     10,   15,  30,
                                                     45,    60,    90,   120,   180,  240};
 
-// ---------------------------------------------------------------------------------------------
-// Exposition writers in each client library's habits.
-
-enum class Style { kPython, kGo, kRust };
-
-using Labels = std::vector<std::pair<std::string, std::string>>;
-
-class Writer {
- public:
-  Writer(Style style, bool blank_between_families) : style_(style), blank_(blank_between_families) {
-    out_.reserve(32 * 1024);
-  }
-
-  void Family(std::string_view name, std::string_view type, std::string_view help) {
-    if (blank_ && !out_.empty()) out_ += '\n';
-    if (style_ != Style::kRust) {
-      out_ += "# HELP ";
-      out_ += name;
-      out_ += ' ';
-      out_ += help;
-      out_ += '\n';
-    }
-    out_ += "# TYPE ";
-    out_ += name;
-    out_ += ' ';
-    out_ += type;
-    out_ += '\n';
-  }
-
-  void Sample(std::string_view name, Labels labels, double value) {
-    if (style_ != Style::kRust) Sort(labels);
-    Line(name, labels, value);
-  }
-
-  void Histogram(std::string_view name, Labels labels, const SimHistogram& h) {
-    if (style_ != Style::kRust) Sort(labels);
-    double cumulative = 0;
-    for (size_t i = 0; i <= h.bounds.size(); ++i) {
-      cumulative += h.counts[i];
-      Labels with_le = labels;
-      std::string le = i < h.bounds.size() ? Number(h.bounds[i]) : "+Inf";
-      with_le.emplace_back("le", std::move(le));
-      // prometheus_client sorts `le` in with the others; Go and Rust put it last.
-      if (style_ == Style::kPython) Sort(with_le);
-      Line(std::string(name) + "_bucket", with_le, cumulative);
-    }
-    if (style_ == Style::kPython) {
-      Line(std::string(name) + "_count", labels, h.count);
-      Line(std::string(name) + "_sum", labels, h.sum);
-    } else {
-      Line(std::string(name) + "_sum", labels, h.sum);
-      Line(std::string(name) + "_count", labels, h.count);
-    }
-  }
-
-  std::string Number(double value) const {
-    switch (style_) {
-      case Style::kPython:
-        return PythonFloat(value);
-      case Style::kGo:
-        return GoFloat(value);
-      case Style::kRust:
-        return RustFloat(value);
-    }
-    return "";
-  }
-
-  std::string& out() { return out_; }
-
- private:
-  static void Sort(Labels& labels) {
-    std::sort(labels.begin(), labels.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-  }
-
-  void Line(std::string_view name, const Labels& labels, double value) {
-    out_ += name;
-    if (!labels.empty()) {
-      out_ += '{';
-      for (size_t i = 0; i < labels.size(); ++i) {
-        if (i) out_ += ',';
-        out_ += labels[i].first;
-        out_ += "=\"";
-        out_ += labels[i].second;
-        out_ += '"';
-      }
-      out_ += '}';
-    }
-    out_ += ' ';
-    out_ += Number(value);
-    out_ += '\n';
-  }
-
-  Style style_;
-  bool blank_;
-  std::string out_;
-};
-
 // Keys of labeled series: "<name>|<label value>[|<label value>]".
 std::string Key(std::string_view name, std::string_view a, std::string_view b = {}) {
   std::string key(name);
@@ -310,41 +104,6 @@ bool IsEngine(ExporterKind kind) {
 }
 
 }  // namespace
-
-// -----------------------------------------------------------------------------------------------
-
-std::string PythonFloat(double value) {
-  if (value == 0) return std::signbit(value) ? "-0.0" : "0.0";
-  return Special(value, [](double v) {
-    Digits d = ShortestDigits(v);
-    // Python's repr: positional for 1e-4 <= v < 1e16, else scientific with 2+ exponent digits.
-    if (d.exponent < -4 || d.exponent >= 16) return Scientific(d, 2);
-    // floatToGoString: Go switches to exponents sooner (7+ integer digits): `e+0<exp>`.
-    if (d.exponent >= 6) {
-      std::string mantissa = d.digits.substr(0, 1);
-      if (d.digits.size() > 1) mantissa += "." + d.digits.substr(1);
-      return mantissa + "e+0" + std::to_string(d.exponent);
-    }
-    return Positional(d, /*force_fraction=*/true);
-  });
-}
-
-std::string GoFloat(double value) {
-  if (value == 0) return "0";
-  return Special(value, [](double v) {
-    Digits d = ShortestDigits(v);
-    // %g with the shortest precision switches to an exponent below 1e-4 and from 1e+06 on.
-    if (d.exponent < -4 || d.exponent >= 6) return Scientific(d, 2);
-    return Positional(d, /*force_fraction=*/false);
-  });
-}
-
-std::string RustFloat(double value) {
-  if (value == 0) return "0";
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return Special(value, [](double v) { return Positional(ShortestDigits(v), false); });
-}
 
 SimHistogram::SimHistogram(std::vector<double> upper_bounds)
     : bounds(std::move(upper_bounds)), counts(bounds.size() + 1, 0) {}
@@ -479,30 +238,6 @@ void PodModel::HalveCounters() {
 }
 
 void PodModel::CopyGaugesFrom(const PodModel& other) { gauges_ = other.gauges_; }
-
-namespace {
-
-// The request's sizes and times; the draws' order is the traffic model's (seeded runs repeat).
-RequestDraw DrawRequest(Rng& rng, bool prefill, bool decode) {
-  RequestDraw q;
-  q.prompt = std::clamp(std::round(rng.LogNormal(600, 0.5)), 16.0, 4000.0);
-  q.output = prefill ? 1 : std::clamp(std::round(rng.LogNormal(120, 0.6)), 2.0, 1024.0);
-  const double hit_rate = rng.Between(0.5, 0.8);
-  q.local_hits = std::floor(q.prompt * hit_rate / 16) * 16;
-  q.streaming = rng.Chance(0.5);
-  q.itl = std::max(0.002, 0.005 * (1 + 0.15 * rng.Normal()));
-  q.queue = rng.Between(0.0005, 0.01);
-  q.prefill_time = 0.008 + 0.00003 * (q.prompt - q.local_hits) * rng.Between(0.8, 1.2);
-  q.transfer_wait = decode ? rng.Between(0.01, 0.03) : 0;
-  q.ttft = q.queue + q.prefill_time + q.transfer_wait;
-  q.decode_time = q.itl * (q.output - 1);
-  q.e2e = q.ttft + q.decode_time;
-  q.prefill = prefill;
-  q.decode = decode;
-  return q;
-}
-
-}  // namespace
 
 void PodModel::Step(uint64_t tick) {
   Rng rng(config_.seed, config_.pod_key, tick);

@@ -29,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "number_spelling.h"  // PythonFloat, GoFloat, RustFloat (tests use them from here)
+
 namespace modelmetrics::sim {
 
 inline constexpr std::chrono::milliseconds kTrafficTick{100};
@@ -123,11 +125,6 @@ class PodModel {
 // Extra, static, realistic series (an HTTP framework's per-handler histograms) of about `bytes`
 // bytes in the exporter's style, appended to a Pod's scrape so it reaches a benchmark size.
 std::shared_ptr<const std::string> RenderPadding(ExporterKind kind, size_t bytes);
-
-// Number spellings of the three client libraries (exposed for tests).
-std::string PythonFloat(double value);  // prometheus_client floatToGoString
-std::string GoFloat(double value);      // strconv.FormatFloat(v, 'g', -1, 64)
-std::string RustFloat(double value);    // Rust's f64 Display
 
 }  // namespace modelmetrics::sim
 
