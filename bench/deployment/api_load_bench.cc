@@ -30,7 +30,7 @@ sim::DeploymentSimOptions Pods(const std::string& name, int count) {
   sim::DeploymentSimOptions options;
   options.name = name;
   options.ns = "team";
-  options.roles = {{.name = "server", .kind = "server", .replicas = count}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = count}};
   options.requests_per_second = 20;
   return options;
 }

@@ -45,7 +45,7 @@ using bench::Percentile;
   options.name = "bench";
   options.ns = "bench";
   options.engine = "vllm";
-  options.roles = {{.name = "server", .kind = "server", .replicas = pods}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = pods}};
   options.padding_bytes = scrape_bytes;
   options.objects_file = objects_file;
   options.requests_per_second = 64;

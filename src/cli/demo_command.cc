@@ -59,8 +59,8 @@ sim::DeploymentSimOptions VllmPrefillDecode(uint64_t seed) {
   options.name = "chat";
   options.ns = "demo";
   options.engine = "vllm";
-  options.roles = {{.name = "prompt", .kind = "prefill", .replicas = 1},
-                   {.name = "generation", .kind = "decode", .replicas = 2}};
+  options.roles = {{.name = "prompt", .kind = deployment::RoleKind::kPrefill, .replicas = 1},
+                   {.name = "generation", .kind = deployment::RoleKind::kDecode, .replicas = 2}};
   options.router = "llm-d-router";
   options.kv_cache = true;
   options.seed = seed;
@@ -73,7 +73,7 @@ sim::DeploymentSimOptions SglangBehindGateway(uint64_t seed) {
   options.name = "assistant";
   options.ns = "demo";
   options.engine = "sglang";
-  options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = 2}};
   options.router = "sglang-gateway";
   options.kv_cache = true;
   options.seed = seed + 1;
@@ -87,7 +87,7 @@ sim::DeploymentSimOptions OmniSpeech(uint64_t seed) {
   options.ns = "demo";
   options.engine = "vllm-omni";
   options.model = "Qwen/Qwen2.5-Omni-7B";
-  options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = 2}};
   options.omni_pipeline = sim::SimPipelines::kSpeech;
   options.seed = seed + 2;
   // 4 speech requests/s per Pod: every stage replica and transfer edge sees some in 4 s.

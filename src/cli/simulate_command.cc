@@ -9,6 +9,7 @@
 
 #include "base/duration.h"
 #include "sim/deployment_sim.h"
+#include "sim/exporter_registry.h"
 #include "sim/fleet_sim.h"
 #include "sim/pipeline_sim.h"
 #include "stop_signals.h"
@@ -21,9 +22,7 @@ std::string CheckFault(const std::string& text) {
   size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0) return "expected POD=FAULT: " + text;
   if (!sim::ParsePodFault(text.substr(eq + 1))) {
-    return "unknown fault \"" + text.substr(eq + 1) +
-           "\" (hang, slow, slow-body, oversize, gzip-bomb, http-500, redirect, garbage, "
-           "counter-reset, restart, untrusted-tls)";
+    return "unknown fault \"" + text.substr(eq + 1) + "\" (" + sim::PodFaultNames() + ")";
   }
   return "";
 }
@@ -35,6 +34,13 @@ sim::StopWait SignalWait(const char* command) {
   return [signals, command](std::chrono::milliseconds duration) {
     return WaitForStop(signals, duration, command);
   };
+}
+
+// The simulated routers' names, and "none".
+std::vector<std::string> RouterChoices() {
+  std::vector<std::string> choices = sim::SimRouterNames();
+  choices.push_back("none");
+  return choices;
 }
 
 void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
@@ -56,7 +62,7 @@ void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
   deployment->add_option("-n,--namespace", args->options.ns, "Namespace")->capture_default_str();
   deployment->add_option("--engine", args->options.engine, "Engine")
       ->capture_default_str()
-      ->check(CLI::IsMember({"vllm", "sglang", "vllm-omni"}, CLI::ignore_case));
+      ->check(CLI::IsMember(sim::SimEngineNames(), CLI::ignore_case));
   deployment
       ->add_option("--pipeline", args->options.omni_pipeline,
                    "vllm-omni: the pipeline each Pod runs (speech or image)")
@@ -75,7 +81,7 @@ void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
       ->check(CLI::Range(1, 64));
   deployment->add_option("--router", args->router, "Router in front of the engines")
       ->capture_default_str()
-      ->check(CLI::IsMember({"llm-d-router", "vllm-router", "sglang-gateway", "none"}));
+      ->check(CLI::IsMember(RouterChoices()));
   deployment->add_flag("--kv-cache", args->options.kv_cache, "Attach a KV cache pool");
   deployment->add_flag("--kv-connector", args->options.kv_connector,
                        "vLLM: render --kv-transfer-config even without a pool");
@@ -104,10 +110,10 @@ void AddDeploymentCommand(CLI::App* simulate, int* exit_code) {
   deployment->callback([args, exit_code] {
     sim::DeploymentSimOptions options = args->options;
     if (args->roles == "pd") {
-      options.roles = {{"prefill", "prefill", args->replicas, 1, {}},
-                       {"decode", "decode", args->replicas, 1, {}}};
+      options.roles = {{"prefill", deployment::RoleKind::kPrefill, args->replicas, 1, {}},
+                       {"decode", deployment::RoleKind::kDecode, args->replicas, 1, {}}};
     } else {
-      options.roles = {{"server", "server", args->replicas, 1, {}}};
+      options.roles = {{"server", deployment::RoleKind::kServer, args->replicas, 1, {}}};
     }
     options.router = args->router == "none" ? "" : args->router;
     for (const std::string& fault : args->faults) {

@@ -14,9 +14,11 @@
 #include "base/file.h"
 #include "base/mutex.h"
 #include "base/text.h"
-#include "exporters.h"
 #include "fault_server.h"
 #include "net/certificate.h"
+#include "pod_model.h"
+#include "sim/exporter_registry.h"
+#include "sim_exporter.h"
 
 namespace modelmetrics::sim {
 namespace {
@@ -92,13 +94,6 @@ const std::string& GzipBomb() {
 
 using base::EqualsIgnoreCase;
 
-bool HasArg(const std::vector<std::string>& args, std::string_view flag) {
-  return std::any_of(args.begin(), args.end(), [&](const std::string& arg) {
-    return arg == flag ||
-           (arg.size() > flag.size() && arg.starts_with(flag) && arg[flag.size()] == '=');
-  });
-}
-
 }  // namespace
 
 std::optional<PodFault> ParsePodFault(std::string_view name) {
@@ -108,6 +103,16 @@ std::optional<PodFault> ParsePodFault(std::string_view name) {
     if (EqualsIgnoreCase(entry.name, normalized)) return entry.fault;
   }
   return std::nullopt;
+}
+
+std::string PodFaultNames() {
+  std::string names;
+  for (const auto& entry : kFaultNames) {
+    if (entry.fault == PodFault::kNone) continue;
+    if (!names.empty()) names += ", ";
+    names += entry.name;
+  }
+  return names;
 }
 
 std::string_view PodFaultName(PodFault fault) {
@@ -124,12 +129,9 @@ struct DeploymentSim::Impl {
     // Fixed at Start.
     std::string name;
     std::string component;  // role name; "" for a router
-    std::string role_kind;  // server | prefill | decode | router
     bool router = false;
-    std::vector<std::string> command;
-    std::vector<std::string> args;
-    std::string image;
-    std::string container;
+    const SimExporter* exporter = nullptr;
+    SimContainer container;
     ExporterConfig config;
     std::unique_ptr<FaultServer> server;
     uint16_t port = 0;
@@ -149,10 +151,12 @@ struct DeploymentSim::Impl {
   const DeploymentSimOptions* options = nullptr;
   std::string md_uid;
   std::string rs_name, rs_uid, deployment_uid;
+  const SimExporter* engine = nullptr;     // resolved at Start
+  const SimExporter* router = nullptr;     // null: no router
   std::vector<std::unique_ptr<Pod>> pods;  // sorted by name
   std::shared_ptr<InFlightStats> stats = std::make_shared<InFlightStats>();
   std::shared_ptr<const std::string> padding;
-  std::map<ExporterKind, std::shared_ptr<const std::string>> oversize_padding
+  std::map<const SimExporter*, std::shared_ptr<const std::string>> oversize_padding
       GUARDED_BY(oversize_mu);
   std::string cert_pem, key_pem;
   Clock::time_point start;
@@ -252,8 +256,8 @@ struct DeploymentSim::Impl {
         case PodFault::kOversize: {
           reply.body = BodyLocked(pod);
           base::MutexLock padding_lock(&oversize_mu);
-          auto& tail = oversize_padding[pod.config.kind];
-          if (!tail) tail = RenderPadding(pod.config.kind, kOversizeBytes);
+          auto& tail = oversize_padding[pod.exporter];
+          if (!tail) tail = RenderPadding(*pod.exporter, kOversizeBytes);
           reply.body_tail = tail;
           return reply;
         }
@@ -294,9 +298,8 @@ struct DeploymentSim::Impl {
   deployment::ObjectSet BuildObjects() const;
   std::string BuildJson() const;
 
-  static void ConfigureRouter(const DeploymentSimOptions& o, const std::vector<WorkerRef>& workers,
-                              bool pd, Pod* pod);
-  static void ConfigureEngine(const DeploymentSimOptions& o, bool pd, Pod* pod);
+  // Every Pod's exporter configuration and container; the listeners run (ports are known).
+  void ConfigurePods(const DeploymentSimOptions& o);
 
   // The Pods, sorted by name as the aggregator reads them.
   void CreatePods(const DeploymentSimOptions& o, uint64_t name_hash) {
@@ -306,9 +309,8 @@ struct DeploymentSim::Impl {
         auto pod = std::make_unique<Impl::Pod>();
         pod->name = o.name + "-" + role.name + "-" + std::to_string(i);
         pod->component = role.name;
-        std::string kind = role.kind;
-        std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
-        pod->role_kind = kind;
+        pod->exporter = engine;
+        pod->config.role = role.kind;
         pods.push_back(std::move(pod));
       }
     }
@@ -316,8 +318,8 @@ struct DeploymentSim::Impl {
       for (int i = 0; i < std::max(1, o.router_replicas); ++i) {
         auto pod = std::make_unique<Impl::Pod>();
         pod->name = rs_name + "-" + KubeSuffix(Mix(name_hash + 1 + i), 5);
-        pod->role_kind = "router";
         pod->router = true;
+        pod->exporter = router;
         pods.push_back(std::move(pod));
       }
     }
@@ -383,7 +385,7 @@ deployment::ObjectSet DeploymentSim::Impl::BuildObjects() const {
   for (const SimRole& role : o.roles) {
     deployment::Role r;
     r.name = role.name;
-    r.kind = role.kind;
+    r.kind = deployment::RoleKindName(role.kind);
     r.replicas = role.replicas;
     r.size = role.size;
     md.roles.push_back(std::move(r));
@@ -415,9 +417,9 @@ deployment::ObjectSet DeploymentSim::Impl::BuildObjects() const {
     p.metadata.annotations["prometheus.io/port"] = std::to_string(pod->port);
     if (pod->tls.load()) p.metadata.annotations["prometheus.io/scheme"] = "https";
     deployment::Container c;
-    c.name = pod->container;
-    c.command = pod->command;
-    c.args = pod->args;
+    c.name = pod->container.name;
+    c.command = pod->container.command;
+    c.args = pod->container.args;
     c.ports.push_back({pod->port, pod->router ? "metrics" : "http", "TCP"});
     p.containers.push_back(std::move(c));
     p.pod_ip = "127.0.0.1";
@@ -472,13 +474,12 @@ std::string DeploymentSim::Impl::BuildJson() const {
   const DeploymentSimOptions& o = *options;
   deployment::ObjectSet set = BuildObjects();
   Json items = Json::array();
-  const bool vllm = EqualsIgnoreCase(o.engine, "vllm") || EqualsIgnoreCase(o.engine, "vllm-omni");
   for (const auto& md : set.model_deployments) {
     Json spec = {{"model", {{"name", o.model}}},
-                 {"engine", {{"name", md.engine}, {"version", vllm ? "0.11.0" : "0.5.4"}}}};
+                 {"engine", {{"name", md.engine}, {"version", engine->version}}}};
     if (md.kv_cache) {
       spec["kvCache"] = {{"poolRef", {{"name", o.name + "-kv-pool"}}},
-                         {"connector", vllm ? "lmcache" : "mooncake"}};
+                         {"connector", engine->kv_connector}};
     }
     Json roles = Json::array();
     for (const auto& role : md.roles) {
@@ -499,7 +500,7 @@ std::string DeploymentSim::Impl::BuildJson() const {
     const deployment::Pod& pod = set.pods[i];
     Json containers = Json::array();
     for (const auto& c : pod.containers) {
-      Json container = {{"name", c.name}, {"image", pods[i]->image}};
+      Json container = {{"name", c.name}, {"image", pods[i]->container.image}};
       if (!c.command.empty()) container["command"] = c.command;
       if (!c.args.empty()) container["args"] = c.args;
       Json ports = Json::array();
@@ -538,7 +539,7 @@ std::string DeploymentSim::Impl::BuildJson() const {
 DeploymentSim::DeploymentSim(DeploymentSimOptions options)
     : impl_(std::make_unique<Impl>()), options_(std::move(options)) {
   impl_->options = &options_;
-  if (options_.roles.empty()) options_.roles.push_back({"server", "server", 1, 1, {}});
+  if (options_.roles.empty()) options_.roles.push_back({"server", RoleKind::kServer, 1, 1, {}});
   if (options_.uid.empty()) {
     options_.uid = Uuid(options_.ns + "/" + options_.name + "/" + std::to_string(options_.seed));
   }
@@ -546,51 +547,33 @@ DeploymentSim::DeploymentSim(DeploymentSimOptions options)
 
 // The options' engine, router, roles and faults fit together; "" when they do, else why not.
 std::string CheckOptions(const DeploymentSimOptions& o) {
-  const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
-  const bool omni = EqualsIgnoreCase(o.engine, "vllm-omni");
-  if (!vllm && !omni && !EqualsIgnoreCase(o.engine, "sglang")) {
-    return "unknown engine \"" + o.engine + "\" (vllm, sglang or vllm-omni)";
+  auto list = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  };
+  const SimExporter* engine = FindSimEngine(o.engine);
+  if (engine == nullptr || engine->router) {
+    return "unknown engine \"" + o.engine + "\" (one of " + list(SimEngineNames()) + ")";
   }
-  if (omni) {
-    // A vLLM-Omni Pod runs its whole pipeline: no P/D halves, no router, and its counters live
-    // in a real registry, which cannot be halved.
-    if (!o.router.empty()) return "a vllm-omni deployment has no router here";
-    for (const SimRole& role : o.roles) {
-      if (!EqualsIgnoreCase(role.kind, "server")) {
-        return "role " + role.name + ": a vllm-omni role is of kind server";
-      }
-    }
-    for (const auto& [name, fault] : o.faults) {
-      if (fault == PodFault::kCounterReset) {
-        return "fault counter-reset: not available on vllm-omni Pods (use restart)";
-      }
-    }
-  }
-  if (!o.router.empty() && o.router != "llm-d-router" && o.router != "vllm-router" &&
-      o.router != "sglang-gateway") {
-    return "unknown router \"" + o.router +
-           "\" (llm-d-router, vllm-router, sglang-gateway or none)";
+  if (!o.router.empty() && FindSimRouter(o.router) == nullptr) {
+    return "unknown router \"" + o.router + "\" (one of " + list(SimRouterNames()) + ", or none)";
   }
   for (const SimRole& role : o.roles) {
-    if (!EqualsIgnoreCase(role.kind, "server") && !EqualsIgnoreCase(role.kind, "prefill") &&
-        !EqualsIgnoreCase(role.kind, "decode")) {
-      return "role " + role.name + ": unknown kind \"" + role.kind + "\"";
-    }
     if (role.name.empty() || role.replicas < 1 || role.size < 1) {
       return "role \"" + role.name + "\": needs a name, replicas >= 1 and size >= 1";
     }
   }
-  return "";
+  return engine->check ? engine->check(o) : "";
 }
 
 // Both a prefill and a decode role: the engines run as P/D pairs.
 bool IsPrefillDecode(const DeploymentSimOptions& o) {
-  bool has_prefill = false, has_decode = false;
-  for (const SimRole& role : o.roles) {
-    has_prefill = has_prefill || EqualsIgnoreCase(role.kind, "prefill");
-    has_decode = has_decode || EqualsIgnoreCase(role.kind, "decode");
-  }
-  return has_prefill && has_decode;
+  auto has = [&](RoleKind kind) {
+    return std::any_of(o.roles.begin(), o.roles.end(),
+                       [&](const SimRole& role) { return role.kind == kind; });
+  };
+  return has(RoleKind::kPrefill) && has(RoleKind::kDecode);
 }
 
 DeploymentSim::~DeploymentSim() { Stop(); }
@@ -605,9 +588,8 @@ bool DeploymentSim::Start(std::string* error) {
   impl_->started = true;
   const DeploymentSimOptions& o = options_;
   if (std::string why = CheckOptions(o); !why.empty()) return fail(why);
-  const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
-  const bool omni = EqualsIgnoreCase(o.engine, "vllm-omni");
-  const bool pd = IsPrefillDecode(o);
+  impl_->engine = FindSimEngine(o.engine);
+  impl_->router = o.router.empty() ? nullptr : FindSimRouter(o.router);
   impl_->md_uid = o.uid;
   const uint64_t name_hash = Mix(Fnv1a(o.ns + "/" + o.name) ^ o.seed);
   impl_->rs_name = o.name + "-router-" + KubeSuffix(name_hash, 10);
@@ -632,14 +614,26 @@ bool DeploymentSim::Start(std::string* error) {
   // Listeners first: the Pods' arguments and the routers' worker lists name the ports.
   if (std::string why = impl_->StartListeners(o); !why.empty()) return fail(why);
 
+  impl_->ConfigurePods(o);
+  impl_->padding = RenderPadding(*impl_->engine, o.padding_bytes);
+  impl_->start = Clock::now();
+  impl_->ready.store(true, std::memory_order_release);
+  std::string write_error;
+  if (!impl_->WriteObjectsFile(&write_error)) return fail(write_error);
+  if (!impl_->WriteFileSd(&write_error)) return fail(write_error);
+  return true;
+}
+
+void DeploymentSim::Impl::ConfigurePods(const DeploymentSimOptions& o) {
+  const bool pd = IsPrefillDecode(o);
   std::vector<WorkerRef> workers;
   std::map<std::string, int> role_pods;
-  for (const auto& pod : impl_->pods) {
+  for (const auto& pod : pods) {
     if (pod->router) continue;
-    workers.push_back({"http://127.0.0.1:" + std::to_string(pod->port), pod->role_kind});
+    workers.push_back({"http://127.0.0.1:" + std::to_string(pod->port), pod->config.role});
     ++role_pods[pod->component];
   }
-  for (auto& pod : impl_->pods) {
+  for (auto& pod : pods) {
     ExporterConfig& c = pod->config;
     c.model = o.model;
     c.pool_name = o.name;
@@ -649,128 +643,28 @@ bool DeploymentSim::Start(std::string* error) {
     c.warm_seconds = o.warm_seconds;
     c.prefill_decode = pd;
     c.kv_pool = o.kv_cache;
-    c.role_kind = pod->role_kind;
+    const SimRole* role = nullptr;
+    for (const SimRole& r : o.roles) {
+      if (!pod->router && r.name == pod->component) role = &r;
+    }
     if (pod->router) {
       c.workers = workers;
       c.requests_per_second = o.requests_per_second / std::max(1, o.router_replicas);
-      Impl::ConfigureRouter(o, workers, pd, pod.get());
     } else {
       c.requests_per_second = o.requests_per_second / std::max(1, role_pods[pod->component]);
-      Impl::ConfigureEngine(o, pd, pod.get());
     }
+    const SimPodContext context{.options = o,
+                                .role = role,
+                                .role_kind = c.role,
+                                .prefill_decode = pd,
+                                .port = std::to_string(pod->port),
+                                .workers = workers};
+    pod->exporter->container(context, &pod->container, &c);
     base::MutexLock lock(&pod->mu);
-    pod->model.emplace(c);
-    pod->uid = impl_->PodUid(*pod, 0);
-    if (omni && !pod->router) impl_->StartPipelineLocked(*pod);
-    if (pod->fault == PodFault::kRestart) impl_->RestartLocked(*pod);
-  }
-  impl_->padding =
-      RenderPadding(vllm ? ExporterKind::kVllm : ExporterKind::kSglang, o.padding_bytes);
-  impl_->start = Clock::now();
-  impl_->ready.store(true, std::memory_order_release);
-  std::string write_error;
-  if (!impl_->WriteObjectsFile(&write_error)) return fail(write_error);
-  if (!impl_->WriteFileSd(&write_error)) return fail(write_error);
-  return true;
-}
-
-// A router Pod's exporter and container: image, command and arguments naming the workers.
-void DeploymentSim::Impl::ConfigureRouter(const DeploymentSimOptions& o,
-                                          const std::vector<WorkerRef>& workers, bool pd,
-                                          Pod* pod) {
-  ExporterConfig& c = pod->config;
-  const std::string port = std::to_string(pod->port);
-  std::vector<std::string> worker_args;
-  std::vector<std::string> prefill_args, decode_args;
-  for (const WorkerRef& w : workers) {
-    worker_args.push_back(w.url);
-    if (w.role_kind == "prefill") prefill_args.insert(prefill_args.end(), {"--prefill", w.url});
-    if (w.role_kind == "decode") decode_args.insert(decode_args.end(), {"--decode", w.url});
-  }
-  if (o.router == "llm-d-router") {
-    c.kind = ExporterKind::kLlmdRouter;
-    pod->container = "epp";
-    pod->image = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.0";
-    pod->args = {"--pool-name",      o.name + "-pool",
-                 "--pool-namespace", o.ns,
-                 "--metrics-port",   port,
-                 "--grpc-port",      "9002"};
-  } else {
-    const bool smg = o.router == "sglang-gateway";
-    c.kind = smg ? ExporterKind::kSglangGateway : ExporterKind::kVllmRouter;
-    pod->container = "router";
-    if (smg) {
-      pod->image = "lmsysorg/sgl-model-gateway:v0.2.2";
-      pod->command = {"python3", "-m", "sglang_router.launch_router"};
-    } else {
-      pod->image = "vllm/vllm-router:v0.1.7";
-      pod->command = {"vllm-router"};
-    }
-    pod->args = {"--host", "0.0.0.0", "--port", "8000", "--prometheus-port", port};
-    if (pd) {
-      pod->args.push_back("--pd-disaggregation");
-      pod->args.insert(pod->args.end(), prefill_args.begin(), prefill_args.end());
-      pod->args.insert(pod->args.end(), decode_args.begin(), decode_args.end());
-    } else {
-      pod->args.push_back("--worker-urls");
-      pod->args.insert(pod->args.end(), worker_args.begin(), worker_args.end());
-    }
-  }
-}
-
-// An engine Pod's exporter and container: image, command and the arguments the operator renders.
-void DeploymentSim::Impl::ConfigureEngine(const DeploymentSimOptions& o, bool pd, Pod* pod) {
-  ExporterConfig& c = pod->config;
-  const std::string port = std::to_string(pod->port);
-  const bool vllm = EqualsIgnoreCase(o.engine, "vllm");
-  const bool omni = EqualsIgnoreCase(o.engine, "vllm-omni");
-  const std::string connector_json =
-      pd && o.kv_cache
-          ? R"({"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}})"
-      : pd ? R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})"
-           : R"({"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"})";
-  const SimRole* role = nullptr;
-  for (const SimRole& r : o.roles) {
-    if (r.name == pod->component) role = &r;
-  }
-  pod->container = "engine";
-  if (omni) {
-    c.kind = ExporterKind::kVllm;  // the model keeps the clock; the pipeline is the body
-    pod->image = "vllm/vllm-omni:v0.11.0";
-    pod->command = {"vllm", "serve"};
-    pod->args = {o.model, "--omni", "--host", "0.0.0.0", "--port", port};
-  } else if (vllm) {
-    c.kind = ExporterKind::kVllm;
-    c.kv_connector = o.kv_connector || o.kv_cache || pd;
-    pod->image = "vllm/vllm-openai:v0.11.0";
-    pod->command = {"vllm", "serve"};
-    pod->args = {o.model, "--host", "0.0.0.0", "--port", port, "--served-model-name", o.model};
-    if (c.kv_connector) {
-      pod->args.insert(pod->args.end(), {"--kv-transfer-config", connector_json});
-    }
-  } else {
-    c.kind = ExporterKind::kSglang;
-    pod->image = "lmsysorg/sglang:v0.5.4";
-    pod->command = {"python3", "-m", "sglang.launch_server"};
-    pod->args = {"--model-path", o.model, "--host", "0.0.0.0", "--port", port, "--enable-metrics"};
-    if (pd) {
-      pod->args.insert(pod->args.end(), {"--disaggregation-mode", pod->role_kind,
-                                         "--disaggregation-transfer-backend", "mooncake"});
-    }
-    if (o.kv_cache) {
-      // The operator renders a host tier and the pool's storage backend.
-      pod->args.insert(pod->args.end(),
-                       {"--enable-hierarchical-cache", "--hicache-storage-backend", "mooncake"});
-    }
-  }
-  if (role) pod->args.insert(pod->args.end(), role->extra_args.begin(), role->extra_args.end());
-  if (omni) {
-  } else if (!vllm) {
-    c.host_tier = HasArg(pod->args, "--enable-hierarchical-cache") ||
-                  HasArg(pod->args, "--enable-lmcache") || HasArg(pod->args, "--enable-flexkv");
-    c.storage_tier = HasArg(pod->args, "--hicache-storage-backend");
-  } else {
-    c.kv_connector = HasArg(pod->args, "--kv-transfer-config");
+    pod->model.emplace(*pod->exporter, c);
+    pod->uid = PodUid(*pod, 0);
+    if (pod->exporter->pipeline) StartPipelineLocked(*pod);
+    if (pod->fault == PodFault::kRestart) RestartLocked(*pod);
   }
 }
 
@@ -853,7 +747,7 @@ std::string DeploymentSim::MetricsAt(const std::string& pod,
     base::MutexLock lock(&found->mu);
     if (!found->model || found->pipeline) return "";
   }
-  PodModel model(found->config);
+  PodModel model(*found->exporter, found->config);
   model.AdvanceTo(model.start_tick() + static_cast<uint64_t>(elapsed / kTrafficTick));
   return model.Render();
 }

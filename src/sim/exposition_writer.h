@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "exporters.h"
 #include "number_spelling.h"
+#include "sim_histogram.h"
 
 namespace modelmetrics::sim {
 

@@ -32,7 +32,7 @@ bool FleetSim::Start(std::string* error) {
     o.engine = extra || d % 2 == 0 ? "vllm" : "sglang";
     o.router = !extra && d % 4 == 3 && pods > 1 ? "llm-d-router" : "";
     const int engines = pods - (o.router.empty() ? 0 : 1);
-    o.roles = {{.name = "server", .kind = "server", .replicas = engines}};
+    o.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = engines}};
     o.seed = options_.seed + static_cast<uint64_t>(d);
     o.requests_per_second = options_.requests_per_second;
     sims_.push_back(std::make_unique<DeploymentSim>(o));

@@ -197,7 +197,7 @@ class SnapshotCommandTest : public ::testing::Test {
     options.name = "chat";
     options.ns = "prod";
     options.engine = "vllm";
-    options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+    options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = 2}};
     options.router = "vllm-router";
     options.seed = 42;
     options.requests_per_second = 20;
@@ -441,7 +441,7 @@ TEST(SnapshotWatchTest, RestartedPodGetsAFreshBaseline) {
   sim::DeploymentSimOptions options;
   options.name = "chat";
   options.ns = "prod";
-  options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = 2}};
   options.seed = 7;
   options.requests_per_second = 40;
   options.objects_file = scratch.File("objects.json");

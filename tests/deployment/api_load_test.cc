@@ -33,7 +33,7 @@ sim::DeploymentSimOptions Pods(const std::string& name, int count) {
   options.name = name;
   options.ns = "team";
   options.engine = "vllm";
-  options.roles = {{.name = "server", .kind = "server", .replicas = count}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = count}};
   options.seed = 11;
   options.requests_per_second = 20;
   return options;

@@ -1850,7 +1850,7 @@ TEST(ServeCommandTest, RestartedPodGetsAFreshBaselineThroughTheObjectsFile) {
   sim::DeploymentSimOptions options;
   options.name = "chat";
   options.ns = "team";
-  options.roles = {{.name = "server", .kind = "server", .replicas = 2}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = 2}};
   options.requests_per_second = 40;
   options.objects_file = dir.path() + "/live-objects.json";
   sim::DeploymentSim simulator(options);

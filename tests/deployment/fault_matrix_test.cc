@@ -27,7 +27,7 @@ sim::DeploymentSimOptions ServerPods(int count) {
   options.name = "chat";
   options.ns = "team";
   options.engine = "vllm";
-  options.roles = {{.name = "server", .kind = "server", .replicas = count}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = count}};
   options.seed = 7;
   options.requests_per_second = 40;
   return options;

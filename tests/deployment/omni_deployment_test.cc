@@ -129,7 +129,7 @@ TEST(OmniDeployment, PerStageAndPerEdgeEntriesEqualThePipelineSimulatorsOwnCount
   options.name = "voice";
   options.engine = "vllm-omni";
   options.model = "Qwen/Qwen2.5-Omni-7B";
-  options.roles = {{"server", "server", 2, 1, {}}};
+  options.roles = {{"server", deployment::RoleKind::kServer, 2, 1, {}}};
   options.requests_per_second = 12;  // 6 speech requests/s per Pod
   sim::DeploymentSim sim(options);
   std::string error;

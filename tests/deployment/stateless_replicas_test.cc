@@ -73,7 +73,7 @@ TEST(StatelessReplicas, TwoReplicasAgreeAndARestartedOneHasWindowsAtOnce) {
   sim::DeploymentSimOptions options;
   options.name = "chat";
   options.ns = "team";
-  options.roles = {{.name = "server", .kind = "server", .replicas = 3}};
+  options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = 3}};
   options.router = "llm-d-router";
   options.requests_per_second = 30;
   options.objects_file = dir.File("objects.json");

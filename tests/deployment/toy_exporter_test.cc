@@ -1,6 +1,7 @@
-// Adding an exporter takes one file: this one defines a toy engine's profile, registers it, and
-// reads its Pods through the same selector, parse and merge as the built-in exporters, with no
-// other change anywhere.
+// Adding an exporter takes one file: toy_profile.h defines a toy engine's profile; this test
+// registers it (one line) and reads its Pods through the same selector, parse and merge as the
+// built-in exporters, with no other change anywhere. toy_deployment_test.cc runs it against the
+// toy's simulated Pods.
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "deployment/merge.h"
 #include "deployment/metrics_parse.h"
 #include "deployment/test_builders.h"
+#include "deployment/toy_profile.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -23,18 +25,7 @@ using testing::M;
 using testing::MetricsEnginePod;
 using testing::MetricsModelDeployment;
 
-const ExporterProfile kToy{
-    .name = "toyllm",
-    .role = PodRole::kEngine,
-    .gauges = {{"running", "toy_active_requests", kUnitRequests},
-               {"waiting", "toy_queued_requests", kUnitRequests, true}},
-    .windows = {{"ttft", "toy_first_token_seconds", WindowKind::kHistogram, Area::kLatency,
-                 kUnitSeconds},
-                {"requests", "toy_requests_total", WindowKind::kCounter, Area::kTraffic,
-                 kUnitRequestsPerSecond}},
-    .idle_key = "ttft",
-    .cache = {{"local-prefix", "toy_cache_hits", "toy_cache_lookups", "toy_cache"}},
-};
+using toy::kToy;
 
 std::string ToyBody(int requests, double ttft_sum, int hits, int lookups) {
   return fmt::format(

@@ -15,7 +15,7 @@
 #include "deployment/object_file.h"
 #include "modelmetrics/scrape.h"
 #include "net/http_client.h"
-#include "sim/exporters.h"
+#include "sim/number_spelling.h"
 
 namespace modelmetrics::sim {
 namespace {
@@ -52,7 +52,8 @@ std::unique_ptr<DeploymentSim> Started(DeploymentSimOptions options) {
 DeploymentSimOptions PrefillDecode(std::string engine) {
   DeploymentSimOptions options;
   options.engine = std::move(engine);
-  options.roles = {{"prompt", "prefill", 1, 1, {}}, {"generation", "decode", 1, 1, {}}};
+  options.roles = {{"prompt", deployment::RoleKind::kPrefill, 1, 1, {}},
+                   {"generation", deployment::RoleKind::kDecode, 1, 1, {}}};
   return options;
 }
 
@@ -246,7 +247,7 @@ TEST(DeploymentSimTest, LlmdRouter) {
 TEST(DeploymentSimTest, VllmRouterNormalAndPrefillDecodeModes) {
   DeploymentSimOptions options;
   options.router = "vllm-router";
-  options.roles = {{"server", "server", 2, 1, {}}};
+  options.roles = {{"server", deployment::RoleKind::kServer, 2, 1, {}}};
   auto sim = Started(options);
   std::string body;
   Scrape scrape = ScrapePod(*sim, RouterPod(*sim), &body);
@@ -335,7 +336,7 @@ TEST(DeploymentSimTest, SeededModelIsDeterministic) {
 
 TEST(DeploymentSimTest, FaultsBehaveThroughTheScrapeClient) {
   DeploymentSimOptions options;
-  options.roles = {{"server", "server", 9, 1, {}}};
+  options.roles = {{"server", deployment::RoleKind::kServer, 9, 1, {}}};
   options.faults = {
       {"chat-server-1", PodFault::kHang},     {"chat-server-2", PodFault::kSlowBody},
       {"chat-server-3", PodFault::kOversize}, {"chat-server-4", PodFault::kGzipBomb},

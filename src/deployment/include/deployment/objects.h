@@ -69,6 +69,27 @@ inline constexpr std::string_view kLabelComponent = "app.kubernetes.io/component
 inline constexpr std::string_view kLabelRouter = "modeldeployment.gpustack.ai/router";
 
 using base::EqualsIgnoreCase;
+
+// A role's kind, typed (the simulator and the CLI build roles from it).
+enum class RoleKind { kServer, kPrefill, kDecode };
+inline std::string_view RoleKindName(RoleKind kind) {
+  switch (kind) {
+    case RoleKind::kServer:
+      return kRoleKindServer;
+    case RoleKind::kPrefill:
+      return kRoleKindPrefill;
+    case RoleKind::kDecode:
+      return kRoleKindDecode;
+  }
+  return kRoleKindServer;
+}
+// The kind a role's `kind` names (any case); nullopt for an unknown one.
+inline std::optional<RoleKind> ParseRoleKind(std::string_view kind) {
+  for (RoleKind k : {RoleKind::kServer, RoleKind::kPrefill, RoleKind::kDecode}) {
+    if (EqualsIgnoreCase(kind, RoleKindName(k))) return k;
+  }
+  return std::nullopt;
+}
 inline bool IsVllmEngine(std::string_view engine) { return EqualsIgnoreCase(engine, kEngineVllm); }
 inline bool IsSglangEngine(std::string_view engine) {
   return EqualsIgnoreCase(engine, kEngineSglang);

@@ -1,11 +1,11 @@
 // The deployment simulator: loopback HTTP servers playing the Pods of one ModelDeployment (engine
 // roles and an optional router), each serving /metrics exactly as its exporter does (see
-// sim/exporters.h), plus the Kubernetes objects that describe them (ModelDeployment, Pods, the
+// sim/exporter_model.h), plus the Kubernetes objects that describe them (ModelDeployment, Pods, the
 // router's ReplicaSet and Deployment) in the shape `kubectl get -o json` prints and the
 // deployment aggregator reads: scrape annotations, container ports and args, owner references.
 //
 // Every Pod listens on its own 127.0.0.1 port (port 0 at Start); all Pods' objects carry podIP
-// 127.0.0.1. Traffic evolves in 100 ms ticks from the seed (sim/exporters.h); a scrape brings the
+// 127.0.0.1. Traffic evolves in 100 ms ticks from the seed (sim/pod_model.h); a scrape brings the
 // Pod's model up to the elapsed time, so what a Pod serves depends only on the options and the
 // time elapsed since Start.
 //
@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "deployment/object_file.h"
+#include "deployment/objects.h"
 #include "sim/pipeline_sim.h"
 #include "sim/stop_wait.h"
 
@@ -75,10 +76,12 @@ enum class PodFault {
 // "counter-reset", "restart", "untrusted-tls" (underscores accepted when parsing).
 std::optional<PodFault> ParsePodFault(std::string_view name);
 std::string_view PodFaultName(PodFault fault);
+// Every fault's name but none's, comma-separated, for messages: "hang, slow, ...".
+std::string PodFaultNames();
 
 struct SimRole {
   std::string name;  // e.g. "server", "prompt"
-  std::string kind;  // server | prefill | decode
+  deployment::RoleKind kind = deployment::RoleKind::kServer;
   int replicas = 1;
   int size = 1;                         // Pods per replica
   std::vector<std::string> extra_args;  // appended to each Pod's container args
@@ -87,8 +90,9 @@ struct SimRole {
 struct DeploymentSimOptions {
   std::string name = "chat";
   std::string ns = "default";
-  std::string uid;              // empty: derived from namespace, name and seed
-  std::string engine = "vllm";  // vllm | sglang | vllm-omni
+  std::string uid;  // empty: derived from namespace, name and seed
+  // The names a ModelDeployment gives them, resolved at Start through sim/exporter_registry.h.
+  std::string engine = "vllm";  // vllm | sglang | vllm-omni (any case)
   // vllm-omni: the pipeline every Pod runs (sim/pipeline_sim.h; one model per Pod).
   SimPipelines omni_pipeline = SimPipelines::kSpeech;
   std::string model = "Qwen/Qwen2.5-0.5B-Instruct";

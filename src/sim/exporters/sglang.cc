@@ -1,0 +1,250 @@
+// SGLang's server (prometheus_client): the scheduler's gauges with parallel ranks, the
+// tokenizer's counters and histograms, the prefill half's KV transfer series, and the warmup
+// request every server sends itself before it reports ready.
+#include <algorithm>
+#include <string>
+
+#include "builtin.h"
+#include "common.h"
+#include "exposition_writer.h"
+
+namespace modelmetrics::sim::exporters {
+namespace {
+
+const std::vector<double> kTtftBuckets = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,   4,   6,
+                                          8,   10,  20,  40,  60,  80, 100, 200, 400};
+const std::vector<double> kItlBuckets = {0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025,
+                                         0.030, 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400,
+                                         0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000};
+const std::vector<double> kE2eBuckets = {0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
+                                         20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400};
+// Not pinned upstream (the transfer series changed type across releases): plausible ranges.
+const std::vector<double> kTransferMsBuckets = {0.5, 1,   2,   5,    10,   20,  50,
+                                                100, 200, 500, 1000, 2000, 5000};
+const std::vector<double> kTransferGbsBuckets = {0.1, 0.5, 1, 2, 5, 10, 20, 50, 100};
+const std::vector<double> kTransferMbBuckets = {0.1, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+
+struct Counters {
+  // prefill_effective_tokens_total by mode.
+  double input = 0, device_hit = 0, host_hit = 0, storage_hit = 0;
+  double prompt_tokens = 0, generation_tokens = 0, cached_tokens = 0, num_requests = 0;
+  std::optional<double> transfer_failed;  // labeled: absent before the first failure
+  SimHistogram ttft{kTtftBuckets}, ttft_streaming{kTtftBuckets};
+  SimHistogram itl{kItlBuckets}, e2e{kE2eBuckets};
+  SimHistogram transfer_ms{kTransferMsBuckets}, transfer_gbs{kTransferGbsBuckets};
+  SimHistogram transfer_mb{kTransferMbBuckets};
+
+  void Halve() {
+    HalveAll(input, device_hit, host_hit, storage_hit, prompt_tokens, generation_tokens,
+             cached_tokens, num_requests, transfer_failed, ttft, ttft_streaming, itl, e2e,
+             transfer_ms, transfer_gbs, transfer_mb);
+  }
+};
+
+struct Gauges {
+  double running = 0, queue = 0, used_tokens = 0, token_usage = 0, gen_throughput = 0;
+  double cache_hit_rate = 0, prefill_prealloc = 0, prefill_inflight = 0, decode_prealloc = 0;
+  double decode_transfer = 0;
+};
+
+class SglangModel : public ExporterModelOf<SglangModel, Counters, Gauges> {
+ public:
+  explicit SglangModel(const ExporterConfig& config) : ExporterModelOf(config) {
+    // The warmup request: one non-streaming generation of a short prompt, whose TTFT includes
+    // CUDA-graph capture.
+    k_.input = 110;
+    k_.prompt_tokens = 110;
+    k_.generation_tokens = 1;
+    k_.num_requests = 1;
+    k_.ttft.Observe(8.331696819999706);
+    k_.e2e.Observe(8.35);
+  }
+
+  void Record(const RequestDraw& q, Rng& rng) override {
+    if (!q.decode) {
+      // The decode half never prefills: only the prefill half (or a server) counts tokens.
+      double left = q.prompt - q.local_hits;
+      double host = config_.host_tier ? std::floor(left * rng.Between(0.1, 0.3)) : 0;
+      left -= host;
+      double storage = config_.storage_tier ? std::floor(left * rng.Between(0.1, 0.3)) : 0;
+      left -= storage;
+      k_.input += left;
+      k_.device_hit += q.local_hits;
+      k_.host_hit += host;
+      k_.storage_hit += storage;
+      k_.cached_tokens += q.prompt - left;
+    }
+    k_.prompt_tokens += q.prompt;
+    k_.generation_tokens += q.output;
+    k_.num_requests += 1;
+    if (q.prefill) {
+      // SGLang records TTFT on the decode half; the prefill half sends the KV blocks.
+      const double megabytes = q.prompt * 0.012;  // Qwen2.5-0.5B: ~12 KB of KV per token
+      const double latency_ms = 1 + megabytes * rng.Between(0.05, 0.2);
+      k_.transfer_ms.Observe(latency_ms);
+      k_.transfer_mb.Observe(megabytes);
+      k_.transfer_gbs.Observe(megabytes / latency_ms);  // MB/ms == GB/s
+      if (rng.Chance(0.003)) k_.transfer_failed = k_.transfer_failed.value_or(0) + 1;
+    } else {
+      (q.streaming ? k_.ttft_streaming : k_.ttft).Observe(q.ttft);
+      if (q.streaming) k_.itl.Observe(q.itl, q.output - 1);
+      k_.e2e.Observe(q.e2e);
+    }
+  }
+
+  void SetGauges(const TickLoad& load, Rng& rng) override {
+    const bool prefill = config_.PrefillHalf();
+    g_.running = load.running;
+    g_.queue = load.waiting;
+    g_.used_tokens = load.running * rng.Between(400, 900);
+    g_.token_usage = std::min(1.0, g_.used_tokens / 450000);
+    g_.gen_throughput = prefill ? 0 : load.running * rng.Between(150, 200);
+    g_.cache_hit_rate = rng.Between(0.5, 0.8);
+    if (prefill) g_.prefill_inflight = rng.Poisson(config_.requests_per_second * 0.02);
+    if (config_.DecodeHalf()) {
+      g_.decode_transfer = rng.Poisson(config_.requests_per_second * 0.02);
+    }
+  }
+
+  std::string Render() const override;
+
+ private:
+  void RenderTransfer(Writer* w, const Labels& scheduler) const;
+};
+
+Labels With(Labels labels, const Labels& extra) {
+  labels.insert(labels.end(), extra.begin(), extra.end());
+  return labels;
+}
+
+std::string SglangModel::Render() const {
+  Writer w(Style::kPython, false);
+  const bool prefill = config_.PrefillHalf();
+  const std::string engine_type = prefill ? "prefill" : config_.DecodeHalf() ? "decode" : "unified";
+  // Scheduler series carry the parallel ranks; tokenizer series do not.
+  const Labels scheduler = {{"engine_type", engine_type},
+                            {"model_name", config_.model},
+                            {"moe_ep_rank", "0"},
+                            {"pp_rank", "0"},
+                            {"tp_rank", "0"}};
+  const Labels tokenizer = {{"engine_type", engine_type}, {"model_name", config_.model}};
+  auto gauge = [&](const char* name, const char* help, double value) {
+    w.Family(name, "gauge", help);
+    w.Sample(name, scheduler, value);
+  };
+  gauge("sglang:num_running_reqs", "The number of running requests", g_.running);
+  gauge("sglang:num_used_tokens", "The number of used tokens", g_.used_tokens);
+  gauge("sglang:token_usage", "The token usage", g_.token_usage);
+  gauge("sglang:gen_throughput", "The generation throughput (token/s)", g_.gen_throughput);
+  gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue", g_.queue);
+  gauge("sglang:cache_hit_rate", "The prefix cache hit rate", g_.cache_hit_rate);
+  gauge("sglang:num_prefill_prealloc_queue_reqs",
+        "The number of requests in the prefill prealloc queue.", g_.prefill_prealloc);
+  gauge("sglang:num_prefill_inflight_queue_reqs",
+        "The number of requests in the prefill inflight queue.", g_.prefill_inflight);
+  gauge("sglang:num_decode_prealloc_queue_reqs",
+        "The number of requests in the decode prealloc queue.", g_.decode_prealloc);
+  gauge("sglang:num_decode_transfer_queue_reqs",
+        "The number of requests in the decode transfer queue.", g_.decode_transfer);
+  w.Family("sglang:prefill_effective_tokens_total", "counter",
+           "Prefill tokens by where they came from: computed (input) or hit on the device, in "
+           "host memory or in the storage backend.");
+  const std::pair<const char*, double> modes[] = {{"input", k_.input},
+                                                  {"device_hit", k_.device_hit},
+                                                  {"host_hit", k_.host_hit},
+                                                  {"storage_hit", k_.storage_hit}};
+  for (const auto& [mode, value] : modes) {
+    w.Sample("sglang:prefill_effective_tokens_total", With(scheduler, {{"mode", mode}}), value);
+  }
+  if (prefill) RenderTransfer(&w, scheduler);
+  auto counter = [&](const char* name, const char* help, double value) {
+    w.Family(name, "counter", help);
+    w.Sample(name, tokenizer, value);
+  };
+  counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.", k_.prompt_tokens);
+  counter("sglang:generation_tokens_total", "Number of generation tokens processed.",
+          k_.generation_tokens);
+  if (k_.cached_tokens > 0) {
+    counter("sglang:cached_tokens_total", "Number of cached prompt tokens.", k_.cached_tokens);
+  }
+  counter("sglang:num_requests_total", "Number of requests processed.", k_.num_requests);
+  w.Family("sglang:time_to_first_token_seconds", "histogram",
+           "Histogram of time to first token in seconds.");
+  if (k_.ttft.observed) {
+    w.Histogram("sglang:time_to_first_token_seconds", With(tokenizer, {{"is_streaming", "false"}}),
+                k_.ttft);
+  }
+  if (k_.ttft_streaming.observed) {
+    w.Histogram("sglang:time_to_first_token_seconds", With(tokenizer, {{"is_streaming", "true"}}),
+                k_.ttft_streaming);
+  }
+  if (k_.itl.observed) {  // labeled: nothing until a request streams
+    w.Family("sglang:inter_token_latency_seconds", "histogram",
+             "Histogram of inter-token latency in seconds.");
+    w.Histogram("sglang:inter_token_latency_seconds", tokenizer, k_.itl);
+  }
+  w.Family("sglang:e2e_request_latency_seconds", "histogram",
+           "Histogram of End-to-end request latency in seconds");
+  if (k_.e2e.observed) w.Histogram("sglang:e2e_request_latency_seconds", tokenizer, k_.e2e);
+  return std::move(w.out());
+}
+
+// The prefill half's KV transfer series (labeled: nothing before the first transfer).
+void SglangModel::RenderTransfer(Writer* out, const Labels& scheduler) const {
+  Writer& w = *out;
+  auto transfer = [&](const char* name, const char* help, const SimHistogram& h) {
+    if (!h.observed) return;
+    w.Family(name, "histogram", help);
+    w.Histogram(name, scheduler, h);
+  };
+  transfer("sglang:kv_transfer_latency_ms", "The transfer latency of the KV cache in ms.",
+           k_.transfer_ms);
+  transfer("sglang:kv_transfer_speed_gb_s", "The transfer speed of the KV cache in GB/s.",
+           k_.transfer_gbs);
+  transfer("sglang:kv_transfer_total_mb", "The total size of the KV cache transferred in MB.",
+           k_.transfer_mb);
+  if (k_.transfer_failed) {
+    w.Family("sglang:num_transfer_failed_reqs_total", "counter",
+             "The number of transfer failed requests.");
+    w.Sample("sglang:num_transfer_failed_reqs_total", scheduler, *k_.transfer_failed);
+  }
+}
+
+void Container(const SimPodContext& pod, SimContainer* c, ExporterConfig* config) {
+  const DeploymentSimOptions& o = pod.options;
+  c->name = "engine";
+  c->image = "lmsysorg/sglang:v0.5.4";
+  c->command = {"python3", "-m", "sglang.launch_server"};
+  c->args = {"--model-path", o.model, "--host", "0.0.0.0", "--port", pod.port, "--enable-metrics"};
+  if (pod.prefill_decode) {
+    c->args.insert(c->args.end(),
+                   {"--disaggregation-mode", std::string(deployment::RoleKindName(pod.role_kind)),
+                    "--disaggregation-transfer-backend", "mooncake"});
+  }
+  if (o.kv_cache) {
+    // The operator renders a host tier and the pool's storage backend.
+    c->args.insert(c->args.end(),
+                   {"--enable-hierarchical-cache", "--hicache-storage-backend", "mooncake"});
+  }
+  AppendRoleArgs(pod, c);
+  config->host_tier = HasArg(c->args, "--enable-hierarchical-cache") ||
+                      HasArg(c->args, "--enable-lmcache") || HasArg(c->args, "--enable-flexkv");
+  config->storage_tier = HasArg(c->args, "--hicache-storage-backend");
+}
+
+std::unique_ptr<ExporterModel> Fresh(const ExporterConfig& config) {
+  return std::make_unique<SglangModel>(config);
+}
+
+}  // namespace
+
+const SimExporter kSglang{
+    .name = deployment::kEngineSglang,
+    .version = "0.5.4",
+    .kv_connector = "mooncake",
+    .container = Container,
+    .fresh = Fresh,
+    .padding = kPythonServerPadding,
+};
+
+}  // namespace modelmetrics::sim::exporters
