@@ -111,17 +111,10 @@ class OmniMetrics::LazySlots {
   size_t size_;
 };
 
-// `out` is family F (its handle type is checked at compile time) with F's guard.
-template <OmniFamily F>
-void OmniMetrics::Take(const std::array<AnyFamily, kOmniFamilyCount>& made,
-                       Guarded<OmniInstrument<F>>* out) {
-  out->family = FamilyOf<F>(made[static_cast<size_t>(F)]);
-  out->guard = OmniSpec(F).guard;
-}
-
 OmniMetrics::OmniMetrics(Registry& registry, Options options)
     : options_(std::move(options)),
       enabled_(registry.enabled()),
+      families_(registry, [](const FamilySpec& spec) { return InGroups(spec.group); }),
       aggregator_(OrchestratorAggregator::Options{
           .num_stages = static_cast<int>(std::max<size_t>(options_.replicas_per_stage.size(), 1)),
           .log_stats = registry.enabled(),
@@ -132,55 +125,20 @@ OmniMetrics::OmniMetrics(Registry& registry, Options options)
           .sink = options_.log_sink}) {
   aggregator_.SetEmitter(this);
 
-  std::array<AnyFamily, kOmniFamilyCount> made;  // by OmniFamily; monostate outside the groups
-  for (size_t i = 0; i < kOmniFamilyCount; ++i) {
-    const FamilySpec& spec = OmniSpec(static_cast<OmniFamily>(i));
-    if (InGroups(spec.group)) made[i] = RegisterFamily(registry, spec);
-  }
-  Take<OmniFamily::kNumRequestsRunning>(made, &running_family_);
-  Take<OmniFamily::kNumRequestsWaiting>(made, &waiting_family_);
-  Take<OmniFamily::kRequestsSuccess>(made, &success_family_);
-  Take<OmniFamily::kE2eRequestLatencyS>(made, &e2e_family_);
-  Take<OmniFamily::kPromptTokens>(made, &prompt_family_);
-  Take<OmniFamily::kGenerationTokens>(made, &generation_family_);
-  Take<OmniFamily::kStageGenTimeS>(made, &stage_gen_time_family_);
-  Take<OmniFamily::kRequestQueueWaitS>(made, &queue_wait_family_);
-  Take<OmniFamily::kStageWaitingRequests>(made, &stage_waiting_family_);
-  Take<OmniFamily::kStageInQueueS>(made, &stage_in_queue_family_);
-  Take<OmniFamily::kNumInferenceSteps>(made, &steps_family_);
-  Take<OmniFamily::kImageCount>(made, &image_count_family_);
-  Take<OmniFamily::kImagePixels>(made, &image_pixels_family_);
-  Take<OmniFamily::kPeakMemoryMb>(made, &peak_memory_family_);
-  Take<OmniFamily::kRequestsFailed>(made, &failed_family_);
-  Take<OmniFamily::kKvWaitS>(made, &kv_wait_family_);
-  Take<OmniFamily::kDiffusionExecS>(made, &diffusion_exec_family_);
-  Take<OmniFamily::kDiffusionExecPerStepS>(made, &diffusion_exec_per_step_family_);
-  Take<OmniFamily::kDiffusionPreprocessS>(made, &diffusion_preprocess_family_);
-  Take<OmniFamily::kDiffusionPostprocessS>(made, &diffusion_postprocess_family_);
-  Take<OmniFamily::kVaeDecodeS>(made, &vae_decode_family_);
-  Take<OmniFamily::kDiffusionForwardS>(made, &diffusion_forward_family_);
-  Take<OmniFamily::kDiffusionKvLoadS>(made, &diffusion_kv_load_family_);
-  Take<OmniFamily::kImageTtfpS>(made, &image_ttfp_family_);
-  Take<OmniFamily::kDenoiseStepLatencyS>(made, &denoise_step_family_);
-  Take<OmniFamily::kTransferSizeBytes>(made, &transfer_size_family_);
-  Take<OmniFamily::kTransferTxS>(made, &transfer_tx_family_);
-  Take<OmniFamily::kTransferRxS>(made, &transfer_rx_family_);
-  Take<OmniFamily::kTransferInFlightS>(made, &transfer_in_flight_family_);
-
   // Eager children (§4.11): the model_name-only families.
   const std::string_view model = options_.model_name;
-  auto bind = [model]<typename T>(const Guarded<T>& g) {
-    return g.family != nullptr ? g.family->Bind({model}) : T();
+  auto bind = [model]<typename T>(Family<T>* family) {
+    return family != nullptr ? family->Bind({model}) : T();
   };
-  running_ = bind(running_family_);
-  waiting_ = bind(waiting_family_);
-  e2e_ = bind(e2e_family_);
-  prompt_tokens_ = bind(prompt_family_);
-  generation_tokens_ = bind(generation_family_);
-  queue_wait_ = bind(queue_wait_family_);
-  steps_ = bind(steps_family_);
-  image_count_ = bind(image_count_family_);
-  image_pixels_ = bind(image_pixels_family_);
+  running_ = bind(FamilyOf<OmniFamily::kNumRequestsRunning>());
+  waiting_ = bind(FamilyOf<OmniFamily::kNumRequestsWaiting>());
+  e2e_ = bind(FamilyOf<OmniFamily::kE2eRequestLatencyS>());
+  prompt_tokens_ = bind(FamilyOf<OmniFamily::kPromptTokens>());
+  generation_tokens_ = bind(FamilyOf<OmniFamily::kGenerationTokens>());
+  queue_wait_ = bind(FamilyOf<OmniFamily::kRequestQueueWaitS>());
+  steps_ = bind(FamilyOf<OmniFamily::kNumInferenceSteps>());
+  image_count_ = bind(FamilyOf<OmniFamily::kImageCount>());
+  image_pixels_ = bind(FamilyOf<OmniFamily::kImagePixels>());
 
   const size_t stages = options_.replicas_per_stage.size();
   for (int n : options_.replicas_per_stage) stage_replica_slots_ += static_cast<size_t>(n);
@@ -209,13 +167,15 @@ T OmniMetrics::StageChild(Family<T>* family, LazySlots<T>* slots, int stage) {
   return make();
 }
 
-void OmniMetrics::ObserveStageReplica(const Guarded<Histogram>& g, LazySlots<Histogram>* slots,
-                                      int stage, int replica, double seconds) {
-  if (!enabled_ || g.family == nullptr || !ApplyGuard(g.guard, seconds)) return;
+template <OmniFamily F>
+void OmniMetrics::ObserveStageReplica(LazySlots<Histogram>* slots, int stage, int replica,
+                                      double seconds) {
+  Family<Histogram>* family = FamilyOf<F>();
+  if (!enabled_ || family == nullptr || !Guarded<F>(seconds)) return;
   auto make = [&] {
     std::string s = std::to_string(stage);
     std::string r = std::to_string(replica);
-    return g.family->Labels({options_.model_name, s, r});
+    return family->Labels({options_.model_name, s, r});
   };
   const auto& layout = options_.replicas_per_stage;
   if (stage >= 0 && static_cast<size_t>(stage) < layout.size() && replica >= 0 &&
@@ -228,32 +188,36 @@ void OmniMetrics::ObserveStageReplica(const Guarded<Histogram>& g, LazySlots<His
   make().Observe(seconds);
 }
 
-void OmniMetrics::ObserveEdge(const Guarded<Histogram>& g, const TransferEdge& edge, double value) {
-  if (!enabled_ || g.family == nullptr || !ApplyGuard(g.guard, value)) return;
+template <OmniFamily F>
+void OmniMetrics::ObserveEdge(const TransferEdge& edge, double value) {
+  Family<Histogram>* family = FamilyOf<F>();
+  if (!enabled_ || family == nullptr || !Guarded<F>(value)) return;
   std::string fs = std::to_string(edge.from_stage);
   std::string fr = std::to_string(edge.from_replica);
   std::string ts = std::to_string(edge.to_stage);
   std::string tr = std::to_string(edge.to_replica);
-  g.family->Labels({options_.model_name, fs, fr, ts, tr}).Observe(value);
+  family->Labels({options_.model_name, fs, fr, ts, tr}).Observe(value);
 }
 
 // ---- Pipeline families ----
 
 void OmniMetrics::RequestSucceeded(double e2e_s, std::string_view finished_reason) {
-  if (!enabled_ || success_family_.family == nullptr) return;
-  success_family_.family->Labels({options_.model_name, FinishedReasonOrDefault(finished_reason)})
-      .Inc();
+  auto* family = FamilyOf<OmniFamily::kRequestsSuccess>();
+  if (!enabled_ || family == nullptr) return;
+  family->Labels({options_.model_name, FinishedReasonOrDefault(finished_reason)}).Inc();
   e2e_.Observe(e2e_s);
 }
 
 void OmniMetrics::RequestFailed() {
-  if (!enabled_ || success_family_.family == nullptr) return;
-  success_family_.family->Labels({options_.model_name, kAbortFinishedReason}).Inc();
+  auto* family = FamilyOf<OmniFamily::kRequestsSuccess>();
+  if (!enabled_ || family == nullptr) return;
+  family->Labels({options_.model_name, kAbortFinishedReason}).Inc();
 }
 
 void OmniMetrics::IncRequestsFailed(std::optional<std::string_view> reason) {
-  if (!enabled_ || failed_family_.family == nullptr) return;
-  failed_family_.family->Labels({options_.model_name, NormalizeFailureReason(reason)}).Inc();
+  auto* family = FamilyOf<OmniFamily::kRequestsFailed>();
+  if (!enabled_ || family == nullptr) return;
+  family->Labels({options_.model_name, NormalizeFailureReason(reason)}).Inc();
 }
 
 void OmniMetrics::ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens) const {
@@ -265,30 +229,30 @@ void OmniMetrics::ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens
 // ---- Image / diffusion service families ----
 
 void OmniMetrics::ObserveStageGenTime(int stage, std::string_view stage_type, double seconds) {
-  const auto& g = stage_gen_time_family_;
-  if (!enabled_ || g.family == nullptr || !ApplyGuard(g.guard, seconds)) return;
+  auto* family = FamilyOf<OmniFamily::kStageGenTimeS>();
+  if (!enabled_ || family == nullptr || !Guarded<OmniFamily::kStageGenTimeS>(seconds)) return;
   std::string s = std::to_string(stage);
-  g.family->Labels({options_.model_name, s, stage_type}).Observe(seconds);
+  family->Labels({options_.model_name, s, stage_type}).Observe(seconds);
 }
 
 void OmniMetrics::ObserveQueueWait(double seconds) const {
-  if (ApplyGuard(queue_wait_family_.guard, seconds)) queue_wait_.Observe(seconds);
+  if (Guarded<OmniFamily::kRequestQueueWaitS>(seconds)) queue_wait_.Observe(seconds);
 }
 
 void OmniMetrics::SetStageWaitingRequests(int stage, double n) {
-  const auto& g = stage_waiting_family_;
-  if (!enabled_ || !ApplyGuard(g.guard, n)) return;
-  StageChild(g.family, stage_waiting_slots_.get(), stage).Set(n);
+  if (!enabled_ || !Guarded<OmniFamily::kStageWaitingRequests>(n)) return;
+  StageChild(FamilyOf<OmniFamily::kStageWaitingRequests>(), stage_waiting_slots_.get(), stage)
+      .Set(n);
 }
 
 void OmniMetrics::ObserveStageInQueue(int stage, double seconds) {
-  const auto& g = stage_in_queue_family_;
-  if (!enabled_ || !ApplyGuard(g.guard, seconds)) return;
-  StageChild(g.family, stage_in_queue_slots_.get(), stage).Observe(seconds);
+  if (!enabled_ || !Guarded<OmniFamily::kStageInQueueS>(seconds)) return;
+  StageChild(FamilyOf<OmniFamily::kStageInQueueS>(), stage_in_queue_slots_.get(), stage)
+      .Observe(seconds);
 }
 
 void OmniMetrics::ObserveNumInferenceSteps(double steps) const {
-  if (ApplyGuard(steps_family_.guard, steps)) steps_.Observe(steps);
+  if (Guarded<OmniFamily::kNumInferenceSteps>(steps)) steps_.Observe(steps);
 }
 
 void OmniMetrics::IncImageCount(int64_t count) const {
@@ -296,52 +260,53 @@ void OmniMetrics::IncImageCount(int64_t count) const {
 }
 
 void OmniMetrics::ObserveImagePixels(double pixels) const {
-  if (ApplyGuard(image_pixels_family_.guard, pixels)) image_pixels_.Observe(pixels);
+  if (Guarded<OmniFamily::kImagePixels>(pixels)) image_pixels_.Observe(pixels);
 }
 
 void OmniMetrics::SetPeakMemory(int stage, double mb) {
-  const auto& g = peak_memory_family_;
-  if (!enabled_ || !ApplyGuard(g.guard, mb)) return;
-  StageChild(g.family, peak_memory_slots_.get(), stage).Set(mb);
+  if (!enabled_ || !Guarded<OmniFamily::kPeakMemoryMb>(mb)) return;
+  StageChild(FamilyOf<OmniFamily::kPeakMemoryMb>(), peak_memory_slots_.get(), stage).Set(mb);
 }
 
 void OmniMetrics::ObserveKvWait(std::optional<std::string_view> connector_type, double seconds) {
-  const auto& g = kv_wait_family_;
-  if (!enabled_ || g.family == nullptr || !ApplyGuard(g.guard, seconds)) return;
-  g.family->Labels({options_.model_name, ConnectorTypeOrUnknown(connector_type)}).Observe(seconds);
+  auto* family = FamilyOf<OmniFamily::kKvWaitS>();
+  if (!enabled_ || family == nullptr || !Guarded<OmniFamily::kKvWaitS>(seconds)) return;
+  family->Labels({options_.model_name, ConnectorTypeOrUnknown(connector_type)}).Observe(seconds);
 }
 
 // ---- Diffusion breakdown ----
 
 void OmniMetrics::ObserveDiffusionExec(int stage, int replica, double seconds) {
-  ObserveStageReplica(diffusion_exec_family_, exec_slots_.get(), stage, replica, seconds);
+  ObserveStageReplica<OmniFamily::kDiffusionExecS>(exec_slots_.get(), stage, replica, seconds);
 }
 void OmniMetrics::ObserveDiffusionExecPerStep(int stage, int replica, double seconds) {
-  ObserveStageReplica(diffusion_exec_per_step_family_, exec_per_step_slots_.get(), stage, replica,
-                      seconds);
+  ObserveStageReplica<OmniFamily::kDiffusionExecPerStepS>(exec_per_step_slots_.get(), stage,
+                                                          replica, seconds);
 }
 void OmniMetrics::ObserveDiffusionPreprocess(int stage, int replica, double seconds) {
-  ObserveStageReplica(diffusion_preprocess_family_, preprocess_slots_.get(), stage, replica,
-                      seconds);
+  ObserveStageReplica<OmniFamily::kDiffusionPreprocessS>(preprocess_slots_.get(), stage, replica,
+                                                         seconds);
 }
 void OmniMetrics::ObserveDiffusionPostprocess(int stage, int replica, double seconds) {
-  ObserveStageReplica(diffusion_postprocess_family_, postprocess_slots_.get(), stage, replica,
-                      seconds);
+  ObserveStageReplica<OmniFamily::kDiffusionPostprocessS>(postprocess_slots_.get(), stage, replica,
+                                                          seconds);
 }
 void OmniMetrics::ObserveVaeDecode(int stage, int replica, double seconds) {
-  ObserveStageReplica(vae_decode_family_, vae_slots_.get(), stage, replica, seconds);
+  ObserveStageReplica<OmniFamily::kVaeDecodeS>(vae_slots_.get(), stage, replica, seconds);
 }
 void OmniMetrics::ObserveDiffusionForward(int stage, int replica, double seconds) {
-  ObserveStageReplica(diffusion_forward_family_, forward_slots_.get(), stage, replica, seconds);
+  ObserveStageReplica<OmniFamily::kDiffusionForwardS>(forward_slots_.get(), stage, replica,
+                                                      seconds);
 }
 void OmniMetrics::ObserveDiffusionKvLoad(int stage, int replica, double seconds) {
-  ObserveStageReplica(diffusion_kv_load_family_, kv_load_slots_.get(), stage, replica, seconds);
+  ObserveStageReplica<OmniFamily::kDiffusionKvLoadS>(kv_load_slots_.get(), stage, replica, seconds);
 }
 void OmniMetrics::ObserveImageTtfp(int stage, int replica, double seconds) {
-  ObserveStageReplica(image_ttfp_family_, image_ttfp_slots_.get(), stage, replica, seconds);
+  ObserveStageReplica<OmniFamily::kImageTtfpS>(image_ttfp_slots_.get(), stage, replica, seconds);
 }
 void OmniMetrics::ObserveDenoiseStepLatency(int stage, int replica, double seconds) {
-  ObserveStageReplica(denoise_step_family_, denoise_slots_.get(), stage, replica, seconds);
+  ObserveStageReplica<OmniFamily::kDenoiseStepLatencyS>(denoise_slots_.get(), stage, replica,
+                                                        seconds);
 }
 
 void OmniMetrics::ObserveDiffusionFinalize(const StageRequestStats& stats) {
@@ -377,16 +342,16 @@ void OmniMetrics::ObserveDiffusionFinalize(const StageRequestStats& stats) {
 // ---- Transfer ----
 
 void OmniMetrics::ObserveTransferSize(const TransferEdge& edge, double bytes) {
-  ObserveEdge(transfer_size_family_, edge, bytes);
+  ObserveEdge<OmniFamily::kTransferSizeBytes>(edge, bytes);
 }
 void OmniMetrics::ObserveTransferTxTime(const TransferEdge& edge, double seconds) {
-  ObserveEdge(transfer_tx_family_, edge, seconds);
+  ObserveEdge<OmniFamily::kTransferTxS>(edge, seconds);
 }
 void OmniMetrics::ObserveTransferRxTime(const TransferEdge& edge, double seconds) {
-  ObserveEdge(transfer_rx_family_, edge, seconds);
+  ObserveEdge<OmniFamily::kTransferRxS>(edge, seconds);
 }
 void OmniMetrics::ObserveTransferInFlightTime(const TransferEdge& edge, double seconds) {
-  ObserveEdge(transfer_in_flight_family_, edge, seconds);
+  ObserveEdge<OmniFamily::kTransferInFlightS>(edge, seconds);
 }
 
 // ---- Orchestrator / entrypoint events ----

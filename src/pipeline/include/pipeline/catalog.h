@@ -2,11 +2,12 @@
 //
 // Contract. This file holds data: names, types, HELP texts, label names, bucket bounds, the
 // bind rule and the observe guard of each family, plus the constants the observe layer needs
-// (sample-rate defaults, bounded reason sets, the continuity threshold), and two pure helpers
-// every observe layer shares: OptionsOf (a row as registry options), RegisterFamily (a row into
-// a registry) and ApplyGuard (the Guard column as code). The observe layers (C++ and the Python
-// extension) register each FamilySpec with the metrics Registry (modelmetrics/metrics.h) and
-// implement the rules the tables name.
+// (sample-rate defaults, bounded reason sets, the continuity threshold), and the helpers every
+// observe layer shares: OptionsOf (a row as registry options), RegisterFamily (a row into a
+// registry), ApplyGuard (the Guard column as code), and the typed access derived from each list's
+// one definition (omni_families.h, engine_families.h): the family enums, RegisterTyped and
+// FamilySet. The observe layers (C++ and the Python extension) register each FamilySpec with the
+// metrics Registry (modelmetrics/metrics.h) and implement the rules the tables name.
 //
 // Sources. The `vllm_omni:*` table follows shared/spec/pipeline-metrics-design.md (the intent,
 // which wins on conflicts) and shared/spec/reference/pipeline-metrics-behaviour.md (cited as
@@ -27,7 +28,8 @@
 //   their owner is built, so zero-valued samples appear at once, even with stats off (§4.8,
 //   §4.11); Bind::kLazy children appear on first observation.
 //
-// Thread-safety: immutable constant data; safe from any thread.
+// Thread-safety: immutable constant data; safe from any thread. A FamilySet is immutable after
+// construction.
 #ifndef MODELMETRICS_PIPELINE_CATALOG_H_
 #define MODELMETRICS_PIPELINE_CATALOG_H_
 
@@ -42,6 +44,8 @@
 
 #include "modelmetrics/exposition.h"
 #include "modelmetrics/metrics.h"
+#include "pipeline/engine_families.h"
+#include "pipeline/omni_families.h"
 
 namespace modelmetrics::pipeline {
 
@@ -241,109 +245,20 @@ inline constexpr std::array<std::string_view, 3> kEngineLabels = {"model_name", 
 inline constexpr std::array<std::string_view, 4> kEngineWaitingReasonLabels = {
     "model_name", "stage", "replica", "reason"};
 
-// ---- The vllm_omni:* families, each defined once ----
-//
-// X(id, name, instrument): the family's id (OmniFamily::id), its name (counters without
-// `_total`) and its instrument. catalog.cc holds its row (HELP, labels, buckets, bind, group,
-// guard) in this order, checked at compile time; code names a family by its id and gets a typed
-// handle (OmniInstrument), so a misspelt or missing family fails to compile. Adding a family is
-// one line here, one row in catalog.cc, and the observe method that records it.
-#define MM_VLLM_OMNI_FAMILIES(X)                                                            \
-  X(kNumRequestsRunning, "vllm_omni:num_requests_running", Gauge)                           \
-  X(kNumRequestsWaiting, "vllm_omni:num_requests_waiting", Gauge)                           \
-  X(kRequestsSuccess, "vllm_omni:requests_success", Counter)                                \
-  X(kE2eRequestLatencyS, "vllm_omni:e2e_request_latency_s", Histogram)                      \
-  X(kPromptTokens, "vllm_omni:prompt_tokens", Counter)                                      \
-  X(kGenerationTokens, "vllm_omni:generation_tokens", Counter)                              \
-  X(kStageGenTimeS, "vllm_omni:stage_gen_time_s", Histogram)                                \
-  X(kRequestQueueWaitS, "vllm_omni:request_queue_wait_s", Histogram)                        \
-  X(kStageWaitingRequests, "vllm_omni:stage_waiting_requests", Gauge)                       \
-  X(kStageInQueueS, "vllm_omni:stage_in_queue_s", Histogram)                                \
-  X(kNumInferenceSteps, "vllm_omni:num_inference_steps", Histogram)                         \
-  X(kImageCount, "vllm_omni:image_count", Counter)                                          \
-  X(kImagePixels, "vllm_omni:image_pixels", Histogram)                                      \
-  X(kPeakMemoryMb, "vllm_omni:peak_memory_mb", Gauge)                                       \
-  X(kRequestsFailed, "vllm_omni:requests_failed", Counter)                                  \
-  X(kKvWaitS, "vllm_omni:kv_wait_s", Histogram)                                             \
-  X(kDiffusionExecS, "vllm_omni:diffusion_exec_s", Histogram)                               \
-  X(kDiffusionExecPerStepS, "vllm_omni:diffusion_exec_per_step_s", Histogram)               \
-  X(kDiffusionPreprocessS, "vllm_omni:diffusion_preprocess_s", Histogram)                   \
-  X(kDiffusionPostprocessS, "vllm_omni:diffusion_postprocess_s", Histogram)                 \
-  X(kVaeDecodeS, "vllm_omni:vae_decode_s", Histogram)                                       \
-  X(kDiffusionForwardS, "vllm_omni:diffusion_forward_s", Histogram)                         \
-  X(kDiffusionKvLoadS, "vllm_omni:diffusion_kv_load_s", Histogram)                          \
-  X(kImageTtfpS, "vllm_omni:image_ttfp_s", Histogram)                                       \
-  X(kDenoiseStepLatencyS, "vllm_omni:denoise_step_latency_s", Histogram)                    \
-  X(kAudioTtfpS, "vllm_omni:audio_ttfp_s", Histogram)                                       \
-  X(kAudioDurationS, "vllm_omni:audio_duration_s", Histogram)                               \
-  X(kAudioRtf, "vllm_omni:audio_rtf", Histogram)                                            \
-  X(kAudioFrames, "vllm_omni:audio_frames", Counter)                                        \
-  X(kAudioUnderrunS, "vllm_omni:audio_underrun_s", Histogram)                               \
-  X(kAudioContinuityOk, "vllm_omni:audio_continuity_ok", Counter)                           \
-  X(kAudioSkippedRequests, "vllm_omni:audio_skipped_requests", Counter)                     \
-  X(kSpeechStreamAborted, "vllm_omni:speech_stream_aborted", Counter)                       \
-  X(kSpeechStreamCompleted, "vllm_omni:speech_stream_completed", Counter)                   \
-  X(kTransferSizeBytes, "vllm_omni:transfer_size_bytes", Histogram)                         \
-  X(kTransferTxS, "vllm_omni:transfer_tx_s", Histogram)                                     \
-  X(kTransferRxS, "vllm_omni:transfer_rx_s", Histogram)                                     \
-  X(kTransferInFlightS, "vllm_omni:transfer_in_flight_s", Histogram)                        \
-  X(kRealtimeVadActiveSessions, "vllm_omni:realtime_vad_active_sessions", Gauge)            \
-  X(kRealtimeVadInferenceLatencyS, "vllm_omni:realtime_vad_inference_latency_s", Histogram) \
-  X(kRealtimeVadEndpointDelayS, "vllm_omni:realtime_vad_endpoint_delay_s", Histogram)       \
-  X(kRealtimeVadErrors, "vllm_omni:realtime_vad_errors", Counter)
+// ---- The families, each defined once (omni_families.h, engine_families.h) ----
 
-// The upstream per-engine `vllm:*` families (VllmEngineFamilies()), defined the same way.
-#define MM_VLLM_ENGINE_FAMILIES(X)                                                              \
-  X(kNixlXferTimeSeconds, "vllm:nixl_xfer_time_seconds", Histogram)                             \
-  X(kNixlPostTimeSeconds, "vllm:nixl_post_time_seconds", Histogram)                             \
-  X(kNixlBytesTransferred, "vllm:nixl_bytes_transferred", Histogram)                            \
-  X(kNixlNumDescriptors, "vllm:nixl_num_descriptors", Histogram)                                \
-  X(kNixlNumFailedTransfers, "vllm:nixl_num_failed_transfers", Counter)                         \
-  X(kNixlNumFailedNotifications, "vllm:nixl_num_failed_notifications", Counter)                 \
-  X(kNixlNumKvExpiredReqs, "vllm:nixl_num_kv_expired_reqs", Counter)                            \
-  X(kEstimatedFlopsPerGpu, "vllm:estimated_flops_per_gpu", Counter)                             \
-  X(kEstimatedReadBytesPerGpu, "vllm:estimated_read_bytes_per_gpu", Counter)                    \
-  X(kEstimatedWriteBytesPerGpu, "vllm:estimated_write_bytes_per_gpu", Counter)                  \
-  X(kNumRequestsRunning, "vllm:num_requests_running", Gauge)                                    \
-  X(kNumRequestsWaiting, "vllm:num_requests_waiting", Gauge)                                    \
-  X(kNumRequestsWaitingByReason, "vllm:num_requests_waiting_by_reason", Gauge)                  \
-  X(kEngineSleepState, "vllm:engine_sleep_state", Gauge)                                        \
-  X(kKvCacheUsagePerc, "vllm:kv_cache_usage_perc", Gauge)                                       \
-  X(kPrefixCacheQueries, "vllm:prefix_cache_queries", Counter)                                  \
-  X(kPrefixCacheHits, "vllm:prefix_cache_hits", Counter)                                        \
-  X(kExternalPrefixCacheQueries, "vllm:external_prefix_cache_queries", Counter)                 \
-  X(kExternalPrefixCacheHits, "vllm:external_prefix_cache_hits", Counter)                       \
-  X(kMmCacheQueries, "vllm:mm_cache_queries", Counter)                                          \
-  X(kMmCacheHits, "vllm:mm_cache_hits", Counter)                                                \
-  X(kNumPreemptions, "vllm:num_preemptions", Counter)                                           \
-  X(kPromptTokens, "vllm:prompt_tokens", Counter)                                               \
-  X(kPromptTokensBySource, "vllm:prompt_tokens_by_source", Counter)                             \
-  X(kPromptTokensCached, "vllm:prompt_tokens_cached", Counter)                                  \
-  X(kGenerationTokens, "vllm:generation_tokens", Counter)                                       \
-  X(kRequestSuccess, "vllm:request_success", Counter)                                           \
-  X(kRequestPromptTokens, "vllm:request_prompt_tokens", Histogram)                              \
-  X(kRequestGenerationTokens, "vllm:request_generation_tokens", Histogram)                      \
-  X(kIterationTokensTotal, "vllm:iteration_tokens_total", Histogram)                            \
-  X(kRequestMaxNumGenerationTokens, "vllm:request_max_num_generation_tokens", Histogram)        \
-  X(kRequestParamsN, "vllm:request_params_n", Histogram)                                        \
-  X(kRequestParamsMaxTokens, "vllm:request_params_max_tokens", Histogram)                       \
-  X(kTimeToFirstTokenSeconds, "vllm:time_to_first_token_seconds", Histogram)                    \
-  X(kInterTokenLatencySeconds, "vllm:inter_token_latency_seconds", Histogram)                   \
-  X(kRequestTimePerOutputTokenSeconds, "vllm:request_time_per_output_token_seconds", Histogram) \
-  X(kE2eRequestLatencySeconds, "vllm:e2e_request_latency_seconds", Histogram)                   \
-  X(kRequestQueueTimeSeconds, "vllm:request_queue_time_seconds", Histogram)                     \
-  X(kRequestInferenceTimeSeconds, "vllm:request_inference_time_seconds", Histogram)             \
-  X(kRequestPrefillTimeSeconds, "vllm:request_prefill_time_seconds", Histogram)                 \
-  X(kRequestDecodeTimeSeconds, "vllm:request_decode_time_seconds", Histogram)                   \
-  X(kRequestPrefillKvComputedTokens, "vllm:request_prefill_kv_computed_tokens", Histogram)      \
-  X(kCacheConfigInfo, "vllm:cache_config_info", Gauge)
+inline constexpr std::span<const double> kNoBuckets;
 
-// MM_DEFINE_FAMILY_LIST(Id, LIST) defines, from one list: `enum class Id`, and the overloads
-// FamilyCount(Id), FamilyName(Id) and FamilyKind(Id) the typed helpers below use.
-#define MM_FAMILY_ID(id, name, instrument) id,
-#define MM_FAMILY_ONE(id, name, instrument) +1
-#define MM_FAMILY_NAME(id, name, instrument) name,
-#define MM_FAMILY_KIND(id, name, instrument) Kind::k##instrument,
+// MM_DEFINE_FAMILY_LIST(Id, LIST) defines, from one list of rows (omni_families.h): `enum class
+// Id`, and the overloads FamilyCount(Id), FamilyName(Id) and FamilyKind(Id) the typed helpers
+// below use. The list's table, `{LIST(MM_FAMILY_ROW)}`, is the rows in id order, so a family's
+// row is table[id] by construction; FamilySpecOf(Id) returns it (RegisterTyped finds it so).
+#define MM_FAMILY_ID(id, name, instrument, ...) id,
+#define MM_FAMILY_ONE(id, name, instrument, ...) +1
+#define MM_FAMILY_NAME(id, name, instrument, ...) name,
+#define MM_FAMILY_KIND(id, name, instrument, ...) Kind::k##instrument,
+// A list's rows as FamilySpec initialisers: `constexpr FamilySpec kRows[] = {LIST(MM_FAMILY_ROW)};`
+#define MM_FAMILY_ROW(id, name, instrument, ...) FamilySpec{name, Kind::k##instrument, __VA_ARGS__},
 #define MM_DEFINE_FAMILY_LIST(Id, LIST)                              \
   enum class Id : uint8_t { LIST(MM_FAMILY_ID) };                    \
   constexpr size_t FamilyCount(Id) { return 0 LIST(MM_FAMILY_ONE); } \
@@ -354,6 +269,14 @@ inline constexpr std::array<std::string_view, 4> kEngineWaitingReasonLabels = {
   constexpr Kind FamilyKind(Id family) {                             \
     constexpr Kind kKinds[] = {LIST(MM_FAMILY_KIND)};                \
     return kKinds[static_cast<size_t>(family)];                      \
+  }
+
+// MM_DEFINE_FAMILY_TABLE(Id, LIST) defines a list's rows, `k<Id>Rows`, and FamilySpecOf(Id) (for
+// lists whose constants the header sees; the catalog's own tables are in catalog.cc).
+#define MM_DEFINE_FAMILY_TABLE(Id, LIST)                             \
+  inline constexpr FamilySpec k##Id##Rows[] = {LIST(MM_FAMILY_ROW)}; \
+  inline const FamilySpec& FamilySpecOf(Id family) {                 \
+    return k##Id##Rows[static_cast<size_t>(family)];                 \
   }
 
 MM_DEFINE_FAMILY_LIST(OmniFamily, MM_VLLM_OMNI_FAMILIES)
@@ -394,9 +317,14 @@ Family<FamilyInstrument<F>>* FamilyOf(const AnyFamily& any) {
   return typed != nullptr ? *typed : nullptr;
 }
 
-// Registers family F from its row; null with *error when the registry refuses it.
+// Registers family F (of any list: OmniFamily, EngineFamily, a test's own) from its row, found
+// by FamilySpecOf(F); null with *error when the registry refuses it.
+template <auto F>
+Family<FamilyInstrument<F>>* RegisterTyped(Registry& registry, std::string* error = nullptr);
 template <OmniFamily F>
-Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error = nullptr);
+Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error = nullptr) {
+  return RegisterTyped<F>(registry, error);
+}
 
 // ---- Tables ----
 
@@ -409,10 +337,37 @@ const FamilySpec& OmniSpec(OmniFamily family);
 // A per-engine family's row: VllmEngineFamilies()[family].
 const FamilySpec& EngineSpec(EngineFamily family);
 
-template <OmniFamily F>
-Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error) {
-  return FamilyOf<F>(RegisterFamily(registry, OmniSpec(F), error));
+inline const FamilySpec& FamilySpecOf(OmniFamily family) { return OmniSpec(family); }
+inline const FamilySpec& FamilySpecOf(EngineFamily family) { return EngineSpec(family); }
+
+template <auto F>
+Family<FamilyInstrument<F>>* RegisterTyped(Registry& registry, std::string* error) {
+  return FamilyOf<F>(RegisterFamily(registry, FamilySpecOf(F), error));
 }
+
+// The families of one list (an Id of MM_DEFINE_FAMILY_LIST), registered in a registry, each
+// reached by its id with its typed handle: an observe class holds one and its methods ask it for
+// family F, so a family needs no member or binding code of its own.
+template <typename Id>
+class FamilySet {
+ public:
+  // Registers every family of the list whose row `wanted` accepts (null: every one); the others
+  // stay unregistered and Get() returns null for them.
+  explicit FamilySet(Registry& registry, bool (*wanted)(const FamilySpec&) = nullptr) {
+    for (size_t i = 0; i < made_.size(); ++i) {
+      const FamilySpec& spec = FamilySpecOf(static_cast<Id>(i));
+      if (wanted == nullptr || wanted(spec)) made_[i] = RegisterFamily(registry, spec);
+    }
+  }
+
+  template <Id F>
+  Family<FamilyInstrument<F>>* Get() const {
+    return FamilyOf<F>(made_[static_cast<size_t>(F)]);
+  }
+
+ private:
+  std::array<AnyFamily, FamilyCount(Id{})> made_;
+};
 
 // Every upstream per-engine `vllm:*` family vLLM main has in a plain set-up plus NIXL's (43):
 // the V1 fixture's, in fixture order, without prompt_tokens_recomputed (removed upstream in April

@@ -212,12 +212,11 @@ class OmniMetrics final : public TransferEmitter {
   class LazySlots;
 
   template <typename T>
-  struct Guarded;
-  template <typename T>
   T StageChild(Family<T>* family, LazySlots<T>* slots, int stage);
-  void ObserveStageReplica(const Guarded<Histogram>& family, LazySlots<Histogram>* slots, int stage,
-                           int replica, double seconds);
-  void ObserveEdge(const Guarded<Histogram>& family, const TransferEdge& edge, double value);
+  template <OmniFamily F>
+  void ObserveStageReplica(LazySlots<Histogram>* slots, int stage, int replica, double seconds);
+  template <OmniFamily F>
+  void ObserveEdge(const TransferEdge& edge, double value);
   void PublishRequestGaugesLocked(size_t total) REQUIRES(mu_);
   void PublishStageWaitingLocked(int stage) REQUIRES(mu_);
   void FinalizeLocked(RequestState& state, const StageRequestStats& stats,
@@ -230,45 +229,17 @@ class OmniMetrics final : public TransferEmitter {
   bool enabled_;
   size_t stage_replica_slots_ = 0;
 
-  // A family with its catalog guard (family nullptr when registration failed).
-  template <typename T>
-  struct Guarded {
-    Family<T>* family = nullptr;
-    Guard guard = Guard::kNone;
-  };
+  // Every family of the configured groups, by id (null outside them).
+  FamilySet<OmniFamily> families_;
   template <OmniFamily F>
-  static void Take(const std::array<AnyFamily, kOmniFamilyCount>& made,
-                   Guarded<OmniInstrument<F>>* out);
-
-  Guarded<Gauge> running_family_;
-  Guarded<Gauge> waiting_family_;
-  Guarded<Counter> success_family_;
-  Guarded<Histogram> e2e_family_;
-  Guarded<Counter> prompt_family_;
-  Guarded<Counter> generation_family_;
-  Guarded<Histogram> stage_gen_time_family_;
-  Guarded<Histogram> queue_wait_family_;
-  Guarded<Gauge> stage_waiting_family_;
-  Guarded<Histogram> stage_in_queue_family_;
-  Guarded<Histogram> steps_family_;
-  Guarded<Counter> image_count_family_;
-  Guarded<Histogram> image_pixels_family_;
-  Guarded<Gauge> peak_memory_family_;
-  Guarded<Counter> failed_family_;
-  Guarded<Histogram> kv_wait_family_;
-  Guarded<Histogram> diffusion_exec_family_;
-  Guarded<Histogram> diffusion_exec_per_step_family_;
-  Guarded<Histogram> diffusion_preprocess_family_;
-  Guarded<Histogram> diffusion_postprocess_family_;
-  Guarded<Histogram> vae_decode_family_;
-  Guarded<Histogram> diffusion_forward_family_;
-  Guarded<Histogram> diffusion_kv_load_family_;
-  Guarded<Histogram> image_ttfp_family_;
-  Guarded<Histogram> denoise_step_family_;
-  Guarded<Histogram> transfer_size_family_;
-  Guarded<Histogram> transfer_tx_family_;
-  Guarded<Histogram> transfer_rx_family_;
-  Guarded<Histogram> transfer_in_flight_family_;
+  Family<OmniInstrument<F>>* FamilyOf() const {
+    return families_.Get<F>();
+  }
+  // F's catalog guard on `value` (false: drop it; it may clamp `value`).
+  template <OmniFamily F>
+  static bool Guarded(double& value) {
+    return ApplyGuard(OmniSpec(F).guard, value);
+  }
 
   // Eager handles (§4.11).
   Gauge running_;
