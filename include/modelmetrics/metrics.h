@@ -196,9 +196,6 @@ class FamilyBase {
   bool RemoveChild(std::span<const std::string_view> values);
   static constexpr double kNow = __builtin_nan("");
 
-  // Reports a refused label set on stderr, once per `warned` flag of this family.
-  void Refuse(bool* warned, const char* what);
-  void RefuseLocked(bool* warned, const char* what);
   Counter MakeCounter(void* s) const { return Counter(static_cast<CounterSeries*>(s)); }
   Gauge MakeGauge(void* s) const { return Gauge(static_cast<GaugeSeries*>(s)); }
   Histogram MakeHistogram(void* s) const { return Histogram(static_cast<HistogramSeries*>(s)); }

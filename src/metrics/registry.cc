@@ -85,19 +85,15 @@ struct FamilyBase::State {
   std::vector<std::string> le_text;         // `le="0.05"` per bound, then `le="+Inf"`
   bool warned_long GUARDED_BY(mu) = false;  // a refused label value was reported
   bool warned_full GUARDED_BY(mu) = false;  // the children bound was reported
+
+  // Reports a refused label set of `family` on stderr, once per `warned` flag.
+  static void Refuse(const std::string& family, bool* warned, const char* what) {
+    if (*warned) return;
+    *warned = true;
+    std::fprintf(stderr, "modelmetrics: %s: %s; such label sets are not recorded\n", family.c_str(),
+                 what);
+  }
 };
-
-void FamilyBase::RefuseLocked(bool* warned, const char* what) {
-  if (*warned) return;
-  *warned = true;
-  std::fprintf(stderr, "modelmetrics: %s: %s; such label sets are not recorded\n",
-               options_.name.c_str(), what);
-}
-
-void FamilyBase::Refuse(bool* warned, const char* what) {
-  base::MutexLock lock(&state_->mu);
-  RefuseLocked(warned, what);
-}
 
 FamilyBase::FamilyBase(FamilyOptions options, MetricType type, bool enabled)
     : options_(std::move(options)), type_(type), enabled_(enabled), state_(new State) {
@@ -123,7 +119,8 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
   if (values.size() != options_.labels.size()) return nullptr;
   for (std::string_view v : values) {
     if (v.size() > kMaxLabelValueBytes) {
-      Refuse(&state_->warned_long, "a label value over the 4096-byte bound");
+      base::MutexLock lock(&state_->mu);
+      State::Refuse(options_.name, &state_->warned_long, "a label value over the 4096-byte bound");
       return nullptr;
     }
   }
@@ -139,7 +136,8 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
   }
   if (!create) return nullptr;
   if (st.children.size() >= kMaxChildrenPerFamily) {
-    RefuseLocked(&st.warned_full, "more than 1048576 label sets (is a label value unbounded?)");
+    State::Refuse(options_.name, &st.warned_full,
+                  "more than 1048576 label sets (is a label value unbounded?)");
     return nullptr;
   }
   auto child = std::make_unique<State::Child>();
