@@ -86,10 +86,10 @@ struct FamilyBase::State {
   bool warned_long GUARDED_BY(mu) = false;  // a refused label value was reported
   bool warned_full GUARDED_BY(mu) = false;  // the children bound was reported
 
-  // Reports a refused label set of `family` on stderr, once per `warned` flag.
-  static void Refuse(const std::string& family, bool* warned, const char* what) {
-    if (*warned) return;
-    *warned = true;
+  // Reports a refused label set of `family` on stderr, once per warned_* flag.
+  void Refuse(const std::string& family, bool State::*warned, const char* what) REQUIRES(mu) {
+    if (this->*warned) return;
+    this->*warned = true;
     std::fprintf(stderr, "modelmetrics: %s: %s; such label sets are not recorded\n", family.c_str(),
                  what);
   }
@@ -120,7 +120,7 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
   for (std::string_view v : values) {
     if (v.size() > kMaxLabelValueBytes) {
       base::MutexLock lock(&state_->mu);
-      State::Refuse(options_.name, &state_->warned_long, "a label value over the 4096-byte bound");
+      state_->Refuse(options_.name, &State::warned_long, "a label value over the 4096-byte bound");
       return nullptr;
     }
   }
@@ -136,8 +136,8 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
   }
   if (!create) return nullptr;
   if (st.children.size() >= kMaxChildrenPerFamily) {
-    State::Refuse(options_.name, &st.warned_full,
-                  "more than 1048576 label sets (is a label value unbounded?)");
+    st.Refuse(options_.name, &State::warned_full,
+              "more than 1048576 label sets (is a label value unbounded?)");
     return nullptr;
   }
   auto child = std::make_unique<State::Child>();

@@ -130,15 +130,15 @@ OmniMetrics::OmniMetrics(Registry& registry, Options options)
   auto bind = [model]<typename T>(Family<T>* family) {
     return family != nullptr ? family->Bind({model}) : T();
   };
-  running_ = bind(FamilyOf<OmniFamily::kNumRequestsRunning>());
-  waiting_ = bind(FamilyOf<OmniFamily::kNumRequestsWaiting>());
-  e2e_ = bind(FamilyOf<OmniFamily::kE2eRequestLatencyS>());
-  prompt_tokens_ = bind(FamilyOf<OmniFamily::kPromptTokens>());
-  generation_tokens_ = bind(FamilyOf<OmniFamily::kGenerationTokens>());
-  queue_wait_ = bind(FamilyOf<OmniFamily::kRequestQueueWaitS>());
-  steps_ = bind(FamilyOf<OmniFamily::kNumInferenceSteps>());
-  image_count_ = bind(FamilyOf<OmniFamily::kImageCount>());
-  image_pixels_ = bind(FamilyOf<OmniFamily::kImagePixels>());
+  running_ = bind(Registered<OmniFamily::kNumRequestsRunning>());
+  waiting_ = bind(Registered<OmniFamily::kNumRequestsWaiting>());
+  e2e_ = bind(Registered<OmniFamily::kE2eRequestLatencyS>());
+  prompt_tokens_ = bind(Registered<OmniFamily::kPromptTokens>());
+  generation_tokens_ = bind(Registered<OmniFamily::kGenerationTokens>());
+  queue_wait_ = bind(Registered<OmniFamily::kRequestQueueWaitS>());
+  steps_ = bind(Registered<OmniFamily::kNumInferenceSteps>());
+  image_count_ = bind(Registered<OmniFamily::kImageCount>());
+  image_pixels_ = bind(Registered<OmniFamily::kImagePixels>());
 
   const size_t stages = options_.replicas_per_stage.size();
   for (int n : options_.replicas_per_stage) stage_replica_slots_ += static_cast<size_t>(n);
@@ -170,7 +170,7 @@ T OmniMetrics::StageChild(Family<T>* family, LazySlots<T>* slots, int stage) {
 template <OmniFamily F>
 void OmniMetrics::ObserveStageReplica(LazySlots<Histogram>* slots, int stage, int replica,
                                       double seconds) {
-  Family<Histogram>* family = FamilyOf<F>();
+  Family<Histogram>* family = Registered<F>();
   if (!enabled_ || family == nullptr || !Guarded<F>(seconds)) return;
   auto make = [&] {
     std::string s = std::to_string(stage);
@@ -190,7 +190,7 @@ void OmniMetrics::ObserveStageReplica(LazySlots<Histogram>* slots, int stage, in
 
 template <OmniFamily F>
 void OmniMetrics::ObserveEdge(const TransferEdge& edge, double value) {
-  Family<Histogram>* family = FamilyOf<F>();
+  Family<Histogram>* family = Registered<F>();
   if (!enabled_ || family == nullptr || !Guarded<F>(value)) return;
   std::string fs = std::to_string(edge.from_stage);
   std::string fr = std::to_string(edge.from_replica);
@@ -202,20 +202,20 @@ void OmniMetrics::ObserveEdge(const TransferEdge& edge, double value) {
 // ---- Pipeline families ----
 
 void OmniMetrics::RequestSucceeded(double e2e_s, std::string_view finished_reason) {
-  auto* family = FamilyOf<OmniFamily::kRequestsSuccess>();
+  auto* family = Registered<OmniFamily::kRequestsSuccess>();
   if (!enabled_ || family == nullptr) return;
   family->Labels({options_.model_name, FinishedReasonOrDefault(finished_reason)}).Inc();
   e2e_.Observe(e2e_s);
 }
 
 void OmniMetrics::RequestFailed() {
-  auto* family = FamilyOf<OmniFamily::kRequestsSuccess>();
+  auto* family = Registered<OmniFamily::kRequestsSuccess>();
   if (!enabled_ || family == nullptr) return;
   family->Labels({options_.model_name, kAbortFinishedReason}).Inc();
 }
 
 void OmniMetrics::IncRequestsFailed(std::optional<std::string_view> reason) {
-  auto* family = FamilyOf<OmniFamily::kRequestsFailed>();
+  auto* family = Registered<OmniFamily::kRequestsFailed>();
   if (!enabled_ || family == nullptr) return;
   family->Labels({options_.model_name, NormalizeFailureReason(reason)}).Inc();
 }
@@ -229,7 +229,7 @@ void OmniMetrics::ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens
 // ---- Image / diffusion service families ----
 
 void OmniMetrics::ObserveStageGenTime(int stage, std::string_view stage_type, double seconds) {
-  auto* family = FamilyOf<OmniFamily::kStageGenTimeS>();
+  auto* family = Registered<OmniFamily::kStageGenTimeS>();
   if (!enabled_ || family == nullptr || !Guarded<OmniFamily::kStageGenTimeS>(seconds)) return;
   std::string s = std::to_string(stage);
   family->Labels({options_.model_name, s, stage_type}).Observe(seconds);
@@ -241,13 +241,13 @@ void OmniMetrics::ObserveQueueWait(double seconds) const {
 
 void OmniMetrics::SetStageWaitingRequests(int stage, double n) {
   if (!enabled_ || !Guarded<OmniFamily::kStageWaitingRequests>(n)) return;
-  StageChild(FamilyOf<OmniFamily::kStageWaitingRequests>(), stage_waiting_slots_.get(), stage)
+  StageChild(Registered<OmniFamily::kStageWaitingRequests>(), stage_waiting_slots_.get(), stage)
       .Set(n);
 }
 
 void OmniMetrics::ObserveStageInQueue(int stage, double seconds) {
   if (!enabled_ || !Guarded<OmniFamily::kStageInQueueS>(seconds)) return;
-  StageChild(FamilyOf<OmniFamily::kStageInQueueS>(), stage_in_queue_slots_.get(), stage)
+  StageChild(Registered<OmniFamily::kStageInQueueS>(), stage_in_queue_slots_.get(), stage)
       .Observe(seconds);
 }
 
@@ -265,11 +265,11 @@ void OmniMetrics::ObserveImagePixels(double pixels) const {
 
 void OmniMetrics::SetPeakMemory(int stage, double mb) {
   if (!enabled_ || !Guarded<OmniFamily::kPeakMemoryMb>(mb)) return;
-  StageChild(FamilyOf<OmniFamily::kPeakMemoryMb>(), peak_memory_slots_.get(), stage).Set(mb);
+  StageChild(Registered<OmniFamily::kPeakMemoryMb>(), peak_memory_slots_.get(), stage).Set(mb);
 }
 
 void OmniMetrics::ObserveKvWait(std::optional<std::string_view> connector_type, double seconds) {
-  auto* family = FamilyOf<OmniFamily::kKvWaitS>();
+  auto* family = Registered<OmniFamily::kKvWaitS>();
   if (!enabled_ || family == nullptr || !Guarded<OmniFamily::kKvWaitS>(seconds)) return;
   family->Labels({options_.model_name, ConnectorTypeOrUnknown(connector_type)}).Observe(seconds);
 }

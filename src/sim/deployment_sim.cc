@@ -476,10 +476,10 @@ std::string DeploymentSim::Impl::BuildJson() const {
   Json items = Json::array();
   for (const auto& md : set.model_deployments) {
     Json spec = {{"model", {{"name", o.model}}},
-                 {"engine", {{"name", md.engine}, {"version", engine->version}}}};
+                 {"engine", {{"name", md.engine}, {"version", engine ? engine->version : ""}}}};
     if (md.kv_cache) {
       spec["kvCache"] = {{"poolRef", {{"name", o.name + "-kv-pool"}}},
-                         {"connector", engine->kv_connector}};
+                         {"connector", engine ? engine->kv_connector : ""}};
     }
     Json roles = Json::array();
     for (const auto& role : md.roles) {
@@ -539,6 +539,7 @@ std::string DeploymentSim::Impl::BuildJson() const {
 DeploymentSim::DeploymentSim(DeploymentSimOptions options)
     : impl_(std::make_unique<Impl>()), options_(std::move(options)) {
   impl_->options = &options_;
+  impl_->engine = FindSimEngine(options_.engine);  // null for an unknown one: Start() says so
   if (options_.roles.empty()) options_.roles.push_back({"server", RoleKind::kServer, 1, 1, {}});
   if (options_.uid.empty()) {
     options_.uid = Uuid(options_.ns + "/" + options_.name + "/" + std::to_string(options_.seed));
@@ -547,24 +548,31 @@ DeploymentSim::DeploymentSim(DeploymentSimOptions options)
 
 // The options' engine, router, roles and faults fit together; "" when they do, else why not.
 std::string CheckOptions(const DeploymentSimOptions& o) {
-  auto list = [](const std::vector<std::string>& names) {
+  auto list = [](const std::vector<std::string>& names, std::string_view last) {
     std::string out;
-    for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (i > 0) out += i + 1 == names.size() && last.empty() ? " or " : ", ";
+      out += names[i];
+    }
+    if (!last.empty()) out += " or " + std::string(last);
     return out;
   };
   const SimExporter* engine = FindSimEngine(o.engine);
-  if (engine == nullptr || engine->router) {
-    return "unknown engine \"" + o.engine + "\" (one of " + list(SimEngineNames()) + ")";
+  if (engine == nullptr) {
+    return "unknown engine \"" + o.engine + "\" (" + list(SimEngineNames(), "") + ")";
+  }
+  if (engine->check) {
+    if (std::string why = engine->check(o); !why.empty()) return why;
   }
   if (!o.router.empty() && FindSimRouter(o.router) == nullptr) {
-    return "unknown router \"" + o.router + "\" (one of " + list(SimRouterNames()) + ", or none)";
+    return "unknown router \"" + o.router + "\" (" + list(SimRouterNames(), "none") + ")";
   }
   for (const SimRole& role : o.roles) {
     if (role.name.empty() || role.replicas < 1 || role.size < 1) {
       return "role \"" + role.name + "\": needs a name, replicas >= 1 and size >= 1";
     }
   }
-  return engine->check ? engine->check(o) : "";
+  return "";
 }
 
 // Both a prefill and a decode role: the engines run as P/D pairs.

@@ -82,7 +82,7 @@ TEST_F(ToyDeployment, UnregisteredTheSimulatorRefusesTheEngine) {
   sim::DeploymentSim simulator(options);
   std::string error;
   EXPECT_FALSE(simulator.Start(&error));
-  EXPECT_EQ(error, "unknown engine \"toyllm\" (one of vllm, sglang, vllm-omni)");
+  EXPECT_EQ(error, "unknown engine \"toyllm\" (vllm, sglang or vllm-omni)");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The built-in simulated exporters, one file each in this folder; exporter_registry.cc lists
 // them.
+//
+// Thread-safety: immutable descriptors.
 #ifndef MODELMETRICS_SIM_EXPORTERS_BUILTIN_H_
 #define MODELMETRICS_SIM_EXPORTERS_BUILTIN_H_
 

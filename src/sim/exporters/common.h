@@ -1,5 +1,7 @@
 // What several simulated exporters share: the routers' duration buckets and worker gauges, the
 // Python servers' padding, and the container arguments every Pod of a role or router gets.
+//
+// Thread-safety: constants and pure functions.
 #ifndef MODELMETRICS_SIM_EXPORTERS_COMMON_H_
 #define MODELMETRICS_SIM_EXPORTERS_COMMON_H_
 

@@ -225,18 +225,18 @@ void Container(const SimPodContext& pod, SimContainer* c, ExporterConfig* config
   config->kv_connector = HasArg(c->args, "--kv-transfer-config");
 }
 
-}  // namespace
-
-std::unique_ptr<ExporterModel> FreshVllm(const ExporterConfig& config) {
+std::unique_ptr<ExporterModel> Fresh(const ExporterConfig& config) {
   return std::make_unique<VllmModel>(config);
 }
+
+}  // namespace
 
 const SimExporter kVllm{
     .name = deployment::kEngineVllm,
     .version = "0.11.0",
     .kv_connector = "lmcache",
     .container = Container,
-    .fresh = FreshVllm,
+    .fresh = Fresh,
     .padding = kPythonServerPadding,
 };
 

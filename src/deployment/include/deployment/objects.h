@@ -83,13 +83,6 @@ inline std::string_view RoleKindName(RoleKind kind) {
   }
   return kRoleKindServer;
 }
-// The kind a role's `kind` names (any case); nullopt for an unknown one.
-inline std::optional<RoleKind> ParseRoleKind(std::string_view kind) {
-  for (RoleKind k : {RoleKind::kServer, RoleKind::kPrefill, RoleKind::kDecode}) {
-    if (EqualsIgnoreCase(kind, RoleKindName(k))) return k;
-  }
-  return std::nullopt;
-}
 inline bool IsVllmEngine(std::string_view engine) { return EqualsIgnoreCase(engine, kEngineVllm); }
 inline bool IsSglangEngine(std::string_view engine) {
   return EqualsIgnoreCase(engine, kEngineSglang);

@@ -232,7 +232,7 @@ class OmniMetrics final : public TransferEmitter {
   // Every family of the configured groups, by id (null outside them).
   FamilySet<OmniFamily> families_;
   template <OmniFamily F>
-  Family<OmniInstrument<F>>* FamilyOf() const {
+  Family<OmniInstrument<F>>* Registered() const {
     return families_.Get<F>();
   }
   // F's catalog guard on `value` (false: drop it; it may clamp `value`).

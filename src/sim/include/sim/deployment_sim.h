@@ -135,7 +135,7 @@ class DeploymentSim {
   DeploymentSim& operator=(const DeploymentSim&) = delete;
 
   // Validates the options, starts every Pod's listener and writes the objects file. False with
-  // `*error` on bad options (unknown engine, router or role kind, a fault for an unknown Pod) or
+  // `*error` on bad options (unknown engine or router, a fault for an unknown Pod) or
   // when a listener or the certificate cannot be set up. Once only.
   bool Start(std::string* error);
   // Closes every listener and connection (hanging and trickling ones included). Idempotent.

@@ -26,8 +26,8 @@ const SimExporter* FindSimRouter(std::string_view name);
 std::vector<std::string> SimEngineNames();
 std::vector<std::string> SimRouterNames();
 
-// Adds `exporter` (which must outlive its registration) ahead of the built-ins;
-// UnregisterSimExporter() removes it again.
+// Adds `exporter` ahead of the built-ins; UnregisterSimExporter() removes it again. It must
+// outlive every DeploymentSim started while it was registered (their Pods keep the pointer).
 void RegisterSimExporter(const SimExporter* exporter);
 void UnregisterSimExporter(const SimExporter* exporter);
 
