@@ -539,7 +539,7 @@ std::string DeploymentSim::Impl::BuildJson() const {
 DeploymentSim::DeploymentSim(DeploymentSimOptions options)
     : impl_(std::make_unique<Impl>()), options_(std::move(options)) {
   impl_->options = &options_;
-  impl_->engine = FindSimEngine(options_.engine);  // null for an unknown one: Start() says so
+  impl_->engine = FindSimEngine(options_.engine);  // null for an unknown one: Start() refuses
   if (options_.roles.empty()) options_.roles.push_back({"server", RoleKind::kServer, 1, 1, {}});
   if (options_.uid.empty()) {
     options_.uid = Uuid(options_.ns + "/" + options_.name + "/" + std::to_string(options_.seed));
@@ -596,7 +596,6 @@ bool DeploymentSim::Start(std::string* error) {
   impl_->started = true;
   const DeploymentSimOptions& o = options_;
   if (std::string why = CheckOptions(o); !why.empty()) return fail(why);
-  impl_->engine = FindSimEngine(o.engine);
   impl_->router = o.router.empty() ? nullptr : FindSimRouter(o.router);
   impl_->md_uid = o.uid;
   const uint64_t name_hash = Mix(Fnv1a(o.ns + "/" + o.name) ^ o.seed);

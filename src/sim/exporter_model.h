@@ -66,7 +66,9 @@ struct TickLoad {
 
 class ExporterModel {
  public:
+  explicit ExporterModel(ExporterConfig config) : config_(std::move(config)) {}
   virtual ~ExporterModel() = default;
+  const ExporterConfig& config() const { return config_; }
   virtual std::unique_ptr<ExporterModel> Clone() const = 0;
   // One request, as this exporter counts it.
   virtual void Record(const RequestDraw& request, Rng& rng) = 0;
@@ -78,6 +80,9 @@ class ExporterModel {
   virtual void CopyGaugesFrom(const ExporterModel& other) = 0;
   // The exposition, without padding.
   virtual std::string Render() const = 0;
+
+ protected:
+  ExporterConfig config_;
 };
 
 // Halving, for the members of an exporter's counter struct (each lists its members once in its
@@ -104,7 +109,7 @@ void HalveAll(T&... values) {
 template <typename Self, typename Counters, typename Gauges>
 class ExporterModelOf : public ExporterModel {
  public:
-  explicit ExporterModelOf(ExporterConfig config) : config_(std::move(config)) {}
+  explicit ExporterModelOf(ExporterConfig config) : ExporterModel(std::move(config)) {}
 
   std::unique_ptr<ExporterModel> Clone() const override {
     return std::make_unique<Self>(static_cast<const Self&>(*this));
@@ -116,7 +121,6 @@ class ExporterModelOf : public ExporterModel {
   }
 
  protected:
-  ExporterConfig config_;
   Counters k_;
   Gauges g_;
 };

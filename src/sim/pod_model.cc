@@ -8,17 +8,16 @@
 
 namespace modelmetrics::sim {
 
-PodModel::PodModel(const SimExporter& exporter, ExporterConfig config)
-    : exporter_(&exporter), config_(std::move(config)), model_(exporter.fresh(config_)) {
-  if (!config_.idle) {
-    start_tick_ = static_cast<uint64_t>(config_.warm_seconds * 1000 / kTrafficTick.count());
+PodModel::PodModel(const SimExporter& exporter, const ExporterConfig& config)
+    : exporter_(&exporter), model_(exporter.fresh(config)) {
+  if (!config.idle) {
+    start_tick_ = static_cast<uint64_t>(config.warm_seconds * 1000 / kTrafficTick.count());
     AdvanceTo(start_tick_);
   }
 }
 
 PodModel::PodModel(const PodModel& other)
     : exporter_(other.exporter_),
-      config_(other.config_),
       model_(other.model_->Clone()),
       tick_(other.tick_),
       start_tick_(other.start_tick_) {}
@@ -26,7 +25,6 @@ PodModel::PodModel(const PodModel& other)
 PodModel& PodModel::operator=(const PodModel& other) {
   if (this != &other) {
     exporter_ = other.exporter_;
-    config_ = other.config_;
     model_ = other.model_->Clone();
     tick_ = other.tick_;
     start_tick_ = other.start_tick_;
@@ -35,27 +33,28 @@ PodModel& PodModel::operator=(const PodModel& other) {
 }
 
 void PodModel::AdvanceTo(uint64_t tick) {
-  if (config_.idle) return;
+  if (config().idle) return;
   for (; tick_ < tick; ++tick_) Step(tick_);
 }
 
-void PodModel::Restart() { model_ = exporter_->fresh(config_); }
+void PodModel::Restart() { model_ = exporter_->fresh(config()); }
 
 void PodModel::Step(uint64_t tick) {
-  Rng rng(config_.seed, config_.pod_key, tick);
+  const ExporterConfig& config = model_->config();
+  Rng rng(config.seed, config.pod_key, tick);
   const double dt = kTrafficTick.count() / 1000.0;
-  const int requests = rng.Poisson(config_.requests_per_second * dt);
-  const bool prefill = config_.PrefillHalf();
+  const int requests = rng.Poisson(config.requests_per_second * dt);
+  const bool prefill = config.PrefillHalf();
   double busy_seconds = 0;  // request-seconds started this tick, for the running gauges
   for (int r = 0; r < requests; ++r) {
-    const RequestDraw q = DrawRequest(rng, prefill, config_.DecodeHalf());
+    const RequestDraw q = DrawRequest(rng, prefill, config.DecodeHalf());
     busy_seconds += q.e2e;
     model_->Record(q, rng);
   }
   // What is in flight at the end of the tick: Little's law around the busy time.
   TickLoad load;
   const double mean_busy = requests > 0 ? busy_seconds / requests : 0.6;
-  load.in_flight_mean = config_.requests_per_second * (prefill ? 0.03 : mean_busy);
+  load.in_flight_mean = config.requests_per_second * (prefill ? 0.03 : mean_busy);
   load.running = rng.Poisson(load.in_flight_mean);
   load.waiting = rng.Chance(0.1) ? rng.Poisson(1.0) : 0;
   model_->SetGauges(load, rng);

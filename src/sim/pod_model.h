@@ -25,12 +25,12 @@ inline constexpr std::chrono::milliseconds kTrafficTick{100};
 
 class PodModel {
  public:
-  PodModel(const SimExporter& exporter, ExporterConfig config);
+  PodModel(const SimExporter& exporter, const ExporterConfig& config);
   PodModel(const PodModel& other);
   PodModel& operator=(const PodModel& other);
 
   const SimExporter& exporter() const { return *exporter_; }
-  const ExporterConfig& config() const { return config_; }
+  const ExporterConfig& config() const { return model_->config(); }
   // Ticks applied so far, warm history included.
   uint64_t tick() const { return tick_; }
   // The tick at which the simulated wall clock starts (the end of the warm history).
@@ -52,7 +52,6 @@ class PodModel {
   void Step(uint64_t tick);
 
   const SimExporter* exporter_;
-  ExporterConfig config_;
   std::unique_ptr<ExporterModel> model_;
   uint64_t tick_ = 0;
   uint64_t start_tick_ = 0;

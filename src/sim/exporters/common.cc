@@ -9,6 +9,11 @@ const std::vector<double> kRouterDurationBuckets = {0.001, 0.005, 0.01, 0.025, 0
                                                     0.5,   1,     2.5,  5,     10,   15,  30,
                                                     45,    60,    90,   120,   180,  240};
 
+Labels With(Labels labels, const Labels& extra) {
+  labels.insert(labels.end(), extra.begin(), extra.end());
+  return labels;
+}
+
 bool HasArg(const std::vector<std::string>& args, std::string_view flag) {
   return std::any_of(args.begin(), args.end(), [&](const std::string& arg) {
     return arg == flag ||

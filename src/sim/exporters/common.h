@@ -30,6 +30,9 @@ struct NoCounters {
 };
 struct NoGauges {};
 
+// `labels` followed by `extra`.
+Labels With(Labels labels, const Labels& extra);
+
 // `flag` or `flag=...` is among `args`.
 bool HasArg(const std::vector<std::string>& args, std::string_view flag);
 

@@ -87,11 +87,6 @@ class LlmdRouterModel : public ExporterModelOf<LlmdRouterModel, Counters, Gauges
   void RenderPool(Writer* w) const;
 };
 
-Labels With(Labels labels, const Labels& extra) {
-  labels.insert(labels.end(), extra.begin(), extra.end());
-  return labels;
-}
-
 std::string LlmdRouterModel::Render() const {
   Writer w(Style::kGo, false);
   const std::string& model = config_.model;

@@ -112,11 +112,6 @@ class SglangModel : public ExporterModelOf<SglangModel, Counters, Gauges> {
   void RenderTransfer(Writer* w, const Labels& scheduler) const;
 };
 
-Labels With(Labels labels, const Labels& extra) {
-  labels.insert(labels.end(), extra.begin(), extra.end());
-  return labels;
-}
-
 std::string SglangModel::Render() const {
   Writer w(Style::kPython, false);
   const bool prefill = config_.PrefillHalf();

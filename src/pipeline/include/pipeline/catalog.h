@@ -355,8 +355,8 @@ class FamilySet {
   // stay unregistered and Get() returns null for them.
   explicit FamilySet(Registry& registry, bool (*wanted)(const FamilySpec&) = nullptr) {
     for (size_t i = 0; i < made_.size(); ++i) {
-      const FamilySpec& spec = FamilySpecOf(static_cast<Id>(i));
-      if (wanted == nullptr || wanted(spec)) made_[i] = RegisterFamily(registry, spec);
+      specs_[i] = &FamilySpecOf(static_cast<Id>(i));
+      if (wanted == nullptr || wanted(*specs_[i])) made_[i] = RegisterFamily(registry, *specs_[i]);
     }
   }
 
@@ -364,9 +364,15 @@ class FamilySet {
   Family<FamilyInstrument<F>>* Get() const {
     return FamilyOf<F>(made_[static_cast<size_t>(F)]);
   }
+  // F's row (held here, so an observe path reads it without a call into the table).
+  template <Id F>
+  const FamilySpec& Spec() const {
+    return *specs_[static_cast<size_t>(F)];
+  }
 
  private:
   std::array<AnyFamily, FamilyCount(Id{})> made_;
+  std::array<const FamilySpec*, FamilyCount(Id{})> specs_{};
 };
 
 // Every upstream per-engine `vllm:*` family vLLM main has in a plain set-up plus NIXL's (43):

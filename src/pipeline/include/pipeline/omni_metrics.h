@@ -237,8 +237,8 @@ class OmniMetrics final : public TransferEmitter {
   }
   // F's catalog guard on `value` (false: drop it; it may clamp `value`).
   template <OmniFamily F>
-  static bool Guarded(double& value) {
-    return ApplyGuard(OmniSpec(F).guard, value);
+  bool Guarded(double& value) const {
+    return ApplyGuard(families_.Spec<F>().guard, value);
   }
 
   // Eager handles (§4.11).

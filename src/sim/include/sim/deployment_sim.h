@@ -91,7 +91,8 @@ struct DeploymentSimOptions {
   std::string name = "chat";
   std::string ns = "default";
   std::string uid;  // empty: derived from namespace, name and seed
-  // The names a ModelDeployment gives them, resolved at Start through sim/exporter_registry.h.
+  // The names a ModelDeployment gives them, resolved through sim/exporter_registry.h (the engine
+  // when the simulator is made, the router at Start).
   std::string engine = "vllm";  // vllm | sglang | vllm-omni (any case)
   // vllm-omni: the pipeline every Pod runs (sim/pipeline_sim.h; one model per Pod).
   SimPipelines omni_pipeline = SimPipelines::kSpeech;
