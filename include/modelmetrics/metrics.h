@@ -20,6 +20,11 @@
 // single predictable branch. Children bound eagerly (Family::Bind) still exist and render as
 // zeros; lazily bound ones (Family::Labels) are never created.
 //
+// Shared across processes. A registry built with `RegistryOptions::shared` (a SharedSegment,
+// modelmetrics/multiprocess.h) keeps every value in that segment, in this process's slot: handles
+// write there with atomic operations instead of thread shards, Render() shows this process's
+// values, and SharedSegment::Render() the whole service's.
+//
 // Thread-safety: handles may be used from any thread. Registry and Family methods are
 // thread-safe (a mutex guards the series maps; observers never take it). A series outlives its
 // handles: removing families (RemovePrefix) stops rendering them but keeps their memory until
@@ -42,15 +47,44 @@
 
 namespace modelmetrics {
 
+class SharedSegment;
+
+// How a gauge's values from several processes merge (prometheus_client's `multiprocess_mode`):
+// every process's value with a `pid` label (kAll), or the min, max, sum, or the value set most
+// recently; the `Live` modes count only processes that are alive. Used only in a SharedSegment.
+enum class MultiprocessMode : uint8_t {
+  kAll,
+  kLiveAll,
+  kMin,
+  kLiveMin,
+  kMax,
+  kLiveMax,
+  kSum,
+  kLiveSum,
+  kMostRecent,
+  kLiveMostRecent,
+};
+
 namespace metrics_internal {
 struct CounterSeries;
 struct HistogramSeries;
 class FamilyBase;
 
+// A series' cells in a SharedSegment: `offset` words into this process's slot, whose base the
+// segment moves when a fork gives the child a slot of its own. Null base: not shared.
+struct SharedCell {
+  std::atomic<std::atomic<uint64_t>*>* base = nullptr;
+  uint32_t offset = 0;
+  std::atomic<uint64_t>* get() const { return base->load(std::memory_order_relaxed) + offset; }
+};
+
 // A gauge is one atomic double, on a cache line of its own; defined here so Set() inlines.
 struct alignas(64) GaugeSeries {
   std::atomic<double> value{0};
+  SharedCell shared;
+  bool stamped = false;  // shared, most-recent mode: each write records its wall time
 };
+void SetShared(const GaugeSeries& series, double value);
 }  // namespace metrics_internal
 
 // A monotonically increasing count. Inc()/Add(uint64) take the integer path; Add(double) keeps a
@@ -91,7 +125,12 @@ class Gauge {
  public:
   Gauge() = default;  // inert
   void Set(double value) const {
-    if (series_ != nullptr) series_->value.store(value, std::memory_order_relaxed);
+    if (series_ == nullptr) return;
+    if (series_->shared.base == nullptr) {
+      series_->value.store(value, std::memory_order_relaxed);
+    } else {
+      metrics_internal::SetShared(*series_, value);
+    }
   }
   void Add(double amount) const {
     if (series_ != nullptr) AddLive(amount);
@@ -164,6 +203,7 @@ struct FamilyOptions {
   std::vector<std::string> labels;  // label names, in declaration order
   std::vector<double> buckets;      // histograms only
   std::string unit;                 // OpenMetrics UNIT (must be a suffix of the name)
+  MultiprocessMode multiprocess_mode = MultiprocessMode::kAll;  // gauges in a SharedSegment
 };
 
 // Bounds on what label values can make a family hold. A label set past either gets an inert
@@ -186,6 +226,11 @@ class FamilyBase {
   void Render(ExpositionWriter& writer, const RenderOptions& options = {}) const;
   // Its live children as values, in creation order.
   std::vector<CollectedChild> Collect() const;
+  // Keeps this family's values in `segment` from now on (call before its first child): false
+  // (and *error) when the segment is full or holds the name with another definition.
+  bool Share(std::shared_ptr<SharedSegment> segment, std::string* error);
+  // Why the segment last refused a child of this family (an inert handle); empty when it never did.
+  std::string SharedError() const;
 
  protected:
   FamilyBase(FamilyOptions options, MetricType type, bool enabled);
@@ -207,6 +252,8 @@ class FamilyBase {
   MetricType type_;
   bool enabled_;
   std::unique_ptr<State> state_;
+  std::shared_ptr<SharedSegment> shared_;  // set once by Share(), before any child
+  uint32_t shared_family_ = 0;             // this family's index in the segment
 };
 
 }  // namespace metrics_internal
@@ -258,6 +305,8 @@ Histogram Family<Histogram>::Make(void* s) const;
 
 struct RegistryOptions {
   bool enabled = true;  // `--log-stats`: false makes every instrument inert
+  // Every family's values in this segment (modelmetrics/multiprocess.h); null: in this process.
+  std::shared_ptr<SharedSegment> shared;
 };
 
 class Registry {
@@ -273,7 +322,8 @@ class Registry {
   // unit) again returns the existing family, so several owners can share it. Returns nullptr
   // (and sets *error) when the name is invalid, taken by a different definition, or its rendered
   // sample names would collide with another family's; the buckets are not strictly increasing
-  // finite values; or the label names are invalid or repeated.
+  // finite values; the label names are invalid or repeated; or the shared segment is full or
+  // holds the name with another definition.
   Family<Counter>* AddCounter(FamilyOptions options, std::string* error = nullptr);
   Family<Gauge>* AddGauge(FamilyOptions options, std::string* error = nullptr);
   Family<Histogram>* AddHistogram(FamilyOptions options, std::string* error = nullptr);

@@ -4,6 +4,7 @@
 
 #include "modelmetrics/metrics.h"
 #include "series.h"
+#include "shared_cells.h"
 
 namespace modelmetrics {
 namespace {
@@ -13,12 +14,7 @@ using metrics_internal::DoubleToBits;
 using metrics_internal::HistogramSeries;
 using metrics_internal::kSharedSlot;
 using metrics_internal::kSlots;
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
+using metrics_internal::shared_cells::CpuRelax;
 
 // Adds to a double stored as bits. Owned slots: plain load + store; shared slot: CAS loop.
 inline void AddDoubleBits(std::atomic<uint64_t>& cell, double amount, bool shared) {
@@ -47,6 +43,10 @@ inline void WriteShard(std::atomic<uint64_t>* shard, size_t bucket, double value
 }  // namespace
 
 void Counter::AddLive(uint64_t amount) const {
+  if (series_->shared.base != nullptr) {
+    metrics_internal::shared_cells::AddDouble(*series_->shared.get(), static_cast<double>(amount));
+    return;
+  }
   const int slot = metrics_internal::ThreadSlot();
   std::atomic<uint64_t>& cell = series_->Shard(slot).count;
   if (slot != kSharedSlot) {
@@ -58,12 +58,20 @@ void Counter::AddLive(uint64_t amount) const {
 
 void Counter::AddLive(double amount) const {
   if (!(amount > 0) || std::isinf(amount)) return;
+  if (series_->shared.base != nullptr) {
+    metrics_internal::shared_cells::AddDouble(*series_->shared.get(), amount);
+    return;
+  }
   const int slot = metrics_internal::ThreadSlot();
   AddDoubleBits(series_->Shard(slot).fraction_bits, amount, slot == kSharedSlot);
 }
 
 void Counter::AddFloatLive(double amount) const {
   if (!(amount > 0) && !std::isnan(amount)) return;
+  if (series_->shared.base != nullptr) {  // one double cell holds NaN and +Inf too
+    metrics_internal::shared_cells::AddDouble(*series_->shared.get(), amount);
+    return;
+  }
   if (std::isfinite(amount)) {
     AddLive(amount);
     return;
@@ -73,6 +81,9 @@ void Counter::AddFloatLive(double amount) const {
 
 double Counter::Value() const {
   if (series_ == nullptr) return 0;
+  if (series_->shared.base != nullptr) {  // this process's own, as prometheus_client reads it
+    return metrics_internal::shared_cells::Load(*series_->shared.get());
+  }
   uint64_t count = 0;
   double fraction = 0;
   const int slots = metrics_internal::SlotsInUse();
@@ -87,15 +98,38 @@ double Counter::Value() const {
 }
 
 void Gauge::AddLive(double amount) const {
-  series_->value.fetch_add(amount, std::memory_order_relaxed);
+  if (series_->shared.base == nullptr) {
+    series_->value.fetch_add(amount, std::memory_order_relaxed);
+    return;
+  }
+  std::atomic<uint64_t>* cell = series_->shared.get();
+  metrics_internal::shared_cells::AddDouble(cell[0], amount);
+  cell[1].store(metrics_internal::shared_cells::GaugeStamp(series_->stamped),
+                std::memory_order_release);
 }
 
 double Gauge::Value() const {
-  return series_ == nullptr ? 0 : series_->value.load(std::memory_order_relaxed);
+  if (series_ == nullptr) return 0;
+  if (series_->shared.base != nullptr) {
+    return metrics_internal::shared_cells::Load(*series_->shared.get());
+  }
+  return series_->value.load(std::memory_order_relaxed);
 }
+
+namespace metrics_internal {
+void SetShared(const GaugeSeries& series, double value) {
+  std::atomic<uint64_t>* cell = series.shared.get();
+  cell[0].store(DoubleToBits(value), std::memory_order_relaxed);
+  cell[1].store(shared_cells::GaugeStamp(series.stamped), std::memory_order_release);
+}
+}  // namespace metrics_internal
 
 void Histogram::ObserveLive(double value) const {
   const size_t bucket = series_->BucketOf(value);
+  if (series_->shared.base != nullptr) {
+    metrics_internal::shared_cells::Observe(series_->shared.get(), bucket, value);
+    return;
+  }
   const int slot = metrics_internal::ThreadSlot();
   std::atomic<uint64_t>* shard = series_->shard(slot);
   if (slot != kSharedSlot) {
@@ -110,7 +144,11 @@ void Histogram::ObserveLive(double value) const {
 
 void Histogram::ObserveFloatLive(double value) const {
   if (std::isnan(value)) {
-    AddDoubleBits(series_->nan_sum_bits, value, true);
+    if (series_->shared.base != nullptr) {
+      metrics_internal::shared_cells::Observe(series_->shared.get(), SIZE_MAX, value);
+    } else {
+      AddDoubleBits(series_->nan_sum_bits, value, true);
+    }
     return;
   }
   ObserveLive(value);
@@ -119,6 +157,9 @@ void Histogram::ObserveFloatLive(double value) const {
 Histogram::Snapshot Histogram::Read() const {
   Snapshot snap;
   if (series_ == nullptr) return snap;
+  if (series_->shared.base != nullptr) {  // this process's own, as prometheus_client reads it
+    return metrics_internal::shared_cells::Read(series_->shared.get(), series_->buckets);
+  }
   const size_t n = series_->buckets;
   snap.buckets.assign(n, 0);
   std::vector<uint64_t> copy(n);

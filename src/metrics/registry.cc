@@ -19,6 +19,7 @@
 
 #include "base/mutex.h"
 #include "modelmetrics/metrics.h"
+#include "modelmetrics/multiprocess.h"
 #include "series.h"
 
 namespace modelmetrics {
@@ -81,10 +82,12 @@ struct FamilyBase::State {
   std::vector<std::unique_ptr<Child>> graveyard GUARDED_BY(mu);        // removed; for stale handles
   std::unordered_map<std::string_view, Child*> by_key GUARDED_BY(mu);  // views of children's keys
   std::vector<size_t> sorted_labels;                                   // label indices by name
-  size_t le_position = 0;                   // how many sorted labels sort before `le`
-  std::vector<std::string> le_text;         // `le="0.05"` per bound, then `le="+Inf"`
-  bool warned_long GUARDED_BY(mu) = false;  // a refused label value was reported
-  bool warned_full GUARDED_BY(mu) = false;  // the children bound was reported
+  size_t le_position = 0;                     // how many sorted labels sort before `le`
+  std::vector<std::string> le_text;           // `le="0.05"` per bound, then `le="+Inf"`
+  bool warned_long GUARDED_BY(mu) = false;    // a refused label value was reported
+  bool warned_full GUARDED_BY(mu) = false;    // the children bound was reported
+  bool warned_shared GUARDED_BY(mu) = false;  // a full shared segment was reported
+  std::string shared_error GUARDED_BY(mu);    // why the last shared series was refused
 
   // Reports a refused label set of `family` on stderr, once per warned_* flag.
   void Refuse(const std::string& family, bool State::*warned, const char* what) REQUIRES(mu) {
@@ -140,18 +143,34 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
               "more than 1048576 label sets (is a label value unbounded?)");
     return nullptr;
   }
+  SharedCell cell;
+  if (shared_ != nullptr) {
+    std::string error;
+    cell = shared_->RegisterSeries(shared_family_, values, &error);
+    if (cell.base == nullptr) {
+      st.Refuse(options_.name, &State::warned_shared, error.c_str());
+      st.shared_error = std::move(error);
+      return nullptr;
+    }
+  }
   auto child = std::make_unique<State::Child>();
   child->key = std::move(key);
   child->created = std::isnan(created) ? WallNow() : created;
   switch (type_) {
     case MetricType::kCounter:
       child->series = std::make_unique<CounterSeries>();
+      std::get<0>(child->series)->shared = cell;
       break;
     case MetricType::kGauge:
       child->series = std::make_unique<GaugeSeries>();
+      std::get<1>(child->series)->shared = cell;
+      std::get<1>(child->series)->stamped =
+          options_.multiprocess_mode == MultiprocessMode::kMostRecent ||
+          options_.multiprocess_mode == MultiprocessMode::kLiveMostRecent;
       break;
     default:
       child->series = std::make_unique<HistogramSeries>(&options_.buckets);
+      std::get<2>(child->series)->shared = cell;
       break;
   }
   for (size_t rank = 0; rank < st.sorted_labels.size(); ++rank) {
@@ -173,6 +192,21 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
     throw;
   }
   return series;
+}
+
+std::string FamilyBase::SharedError() const {
+  base::MutexLock lock(&state_->mu);
+  return state_->shared_error;
+}
+
+bool FamilyBase::Share(std::shared_ptr<SharedSegment> segment, std::string* error) {
+  std::string ignored;
+  const std::optional<uint32_t> index =
+      segment->RegisterFamily(options_, type_, error != nullptr ? error : &ignored);
+  if (!index) return false;
+  shared_ = std::move(segment);
+  shared_family_ = *index;
+  return true;
 }
 
 bool FamilyBase::RemoveChild(std::span<const std::string_view> values) {
@@ -358,7 +392,8 @@ F* Registry::Add(FamilyOptions options, MetricType type, std::string* error) {
   for (const auto& existing : state_->families) {
     const FamilyOptions& o = existing->options();
     if (o.name == options.name && existing->type() == type && o.help == options.help &&
-        o.labels == options.labels && o.buckets == options.buckets && o.unit == options.unit) {
+        o.labels == options.labels && o.buckets == options.buckets && o.unit == options.unit &&
+        o.multiprocess_mode == options.multiprocess_mode) {
       return static_cast<F*>(existing.get());
     }
   }
@@ -366,6 +401,11 @@ F* Registry::Add(FamilyOptions options, MetricType type, std::string* error) {
     if (state_->reserved.count(n) != 0) return fail("name collides with a registered family");
   }
   auto family = std::make_unique<F>(std::move(options), type, options_.enabled);
+  std::string shared_error;
+  if (options_.shared != nullptr && !family->Share(options_.shared, &shared_error)) {
+    if (error != nullptr) *error = family->options().name + ": " + shared_error;
+    return nullptr;
+  }
   F* raw = family.get();
   state_->families.push_back(std::move(family));
   state_->reserved.insert(names.begin(), names.end());  // after the family is in place

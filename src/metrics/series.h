@@ -12,6 +12,9 @@
 // Histogram shards are written under a sequence counter (even: stable, odd: being written); a
 // reader copies a shard and retries until it saw the same even sequence before and after. Writers
 // never wait for readers.
+//
+// A series kept in a SharedSegment (`shared.base` set) has no shards: its writes go to the
+// process's cells there (shared_cells.h).
 #ifndef MODELMETRICS_METRICS_SERIES_H_
 #define MODELMETRICS_METRICS_SERIES_H_
 
@@ -72,6 +75,7 @@ struct CounterSeries {
   // NaN and +Inf amounts of Counter::AddFloat, summed as double bits (CAS): rare, so one word per
   // series rather than one per shard.
   std::atomic<uint64_t> non_finite_bits{0};
+  SharedCell shared;  // in a SharedSegment: every amount goes there instead (no shards)
 };
 
 static_assert(alignof(GaugeSeries) == kCacheLine);  // GaugeSeries is in modelmetrics/metrics.h
@@ -152,6 +156,7 @@ struct HistogramSeries {
   // NaN observations of Histogram::ObserveFloat, summed as double bits: they reach `_sum` and no
   // bucket, as prometheus_client counts them.
   std::atomic<uint64_t> nan_sum_bits{0};
+  SharedCell shared;  // in a SharedSegment: every observation goes there instead (no shards)
 };
 
 }  // namespace modelmetrics::metrics_internal

@@ -10,6 +10,7 @@
 
 #include "fork_gate.h"
 #include "modelmetrics/metrics.h"
+#include "multiprocess.h"
 #include "py_args.h"
 
 namespace modelmetrics::python {
@@ -111,12 +112,20 @@ bool Strings(PyObject* seq, const char* what, std::vector<std::string>* out) {
   return true;
 }
 
-// _native_family(name, documentation, labelnames, bounds): this object's own family. `bounds`
-// are the finite upper bounds of a histogram (+Inf implicit); `documentation` a str.
+// _native_family(name, documentation, labelnames, bounds, mode="all"): this object's own family.
+// `bounds` are the finite upper bounds of a histogram (+Inf implicit); `documentation` a str;
+// `mode` a gauge's multiprocess_mode. In a shared segment the family is registered there.
 PyObject* NativeFamily(PyObject* obj, PyObject* args) {
   CoreObject* self = Core(obj);
   PyObject *name, *doc, *labelnames, *bounds;
-  if (!PyArg_ParseTuple(args, "UUOO:_native_family", &name, &doc, &labelnames, &bounds)) {
+  const char* mode_name = "all";
+  if (!PyArg_ParseTuple(args, "UUOO|s:_native_family", &name, &doc, &labelnames, &bounds,
+                        &mode_name)) {
+    return nullptr;
+  }
+  const std::optional<MultiprocessMode> mode = ParseMultiprocessMode(mode_name);
+  if (!mode) {
+    PyErr_Format(PyExc_ValueError, "Invalid multiprocess mode: %s", mode_name);
     return nullptr;
   }
   return Guarded([&]() -> PyObject* {
@@ -138,6 +147,7 @@ PyObject* NativeFamily(PyObject* obj, PyObject* args) {
         options.buckets.push_back(b);
       }
     }
+    options.multiprocess_mode = *mode;
     const bool parent = !options.labels.empty();
     const MetricType type = TypeOf(self->kind);
     FamilyPtr family;
@@ -151,6 +161,11 @@ PyObject* NativeFamily(PyObject* obj, PyObject* args) {
       default:
         family = std::make_shared<Family<Histogram>>(std::move(options), type, true);
         break;
+    }
+    std::string error;
+    if (ProcessSegment() && !family->Share(ProcessSegment(), &error)) {
+      PyErr_Format(PyExc_ValueError, "%s: %s", family->options().name.c_str(), error.c_str());
+      return nullptr;
     }
     PyObject* metrics = nullptr;
     if (parent && (metrics = PyDict_New()) == nullptr) return nullptr;
@@ -197,6 +212,16 @@ PyObject* NativeBind(PyObject* obj, PyObject* args) {
       default:
         self->histogram = static_cast<Family<Histogram>*>(base)->Labels(views, created);
         break;
+    }
+    const bool live = self->kind == Kind::kCounter ? self->counter.live()
+                      : self->kind == Kind::kGauge ? self->gauge.live()
+                                                   : self->histogram.live();
+    if (!live) {  // a bounded label value, or a full shared segment
+      const std::string why = base->SharedError();
+      PyErr_Format(
+          PyExc_ValueError, "%s: %s", base->options().name.c_str(),
+          why.empty() ? "label value over 4096 bytes or too many label sets" : why.c_str());
+      return nullptr;
     }
     if (self->family != from->family) {
       delete self->family;

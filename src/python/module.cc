@@ -11,6 +11,7 @@
 //   render_instruments(cores, ...)     the prometheus_client-compatible instruments
 //                                      (client_instruments.h)
 //   continuity_stats(...)              the player simulation (§4.1), for the streaming finalize
+//   multiprocess_*(...)                the service's shared segment (multiprocess.h)
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -21,6 +22,7 @@
 #include "engine_logger.h"
 #include "fork_gate.h"
 #include "modelmetrics/metrics.h"
+#include "multiprocess.h"
 #include "observe_types.h"
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
@@ -258,7 +260,8 @@ PyMODINIT_FUNC PyInit__native() {
   PyObject* module = PyModule_Create(&kModule);
   if (module == nullptr) return nullptr;
   InstallForkGate();
-  if (!AddObserveTypes(module) || !AddEngineLogger(module) || !AddClientInstruments(module)) {
+  if (!AttachFromEnvironment() || PyModule_AddFunctions(module, kMultiprocessFunctions) < 0 ||
+      !AddObserveTypes(module) || !AddEngineLogger(module) || !AddClientInstruments(module)) {
     Py_DECREF(module);
     return nullptr;
   }

@@ -4,6 +4,8 @@
 #include <array>
 #include <variant>
 
+#include "multiprocess.h"
+
 namespace modelmetrics::python {
 namespace {
 
@@ -16,7 +18,9 @@ std::array<pipeline::AnyFamily, pipeline::kOmniFamilyCount>& Families() {
 }  // namespace
 
 Registry& ProcessRegistry() {
-  static auto* registry = new Registry(RegistryOptions{.enabled = true});  // never destroyed
+  // Never destroyed; in the service's shared segment when it runs as several processes.
+  static auto* registry =
+      new Registry(RegistryOptions{.enabled = true, .shared = ProcessSegment()});
   return *registry;
 }
 

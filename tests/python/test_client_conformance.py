@@ -295,20 +295,6 @@ def test_every_value_is_spelled_as_float_to_go_string():
     assert [line.rsplit(" ", 1)[1] for line in lines] == [floatToGoString(v) for v in values]
 
 
-def test_prometheus_client_multiprocess_mode_is_warned_about():
-    from conftest import run_isolated
-
-    result = run_isolated("""
-import os, warnings
-os.environ["PROMETHEUS_MULTIPROC_DIR"] = "/tmp"
-with warnings.catch_warnings(record=True) as seen:
-    warnings.simplefilter("always")
-    import modelmetrics.prometheus_client
-assert any("PROMETHEUS_MULTIPROC_DIR" in str(w.message) for w in seen), seen
-""")
-    assert result.returncode == 0, result.stderr[-2000:]
-
-
 def test_one_series_behind_two_children_stays_safe_after_remove():
     # A lone surrogate is written escaped, so these two label values name one series; removing
     # one child must not free what the other still writes to (ASan runs this suite too).

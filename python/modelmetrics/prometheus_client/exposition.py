@@ -3,8 +3,9 @@
 A registry's collectors are written in registration order, as prometheus_client's
 ``generate_latest`` writes them: runs of modelmetrics instruments through the C++ writer (with
 the GIL released), anything else (process, platform and GC collectors, custom collectors,
-prometheus_client's own metrics) through prometheus_client's writer. The bytes equal what
-prometheus_client prints for the same registry (tests/python/test_client_conformance.py).
+prometheus_client's own metrics) through prometheus_client's writer, a MultiProcessCollector through the C++ merge of the shared segment.
+The bytes equal what prometheus_client prints for the same registry
+(tests/python/test_client_conformance.py).
 """
 
 from prometheus_client import exposition as _pc_exposition
@@ -13,6 +14,7 @@ from prometheus_client.registry import REGISTRY, CollectorRegistry
 from .. import _native
 from .._exposition import created_series_enabled
 from .metrics import MetricWrapperBase, _refresh_function_gauges
+from .multiprocess import MultiProcessCollector
 
 CONTENT_TYPE_LATEST = _pc_exposition.CONTENT_TYPE_LATEST
 
@@ -42,6 +44,10 @@ def _collectors(registry):
         return list(names)
 
 
+def _multiprocess_part(collector):
+    return isinstance(collector, MultiProcessCollector)
+
+
 def _native_part(collector):
     return isinstance(collector, MetricWrapperBase) and collector._native_renderable
 
@@ -60,6 +66,9 @@ def generate_latest(registry=REGISTRY):
         if run:
             out.append(_render(run, False, created))
             run = []
+        if _multiprocess_part(collector):
+            out.append(collector._render())  # the whole service, natively
+            continue
         out.append(_pc_exposition.generate_latest(_One(collector)))
     if run:
         out.append(_render(run, False, created))

@@ -13,9 +13,10 @@ What is native (``modelmetrics._native``'s ``*Core`` types, src/python/client_in
 the values (a standalone C++ family per parent, a lock-free handle per child), the hot methods
 (``inc``, ``dec``, ``set``, ``set_to_current_time``, ``observe``) and ``labels()`` for a child
 that exists. Values follow prometheus_client's float semantics (NaN and +Inf are kept; a NaN
-observation reaches ``_sum`` and no bucket). Differences, on purpose: every ``multiprocess_mode``
-of prometheus_client 0.18+ is accepted whatever version is installed (values stay in this
-process); a label value is at most 4,096 bytes (ValueError) and a family at most 1,048,576
+observation reaches ``_sum`` and no bucket). With ``PROMETHEUS_MULTIPROC_DIR`` set the values
+live in the service's shared segment (multiprocess.py). Differences, on purpose: every
+``multiprocess_mode`` of prometheus_client 0.18+ is accepted whatever version is installed; a
+label value is at most 4,096 bytes (ValueError) and a family at most 1,048,576
 children (modelmetrics/metrics.h).
 """
 
@@ -130,7 +131,7 @@ class MetricWrapperBase:
         if self._is_parent():
             self._lock = threading.Lock()
             self._native_family(self._name, self._native_doc(), self._labelnames,
-                                self._native_bounds())
+                                self._native_bounds(), self._native_mode())
         if self._is_observable():
             self._metric_init()
         if not self._labelvalues and registry:
@@ -236,6 +237,9 @@ class MetricWrapperBase:
     def _native_bounds(self):
         return None
 
+    def _native_mode(self):
+        return getattr(self, "_multiprocess_mode", "all")
+
     def _metric_init(self):
         created = time.time()
         if self._type != "gauge":
@@ -246,7 +250,7 @@ class MetricWrapperBase:
             source = pending[0]
         else:  # an unlabelled metric, or a child built by hand: a family of its own
             self._native_family(self._name, self._native_doc(), self._labelnames,
-                                self._native_bounds())
+                                self._native_bounds(), self._native_mode())
             source = self
         self._native_bind(source, self._labelvalues, created)
         self._owner = weakref.ref(source)  # the collector a render of this child goes through

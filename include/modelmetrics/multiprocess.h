@@ -1,0 +1,150 @@
+// One /metrics for many processes: a named shared-memory segment the processes of one service
+// record into, each in a slot of its own, merged by whichever process scrapes.
+//
+//   auto segment = SharedSegment::Attach({.name = "my-service"}, &error);
+//   Registry registry(RegistryOptions{.shared = segment});
+//   registry.AddCounter({.name = "requests"})->Labels({})->Inc();   // this process's slot
+//   std::string text = segment->Render(Format::kText);                // every process's values
+//
+// What it replaces. prometheus_client's multiprocess mode: one mmap'd file per process and metric
+// type in PROMETHEUS_MULTIPROC_DIR, opened, parsed and merged at every scrape. Here the processes
+// share one POSIX shared-memory object (memory, nothing on disk; the last process to leave removes
+// it) and a scrape reads it in place. Merging follows prometheus_client: counters and histograms
+// sum over processes, dead ones included; gauges by their MultiprocessMode.
+//
+// Layout (src/metrics/segment_layout.h). A header; a table of process slots; an append-only
+// directory of families and series (name, labels, buckets, mode; written under a robust
+// process-shared mutex, read without it); and per process slot the same array of cells, a series
+// at the same offset in every slot. A process writes only its own slot's cells, with atomic
+// operations (several of its threads may write), never taking a lock; histograms write under a
+// per-cell sequence word so a scrape copies each consistently. `_count` is always the sum of the
+// buckets, so it equals `+Inf` in every scrape, even when a writer died mid-observation.
+//
+// Liveness. Each process holds an open-file-description lock on its slot's byte of the segment:
+// the kernel drops it when the process ends, however it ends (SIGKILL included), so `live*`
+// gauges and the last-to-leave rule need no pid checks and survive pid reuse. A fork() child
+// gets a slot of its own before fork() returns (no double counting; its gauges start unset). A
+// slot whose process died keeps its counters and histograms counted; when no never-used slot is
+// left a new process takes a dead one and continues its sums (as a new thread continues a thread
+// shard), its gauges cleared.
+//
+// Limits. The creator fixes the size (SegmentOptions::bytes, process_slots); a registration that
+// does not fit (families, series, label text, or cells per process) fails with one clear error
+// at that point, and nothing already recorded changes. Label values are bounded as in metrics.h.
+//
+// Thread-safety: every method is safe from any thread. Render/Collect take no lock (fork-safe
+// while a GIL-released scrape runs); registration takes this process's mutex, then the segment's.
+#ifndef MODELMETRICS_MULTIPROCESS_H_
+#define MODELMETRICS_MULTIPROCESS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "modelmetrics/metrics.h"
+#include "modelmetrics/writer.h"
+
+namespace modelmetrics {
+
+std::string_view MultiprocessModeName(MultiprocessMode mode);
+std::optional<MultiprocessMode> ParseMultiprocessMode(std::string_view name);
+bool IsLiveMode(MultiprocessMode mode);
+
+struct SegmentOptions {
+  std::string name;  // the shared-memory object's name: [A-Za-z0-9._-], <= 200 bytes
+  size_t bytes =
+      size_t{64} << 20;          // the whole segment (1 MiB .. 4 GiB); untouched pages cost nothing
+  uint32_t process_slots = 128;  // processes the segment can hold at once (1 .. 4096)
+};
+
+// The segment a process of this service should attach to, from its environment:
+//   MODELMETRICS_MULTIPROC            the segment's name; else
+//   PROMETHEUS_MULTIPROC_DIR          (or prometheus_multiproc_dir) a name derived from the
+//                                     directory's path, so every process given the same directory
+//                                     meets in one segment (nothing is written in the directory)
+//   MODELMETRICS_MULTIPROC_BYTES      the size, e.g. 64M (K, M, G suffixes)
+//   MODELMETRICS_MULTIPROC_PROCESSES  process slots
+// nullopt when neither name variable is set, or (with *error) when a value is invalid.
+std::optional<SegmentOptions> SegmentOptionsFromEnvironment(std::string* error);
+
+// The segment name a multiprocess directory maps to.
+std::string SegmentNameForDirectory(std::string_view directory);
+
+// One merged series of a scrape.
+struct MergedChild {
+  std::vector<std::string> label_values;  // in the family's label order
+  int pid = 0;                            // gauges in kAll/kLiveAll: the process; else 0
+  double value = 0;                       // counters, gauges
+  std::vector<uint64_t> buckets;          // histograms: per bucket (not cumulative), +Inf last
+  uint64_t count = 0;                     // histograms: the sum of buckets
+  double sum = 0;                         // histograms
+};
+
+struct MergedFamily {
+  FamilyOptions options;
+  MetricType type = MetricType::kUntyped;
+  std::vector<MergedChild> children;  // in registration order (gauges: then by process slot)
+};
+
+struct SegmentStats {
+  uint32_t slots_used = 0;  // slots ever taken
+  uint32_t live = 0;        // of them, held by a running process
+  uint32_t families = 0, series = 0;
+  uint64_t cell_words_used = 0, cell_words_per_slot = 0;
+};
+
+class SharedSegment {
+ public:
+  // Opens the named segment, creating it when absent or when every process that used it is gone
+  // (a stale segment's values are not carried into a new run), and takes a process slot.
+  // nullptr (and *error) when the name or sizes are invalid, shared memory is unavailable, the
+  // existing segment is not one of ours, or every slot is held by a live process.
+  static std::shared_ptr<SharedSegment> Attach(const SegmentOptions& options, std::string* error);
+
+  ~SharedSegment();  // Leave(), then unmaps: only once no handle of this segment is used
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
+
+  // This process stops counting as attached: when no other process is, the segment's name is
+  // removed (its memory goes once every mapping is gone). Values written later still land in
+  // the mapping; call at exit. Idempotent.
+  void Leave();
+
+  const std::string& name() const;
+  int slot() const;  // this process's slot
+
+  // The whole service: every family of the directory, merged over process slots.
+  std::vector<MergedFamily> Collect() const;
+  void Render(ExpositionWriter& writer) const;
+  std::string Render(Format format) const;
+
+  // prometheus_client's mark_process_dead(pid): the `live*` gauges of the slots `pid` held stop
+  // showing, and those slots are the first a new process reuses. Returns how many slots.
+  size_t MarkProcessDead(int pid);
+
+  SegmentStats Stats() const;
+
+  // Registration (Registry and FamilyBase call these; see metrics.h). The family's index, or
+  // nullopt with *error.
+  std::optional<uint32_t> RegisterFamily(const FamilyOptions& options, MetricType type,
+                                         std::string* error);
+  // The series' cells for this process, or a null cell with *error (segment full).
+  metrics_internal::SharedCell RegisterSeries(uint32_t family,
+                                              std::span<const std::string_view> label_values,
+                                              std::string* error);
+
+  struct Impl;  // src/metrics/segment_layout.h
+
+ private:
+  explicit SharedSegment(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace modelmetrics
+
+#endif  // MODELMETRICS_MULTIPROCESS_H_

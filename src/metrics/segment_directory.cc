@@ -1,0 +1,203 @@
+// The segment's directory of families and series: appends under the robust mutex, a
+// process-local index of what is published. See segment_layout.h.
+#include <cerrno>
+#include <cstring>
+
+#include "segment_layout.h"
+
+namespace modelmetrics {
+namespace segment {
+namespace {
+
+std::string Joined(std::span<const std::string_view> parts) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out.push_back('\xff');  // never in UTF-8 text
+    out.append(parts[i]);
+  }
+  return out;
+}
+
+std::string Joined(const std::vector<std::string>& parts) {
+  std::vector<std::string_view> views(parts.begin(), parts.end());
+  return Joined(std::span<const std::string_view>(views));
+}
+
+std::string SeriesKey(uint32_t family, std::string_view values) {
+  std::string key(reinterpret_cast<const char*>(&family), sizeof(family));
+  key.append(values);
+  return key;
+}
+
+// The directory mutex, made consistent again if its last owner died holding it (what it was
+// appending was never published).
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(SegmentHeader* h) : h_(h) {
+    int rc = pthread_mutex_lock(&h_->mutex);
+    if (rc == EOWNERDEAD) rc = pthread_mutex_consistent(&h_->mutex);
+    ok_ = rc == 0;
+  }
+  ~DirectoryLock() {
+    if (ok_) pthread_mutex_unlock(&h_->mutex);
+  }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  SegmentHeader* h_;
+  bool ok_ = false;
+};
+
+// Copies `text` into the arena (under the directory lock); false when it does not fit.
+bool Store(SharedSegment::Impl& impl, std::string_view text, ArenaText* out, size_t align = 1) {
+  SegmentHeader* h = impl.header;
+  const uint64_t start = (h->arena_used + align - 1) / align * align;
+  if (start + text.size() > h->arena_bytes) return false;
+  std::memcpy(impl.arena + start, text.data(), text.size());
+  out->offset = static_cast<uint32_t>(start);
+  out->size = static_cast<uint32_t>(text.size());
+  h->arena_used = start + text.size();
+  return true;
+}
+
+std::string Full(const SharedSegment::Impl& impl, const char* what) {
+  return std::string("the shared segment '") + impl.name + "' is full (" + what +
+         "); give MODELMETRICS_MULTIPROC_BYTES a larger size and restart the service";
+}
+
+// What another process registered under the same name must equal.
+std::string Mismatch(const SharedSegment::Impl& impl, const FamilyRecord& r, const FamilyOptions& o,
+                     MetricType type) {
+  if (static_cast<MetricType>(r.type) != type) return "another type";
+  if (impl.Text(r.labels) != Joined(o.labels)) return "other label names";
+  if (r.bounds != o.buckets.size() ||
+      std::memcmp(impl.Bounds(r), o.buckets.data(), o.buckets.size() * sizeof(double)) != 0) {
+    return "other buckets";
+  }
+  if (type == MetricType::kGauge && static_cast<MultiprocessMode>(r.mode) != o.multiprocess_mode) {
+    return "multiprocess_mode " +
+           std::string(MultiprocessModeName(static_cast<MultiprocessMode>(r.mode)));
+  }
+  return "";
+}
+
+}  // namespace
+
+// Indexes the records published since the last call.
+void Sync(SharedSegment::Impl& impl) REQUIRES(impl.mu) {
+  const uint32_t families = impl.header->families.load(std::memory_order_acquire);
+  for (; impl.families_indexed < families; ++impl.families_indexed) {
+    const FamilyRecord& r = impl.families[impl.families_indexed];
+    impl.family_by_name.emplace(std::string(impl.Text(r.name)), impl.families_indexed);
+  }
+  const uint32_t series = impl.header->series.load(std::memory_order_acquire);
+  for (; impl.series_indexed < series; ++impl.series_indexed) {
+    const SeriesRecord& r = impl.series[impl.series_indexed];
+    impl.cell_by_key.emplace(SeriesKey(r.family, impl.Text(r.values)), r.cell);
+  }
+}
+
+std::optional<uint32_t> FindFamily(SharedSegment::Impl& impl, const FamilyOptions& o,
+                                   MetricType type, std::string* error) REQUIRES(impl.mu) {
+  Sync(impl);
+  auto it = impl.family_by_name.find(o.name);
+  if (it == impl.family_by_name.end()) return std::nullopt;
+  const std::string why = Mismatch(impl, impl.families[it->second], o, type);
+  if (why.empty()) return it->second;
+  *error = "registered in the shared segment by another process with " + why;
+  return UINT32_MAX;
+}
+
+std::optional<uint32_t> AppendFamily(SharedSegment::Impl& impl, const FamilyOptions& o,
+                                     MetricType type, std::string* error) REQUIRES(impl.mu) {
+  SegmentHeader* h = impl.header;
+  const uint32_t index = h->families.load(std::memory_order_relaxed);
+  if (index >= h->max_families) {
+    *error = Full(impl, "families");
+    return std::nullopt;
+  }
+  FamilyRecord r = {};
+  ArenaText bounds;
+  const std::string_view bound_bytes(reinterpret_cast<const char*>(o.buckets.data()),
+                                     o.buckets.size() * sizeof(double));
+  if (!Store(impl, o.name, &r.name) || !Store(impl, o.help, &r.help) ||
+      !Store(impl, o.unit, &r.unit) || !Store(impl, Joined(o.labels), &r.labels) ||
+      !Store(impl, bound_bytes, &bounds, alignof(double))) {
+    *error = Full(impl, "names and label text");
+    return std::nullopt;
+  }
+  r.bounds_offset = bounds.offset;
+  r.bounds = static_cast<uint32_t>(o.buckets.size());
+  r.type = static_cast<uint8_t>(type);
+  r.mode = static_cast<uint8_t>(o.multiprocess_mode);
+  impl.families[index] = r;
+  h->families.store(index + 1, std::memory_order_release);
+  return index;
+}
+
+}  // namespace segment
+
+std::optional<uint32_t> SharedSegment::RegisterFamily(const FamilyOptions& options, MetricType type,
+                                                      std::string* error) {
+  Impl& impl = *impl_;
+  base::MutexLock lock(&impl.mu);
+  std::optional<uint32_t> found = segment::FindFamily(impl, options, type, error);
+  if (!found) {
+    segment::DirectoryLock directory(impl.header);
+    if (!directory.ok()) {
+      *error = "the shared segment's directory lock failed";
+      return std::nullopt;
+    }
+    found = segment::FindFamily(impl, options, type, error);
+    if (!found) return segment::AppendFamily(impl, options, type, error);
+  }
+  if (*found == UINT32_MAX) return std::nullopt;
+  return found;
+}
+
+metrics_internal::SharedCell SharedSegment::RegisterSeries(
+    uint32_t family, std::span<const std::string_view> label_values, std::string* error) {
+  Impl& impl = *impl_;
+  const std::string values = segment::Joined(label_values);
+  const std::string key = segment::SeriesKey(family, values);
+  base::MutexLock lock(&impl.mu);
+  auto made = [&](uint32_t cell) { return metrics_internal::SharedCell{&impl.slot_cells, cell}; };
+  segment::Sync(impl);
+  if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end()) return made(it->second);
+  segment::DirectoryLock directory(impl.header);
+  if (!directory.ok()) {
+    *error = "the shared segment's directory lock failed";
+    return {};
+  }
+  segment::Sync(impl);
+  if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end()) return made(it->second);
+  segment::SegmentHeader* h = impl.header;
+  const segment::FamilyRecord& f = impl.families[family];
+  const uint32_t words = segment::CellWords(static_cast<MetricType>(f.type), f.bounds);
+  const uint32_t index = h->series.load(std::memory_order_relaxed);
+  if (index >= h->max_series) {
+    *error = segment::Full(impl, "series");
+    return {};
+  }
+  if (h->words_used + words > h->words_per_slot) {
+    *error = segment::Full(impl, "cells per process");
+    return {};
+  }
+  segment::SeriesRecord r = {};
+  if (!segment::Store(impl, values, &r.values)) {
+    *error = segment::Full(impl, "names and label text");
+    return {};
+  }
+  r.family = family;
+  r.cell = static_cast<uint32_t>(h->words_used);
+  h->words_used += words;
+  impl.series[index] = r;
+  h->series.store(index + 1, std::memory_order_release);
+  impl.cell_by_key.emplace(key, r.cell);
+  ++impl.series_indexed;  // our own record, indexed above
+  return made(r.cell);
+}
+
+}  // namespace modelmetrics

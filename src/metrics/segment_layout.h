@@ -1,0 +1,162 @@
+// The bytes of a SharedSegment (modelmetrics/multiprocess.h), and one process's attachment to
+// them. Private to src/metrics.
+//
+// Regions, at offsets the header records (all fixed by the creator):
+//   SegmentHeader | ProcessSlot[process_slots] | FamilyRecord[max_families] |
+//   SeriesRecord[max_series] | arena (names, help, label text, bounds) |
+//   cells: process_slots x words_per_slot words (a series at the same offset in every slot)
+//
+// Publication. Records are appended under the header's robust mutex and made visible by a
+// release store of the count; readers load the count (acquire) and read only records below it,
+// never taking the mutex. A writer that dies holding the mutex leaves unpublished bytes only.
+//
+// Cells (64-bit words): counter [value as double bits]; gauge [value bits, stamp bits] where a
+// zero stamp means "not set by this slot's process" (most-recent gauges stamp wall seconds, the
+// others 1.0); histogram [sequence, sum bits, one count per bucket, +Inf last]. A histogram write
+// takes the sequence from even to odd by CAS (the process's threads exclude each other), writes,
+// and stores it even again; readers retry a bounded number of times and otherwise use what they
+// read (the buckets are always self-consistent; only `_sum` can lag by one observation).
+//
+// Locks on the segment's file (open-file-description locks, released by the kernel when a
+// process ends): byte kInitLock, exclusive while a process creates or checks the segment and
+// while one leaves; byte kAttachedLock, shared by every attached process (exclusive means
+// "nobody else is attached"); byte kSlotLocks + i, exclusive by the owner of slot i.
+#ifndef MODELMETRICS_METRICS_SEGMENT_LAYOUT_H_
+#define MODELMETRICS_METRICS_SEGMENT_LAYOUT_H_
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "base/mutex.h"
+#include "modelmetrics/multiprocess.h"
+
+namespace modelmetrics {
+namespace segment {
+
+inline constexpr uint64_t kMagic = 0x31474553534d4d4dull;  // "MMMSSEG1", little-endian
+inline constexpr uint32_t kVersion = 1;
+inline constexpr off_t kInitLock = 0;
+inline constexpr off_t kAttachedLock = 1;
+inline constexpr off_t kSlotLocks = 2;
+inline constexpr size_t kHeaderBytes = 4096;
+inline constexpr size_t kMinBytes = size_t{1} << 20;
+inline constexpr size_t kMaxBytes = size_t{4} << 30;
+inline constexpr uint32_t kMaxProcessSlots = 4096;
+inline constexpr uint32_t kMaxFamilies = 4096;
+
+enum class SlotState : uint32_t { kNeverUsed = 0, kUsed = 1 };
+inline constexpr uint32_t kMarkedDead = 1;  // ProcessSlot::flags: mark_process_dead(pid)
+
+struct SegmentHeader {
+  std::atomic<uint64_t> magic;  // stored last by the creator (release)
+  uint32_t version;
+  uint32_t process_slots;
+  uint64_t bytes;
+  uint64_t words_per_slot;
+  uint32_t max_families;
+  uint32_t max_series;
+  uint64_t arena_bytes;
+  uint64_t slots_offset, families_offset, series_offset, arena_offset, cells_offset;
+  pthread_mutex_t mutex;           // robust, process-shared: appends to the directory
+  std::atomic<uint32_t> families;  // published records
+  std::atomic<uint32_t> series;
+  uint64_t arena_used;  // under mutex
+  uint64_t words_used;  // under mutex; cells allocated per slot
+};
+static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
+
+struct alignas(64) ProcessSlot {
+  std::atomic<uint32_t> state;  // SlotState
+  std::atomic<uint32_t> flags;
+  std::atomic<int32_t> pid;
+  std::atomic<uint64_t> generation;  // times the slot was taken
+};
+
+// A string in the arena.
+struct ArenaText {
+  uint32_t offset = 0, size = 0;
+};
+
+struct FamilyRecord {
+  ArenaText name, help, unit;
+  ArenaText labels;        // label names joined by '\xff'
+  uint32_t bounds_offset;  // arena offset of `bounds` doubles (8-aligned)
+  uint32_t bounds;         // finite upper bounds (+Inf implicit)
+  uint8_t type;            // MetricType
+  uint8_t mode;            // MultiprocessMode
+};
+
+struct SeriesRecord {
+  uint32_t family;
+  ArenaText values;  // label values joined by '\xff'
+  uint32_t cell;     // word offset in a slot
+};
+
+// Cell words of a family's series.
+inline uint32_t CellWords(MetricType type, uint32_t bounds) {
+  switch (type) {
+    case MetricType::kCounter:
+      return 1;
+    case MetricType::kGauge:
+      return 2;
+    default:
+      return 2 + bounds + 1;
+  }
+}
+
+}  // namespace segment
+
+struct SharedSegment::Impl {
+  std::string name;
+  size_t bytes = 0;
+  uint8_t* map = nullptr;
+  int fd = -1;  // this process's own open file description (its locks)
+  segment::SegmentHeader* header = nullptr;
+  segment::ProcessSlot* slots = nullptr;
+  segment::FamilyRecord* families = nullptr;
+  segment::SeriesRecord* series = nullptr;
+  char* arena = nullptr;
+  std::atomic<uint64_t>* cells = nullptr;  // slot 0's cells
+
+  std::atomic<int> slot{-1};
+  std::atomic<std::atomic<uint64_t>*> slot_cells{nullptr};  // this process's slot's cells
+  std::atomic<bool> left{false};
+
+  base::Mutex mu;  // this process's registrations
+  std::unordered_map<std::string, uint32_t> family_by_name GUARDED_BY(mu);
+  std::unordered_map<std::string, uint32_t> cell_by_key GUARDED_BY(mu);  // family, values
+  uint32_t families_indexed GUARDED_BY(mu) = 0;
+  uint32_t series_indexed GUARDED_BY(mu) = 0;
+
+  std::atomic<uint64_t>* SlotCells(uint32_t slot_index) const {
+    return cells + static_cast<size_t>(slot_index) * header->words_per_slot;
+  }
+  std::string_view Text(segment::ArenaText t) const { return {arena + t.offset, t.size}; }
+  const double* Bounds(const segment::FamilyRecord& f) const {
+    return reinterpret_cast<const double*>(arena + f.bounds_offset);
+  }
+  // Whether slot `i`'s owner is running (its slot lock is held), this process's own slot
+  // included.
+  bool Alive(uint32_t i) const;
+};
+
+namespace segment {
+
+// Takes a slot for `impl` (a never-used one first, else one whose owner is gone) and points
+// slot_cells at it. False with *error when every slot is held.
+bool ClaimSlot(SharedSegment::Impl& impl, std::string* error);
+
+// Open-file-description locks on one byte of `fd`; false when another description holds a
+// conflicting lock (or on error).
+bool LockByte(int fd, off_t byte, short type, bool wait);
+bool ByteLockedElsewhere(int fd, off_t byte);
+
+}  // namespace segment
+}  // namespace modelmetrics
+
+#endif  // MODELMETRICS_METRICS_SEGMENT_LAYOUT_H_

@@ -1,0 +1,440 @@
+// SharedSegment: real processes (fork) recording into one segment, merged by a scrape; gauge
+// modes and liveness; SIGKILL mid-write; fork after use; slot reuse; bounds; stale segments and
+// the last process removing the name.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "modelmetrics/metrics.h"
+#include "modelmetrics/multiprocess.h"
+
+namespace modelmetrics {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string UniqueName(const char* what) {
+  static int n = 0;
+  return "mm-test-" + std::to_string(getpid()) + "-" + what + "-" + std::to_string(++n);
+}
+
+bool ShmExists(const std::string& name) { return std::filesystem::exists("/dev/shm/" + name); }
+
+std::shared_ptr<SharedSegment> Attach(const std::string& name, uint32_t slots = 16,
+                                      size_t bytes = size_t{4} << 20) {
+  std::string error;
+  auto segment =
+      SharedSegment::Attach({.name = name, .bytes = bytes, .process_slots = slots}, &error);
+  EXPECT_NE(segment, nullptr) << error;
+  return segment;
+}
+
+// Runs `body` in a forked child that exits with its return value (no gtest in the child).
+pid_t Child(const std::function<int()>& body) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  return pid;
+}
+
+int Wait(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// One merged family by name.
+const MergedFamily* Find(const std::vector<MergedFamily>& families, const std::string& name) {
+  for (const MergedFamily& f : families) {
+    if (f.options.name == name) return &f;
+  }
+  return nullptr;
+}
+
+double CounterTotal(const SharedSegment& segment, const std::string& name) {
+  const auto families = segment.Collect();
+  const MergedFamily* f = Find(families, name);
+  double total = 0;
+  if (f != nullptr) {
+    for (const MergedChild& c : f->children) total += c.value;
+  }
+  return total;
+}
+
+TEST(SharedSegment, ProcessesSumIntoOneScrape) {
+  const std::string name = UniqueName("sum");
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  auto* requests = registry.AddCounter({.name = "requests", .help = "Requests.", .labels = {"m"}});
+  auto* latency = registry.AddHistogram(
+      {.name = "latency_seconds", .help = "Latency.", .labels = {"m"}, .buckets = {0.1, 1}});
+  ASSERT_NE(requests, nullptr);
+  ASSERT_NE(latency, nullptr);
+  requests->Labels({"a"}).Add(uint64_t{5});
+  latency->Labels({"a"}).Observe(0.05);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 4; ++i) {
+    children.push_back(Child([&] {
+      auto mine = SharedSegment::Attach({.name = name}, nullptr);  // its own process's view
+      if (mine == nullptr) return 1;
+      Registry own(RegistryOptions{.shared = mine});
+      own.AddCounter({.name = "requests", .help = "Requests.", .labels = {"m"}})
+          ->Labels({"a"})
+          .Add(uint64_t{10});
+      auto* h = own.AddHistogram(
+          {.name = "latency_seconds", .help = "Latency.", .labels = {"m"}, .buckets = {0.1, 1}});
+      h->Labels({"a"}).Observe(0.5);
+      h->Labels({"a"}).Observe(5);
+      return 0;
+    }));
+  }
+  for (pid_t pid : children) EXPECT_EQ(Wait(pid), 0);
+  EXPECT_EQ(CounterTotal(*segment, "requests"), 45);
+  EXPECT_EQ(requests->Labels({"a"}).Value(), 5);  // this process's own value
+  const std::string text = segment->Render(Format::kText);
+  EXPECT_THAT(text, HasSubstr("# HELP requests_total Requests.\n# TYPE requests_total counter\n"
+                              "requests_total{m=\"a\"} 45.0\n"));
+  EXPECT_THAT(text, HasSubstr("latency_seconds_bucket{le=\"0.1\",m=\"a\"} 1.0\n"
+                              "latency_seconds_bucket{le=\"1.0\",m=\"a\"} 5.0\n"
+                              "latency_seconds_bucket{le=\"+Inf\",m=\"a\"} 9.0\n"
+                              "latency_seconds_count{m=\"a\"} 9.0\n"
+                              "latency_seconds_sum{m=\"a\"} 22.05\n"));
+  EXPECT_THAT(text, Not(HasSubstr("_created")));
+}
+
+// Gauges of a parent and a child that stays alive until told, then exits: every mode.
+TEST(SharedSegment, GaugeModesFollowPrometheusClient) {
+  const std::string name = UniqueName("modes");
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  std::map<std::string, Family<Gauge>*> gauges;
+  for (const char* mode : {"all", "liveall", "min", "livemin", "max", "livemax", "sum", "livesum",
+                           "mostrecent", "livemostrecent"}) {
+    gauges[mode] = registry.AddGauge(
+        {.name = std::string("g_") + mode, .multiprocess_mode = *ParseMultiprocessMode(mode)});
+    ASSERT_NE(gauges[mode], nullptr);
+    gauges[mode]->Labels({}).Set(1);
+  }
+  int go[2], done[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t child = Child([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a later stamp than the parent
+    for (auto& [mode, family] : gauges) family->Labels({}).Set(4);
+    char c = 'x';
+    if (write(done[1], &c, 1) != 1) return 1;
+    return read(go[0], &c, 1) == 1 ? 0 : 2;
+  });
+  char c;
+  ASSERT_EQ(read(done[0], &c, 1), 1);
+  auto values = [&](const char* mode) {
+    std::vector<double> out;
+    const auto families = segment->Collect();
+    for (const MergedChild& ch : Find(families, std::string("g_") + mode)->children) {
+      out.push_back(ch.value);
+    }
+    return out;
+  };
+  using V = std::vector<double>;
+  EXPECT_EQ(values("all"), (V{1, 4}));
+  EXPECT_EQ(values("liveall"), (V{1, 4}));
+  EXPECT_EQ(values("min"), (V{1}));
+  EXPECT_EQ(values("max"), (V{4}));
+  EXPECT_EQ(values("sum"), (V{5}));
+  EXPECT_EQ(values("livesum"), (V{5}));
+  EXPECT_EQ(values("mostrecent"), (V{4}));
+  const std::string text = segment->Render(Format::kText);
+  EXPECT_THAT(text, HasSubstr("g_all{pid=\"" + std::to_string(getpid()) + "\"} 1.0\n"));
+  EXPECT_THAT(text, HasSubstr("g_all{pid=\"" + std::to_string(child) + "\"} 4.0\n"));
+
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  ASSERT_EQ(Wait(child), 0);
+  EXPECT_EQ(values("all"), (V{1, 4})) << "a dead process's gauges stay in non-live modes";
+  EXPECT_EQ(values("liveall"), (V{1}));
+  EXPECT_EQ(values("livemin"), (V{1}));
+  EXPECT_EQ(values("livemax"), (V{1}));
+  EXPECT_EQ(values("livesum"), (V{1}));
+  EXPECT_EQ(values("livemostrecent"), (V{1}));
+  EXPECT_EQ(values("max"), (V{4}));
+  EXPECT_EQ(values("mostrecent"), (V{4}));
+  EXPECT_EQ(segment->MarkProcessDead(child), 1u);
+  EXPECT_EQ(segment->MarkProcessDead(getpid()), 0u) << "a running process is not marked";
+}
+
+// A fork after use: the child's handles write its own slot, starting from zero.
+TEST(SharedSegment, ForkGivesTheChildItsOwnSlot) {
+  const std::string name = UniqueName("fork");
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  Counter counter = registry.AddCounter({.name = "c"})->Labels({});
+  Gauge gauge =
+      registry.AddGauge({.name = "g", .multiprocess_mode = MultiprocessMode::kSum})->Labels({});
+  counter.Add(uint64_t{7});
+  gauge.Set(2);
+  const int parent_slot = segment->slot();
+  const pid_t child = Child([&] {
+    if (segment->slot() == parent_slot) return 1;
+    if (counter.Value() != 0 || gauge.Value() != 0) return 2;  // a fresh slot
+    counter.Add(uint64_t{3});
+    gauge.Set(5);
+    return 0;
+  });
+  EXPECT_EQ(Wait(child), 0);
+  EXPECT_EQ(counter.Value(), 7);
+  EXPECT_EQ(CounterTotal(*segment, "c"), 10);
+  EXPECT_EQ(Find(segment->Collect(), "g")->children.at(0).value, 7);
+}
+
+// A writer killed with SIGKILL while observing and counting: every scrape meanwhile and after
+// has `_count` equal to the +Inf bucket, and no counter ever goes down.
+TEST(SharedSegment, SigkillMidWriteKeepsEveryScrapeConsistent) {
+  const std::string name = UniqueName("kill");
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  auto* h = registry.AddHistogram({.name = "h", .buckets = {1, 2, 3}});
+  auto* c = registry.AddCounter({.name = "n"});
+  Histogram hist = h->Labels({});
+  Counter count = c->Labels({});
+  std::vector<pid_t> writers;
+  for (int i = 0; i < 2; ++i) {
+    writers.push_back(Child([&] {
+      for (uint64_t k = 0;; ++k) {
+        hist.Observe(static_cast<double>(k % 5));
+        count.Inc();
+      }
+      return 0;
+    }));
+  }
+  double last_count = 0, last_counter = 0;
+  auto check = [&] {
+    const auto families = segment->Collect();
+    const MergedChild& child = Find(families, "h")->children.at(0);
+    uint64_t buckets = 0;
+    for (uint64_t b : child.buckets) buckets += b;
+    EXPECT_EQ(child.count, buckets);
+    EXPECT_GE(static_cast<double>(child.count), last_count);
+    const double counter = Find(families, "n")->children.at(0).value;
+    EXPECT_GE(counter, last_counter);
+    last_count = static_cast<double>(child.count);
+    last_counter = counter;
+  };
+  for (int i = 0; i < 50; ++i) {
+    check();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (pid_t pid : writers) kill(pid, SIGKILL);
+  for (pid_t pid : writers) Wait(pid);
+  for (int i = 0; i < 5; ++i) check();
+  EXPECT_GT(last_count, 0);
+  // The dead writers' slots are reused by the next processes, which go on counting.
+  const double before = last_counter;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(Wait(Child([&] {
+                hist.Observe(1);
+                count.Inc();
+                return 0;
+              })),
+              0);
+  }
+  check();
+  EXPECT_EQ(last_counter, before + 2);
+}
+
+TEST(SharedSegment, DeadSlotsAreReusedWithCountersKeptAndGaugesCleared) {
+  const std::string name = UniqueName("reuse");
+  auto segment = Attach(name, /*slots=*/2);
+  Registry registry(RegistryOptions{.shared = segment});
+  Counter counter = registry.AddCounter({.name = "c"})->Labels({});
+  Gauge gauge = registry.AddGauge({.name = "g"})->Labels({});
+  for (int round = 0; round < 5; ++round) {  // five processes through one spare slot
+    EXPECT_EQ(Wait(Child([&] {
+                counter.Inc();
+                if (gauge.Value() != 0) return 1;  // the last owner's gauge is not inherited
+                gauge.Set(round + 10);
+                return 0;
+              })),
+              0);
+  }
+  EXPECT_EQ(CounterTotal(*segment, "c"), 5);
+  const MergedFamily* g = Find(segment->Collect(), "g");
+  ASSERT_EQ(g->children.size(), 1u);  // only the last owner's (this process never set it)
+  EXPECT_EQ(g->children[0].value, 14);
+  // With every slot held by a running process, a new one is refused with a clear error.
+  int go[2], ready[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t holder = Child([&] {
+    char c = 'r';  // its slot is taken in fork() itself, before this runs
+    if (write(ready[1], &c, 1) != 1) return 2;
+    return read(go[0], &c, 1) == 1 ? 0 : 1;
+  });
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  std::string error;
+  EXPECT_EQ(SharedSegment::Attach({.name = name, .process_slots = 2}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("all 2 process slots"));
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  EXPECT_EQ(Wait(holder), 0);
+}
+
+TEST(SharedSegment, AFullSegmentIsOneClearErrorAndKeepsWhatItHas) {
+  const std::string name = UniqueName("full");
+  auto segment = Attach(name, /*slots=*/64, /*bytes=*/size_t{1} << 20);
+  Registry registry(RegistryOptions{.shared = segment});
+  auto* family = registry.AddHistogram({.name = "h", .labels = {"k"}, .buckets = {1, 2, 3, 4}});
+  ASSERT_NE(family, nullptr);
+  family->Labels({"first"}).Observe(1);
+  std::string refused;
+  int made = 0;
+  for (int i = 0; i < 100000; ++i) {
+    if (!family->Labels({std::to_string(i)}).live()) {
+      refused = family->SharedError();
+      break;
+    }
+    ++made;
+  }
+  EXPECT_THAT(refused, HasSubstr("is full (cells per process)"));
+  EXPECT_THAT(refused, HasSubstr("MODELMETRICS_MULTIPROC_BYTES"));
+  EXPECT_GT(made, 10);
+  const auto families = segment->Collect();
+  EXPECT_EQ(Find(families, "h")->children.size(), static_cast<size_t>(made) + 1);
+  EXPECT_EQ(Find(families, "h")->children.at(0).count, 1u);
+}
+
+TEST(SharedSegment, ConflictingDefinitionsAcrossProcessesAreRefused) {
+  const std::string name = UniqueName("conflict");
+  auto one = Attach(name);
+  auto two = Attach(name);  // a second process's view (another slot)
+  Registry a(RegistryOptions{.shared = one});
+  Registry b(RegistryOptions{.shared = two});
+  ASSERT_NE(a.AddGauge({.name = "x", .multiprocess_mode = MultiprocessMode::kMax}), nullptr);
+  std::string error;
+  EXPECT_EQ(b.AddCounter({.name = "x"}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("another type"));
+  EXPECT_EQ(b.AddGauge({.name = "x"}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("multiprocess_mode max"));
+  EXPECT_NE(b.AddGauge({.name = "x", .multiprocess_mode = MultiprocessMode::kMax}), nullptr);
+}
+
+TEST(SharedSegment, TheLastProcessRemovesItAndAStaleOneStartsAfresh) {
+  const std::string name = UniqueName("life");
+  {
+    auto segment = Attach(name);
+    EXPECT_TRUE(ShmExists(name));
+    // A process that ends without leaving (os._exit, SIGKILL) leaves the name behind...
+    EXPECT_EQ(Wait(Child([&] {
+                auto other = SharedSegment::Attach({.name = name}, nullptr);
+                Registry r(RegistryOptions{.shared = other});
+                r.AddCounter({.name = "c"})->Labels({}).Inc();
+                return 0;
+              })),
+              0);
+    EXPECT_EQ(CounterTotal(*segment, "c"), 1);
+    segment->Leave();
+    EXPECT_FALSE(ShmExists(name)) << "the last process to leave removes the name";
+  }
+  EXPECT_EQ(Wait(Child([&]() -> int {
+              auto other = SharedSegment::Attach({.name = name}, nullptr);
+              Registry r(RegistryOptions{.shared = other});
+              r.AddCounter({.name = "c"})->Labels({}).Add(uint64_t{5});
+              _exit(0);  // no destructor, so no Leave()
+            })),
+            0);
+  EXPECT_TRUE(ShmExists(name));
+  auto fresh = Attach(name);
+  EXPECT_EQ(CounterTotal(*fresh, "c"), 0) << "a stale segment's values do not carry over";
+  fresh.reset();
+  EXPECT_FALSE(ShmExists(name));
+}
+
+TEST(SharedSegment, OptionsComeFromTheEnvironment) {
+  std::string error;
+  unsetenv("MODELMETRICS_MULTIPROC");
+  unsetenv("PROMETHEUS_MULTIPROC_DIR");
+  unsetenv("prometheus_multiproc_dir");
+  EXPECT_FALSE(SegmentOptionsFromEnvironment(&error).has_value());
+  setenv("PROMETHEUS_MULTIPROC_DIR", "/tmp/some-dir/", 1);
+  auto options = SegmentOptionsFromEnvironment(&error);
+  ASSERT_TRUE(options.has_value());
+  EXPECT_EQ(options->name, SegmentNameForDirectory("/tmp/some-dir"));
+  EXPECT_THAT(options->name, ::testing::StartsWith("modelmetrics-"));
+  setenv("MODELMETRICS_MULTIPROC", "svc", 1);
+  setenv("MODELMETRICS_MULTIPROC_BYTES", "8M", 1);
+  setenv("MODELMETRICS_MULTIPROC_PROCESSES", "32", 1);
+  options = SegmentOptionsFromEnvironment(&error);
+  ASSERT_TRUE(options.has_value());
+  EXPECT_EQ(options->name, "svc");
+  EXPECT_EQ(options->bytes, size_t{8} << 20);
+  EXPECT_EQ(options->process_slots, 32u);
+  setenv("MODELMETRICS_MULTIPROC_BYTES", "lots", 1);
+  EXPECT_FALSE(SegmentOptionsFromEnvironment(&error).has_value());
+  EXPECT_THAT(error, HasSubstr("MODELMETRICS_MULTIPROC_BYTES: 'lots'"));
+  setenv("MODELMETRICS_MULTIPROC_BYTES", "8M", 1);
+  setenv("MODELMETRICS_MULTIPROC_PROCESSES", "0", 1);
+  EXPECT_FALSE(SegmentOptionsFromEnvironment(&error).has_value());
+  for (const char* v : {"MODELMETRICS_MULTIPROC", "MODELMETRICS_MULTIPROC_BYTES",
+                        "MODELMETRICS_MULTIPROC_PROCESSES", "PROMETHEUS_MULTIPROC_DIR"}) {
+    unsetenv(v);
+  }
+  EXPECT_EQ(SharedSegment::Attach({.name = "../etc"}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("invalid segment name"));
+  EXPECT_EQ(SharedSegment::Attach({.name = "x", .bytes = 1000}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("1 MiB"));
+}
+
+TEST(SharedSegment, AForeignObjectNobodyHoldsIsReplaced) {
+  const std::string name = UniqueName("alien");
+  {
+    // Another program's shared memory under the name, held open by a process (so not stale).
+    std::FILE* f = std::fopen(("/dev/shm/" + name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(std::string(size_t{2} << 20, 'x').c_str(), f);
+    std::fclose(f);
+  }
+  std::string error;
+  // Nobody holds the alien object's attached lock, so it counts as stale and is replaced.
+  auto segment = SharedSegment::Attach({.name = name}, &error);
+  ASSERT_NE(segment, nullptr) << error;
+  EXPECT_EQ(segment->Stats().series, 0u);
+}
+
+TEST(SharedSegment, ThreadsOfOneProcessShareItsSlotExactly) {
+  const std::string name = UniqueName("threads");
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  Counter counter = registry.AddCounter({.name = "c"})->Labels({});
+  Histogram hist = registry.AddHistogram({.name = "h", .buckets = {1}})->Labels({});
+  Gauge gauge = registry.AddGauge({.name = "g"})->Labels({});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20000; ++i) {
+        counter.Inc();
+        hist.Observe(0.5);
+        gauge.Inc();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(counter.Value(), 80000);
+  EXPECT_EQ(hist.Read().count, 80000u);
+  EXPECT_EQ(hist.Read().sum, 40000);
+  EXPECT_EQ(gauge.Value(), 80000);
+}
+
+}  // namespace
+}  // namespace modelmetrics
