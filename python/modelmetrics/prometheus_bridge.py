@@ -8,6 +8,11 @@ Gauge and Histogram yield them -- sample names, label dicts, ``le`` spelled by
 ``floatToGoString``, ``_created`` samples when prometheus_client writes them -- so
 ``generate_latest`` prints the same text upstream's families print.
 
+In a process of a multiprocess service (PROMETHEUS_MULTIPROC_DIR), ``install()`` also points
+``prometheus_client.multiprocess`` at modelmetrics' shared-segment collector, so a
+``MultiProcessCollector`` registry (vLLM's ``get_prometheus_registry()``) shows every process's
+families.
+
 The collector has no ``_name`` attribute, so vLLM's ``unregister_vllm_metrics()`` (which drops
 collectors whose ``_name`` contains "vllm") never removes it.
 """
@@ -86,6 +91,12 @@ def install(registry=None):
         collector = ModelmetricsCollector()
         registry.register(collector)
         _installed = (collector, registry)
+        if _native.multiprocess_segment() is not None:
+            # Several processes: prometheus_client.multiprocess (which vLLM's /metrics uses)
+            # must read the shared segment these families record into.
+            from .prometheus_client.multiprocess import patch_prometheus_client
+
+            patch_prometheus_client()
         return collector
 
 

@@ -163,7 +163,14 @@ metrics_internal::SharedCell SharedSegment::RegisterSeries(
   const std::string values = segment::Joined(label_values);
   const std::string key = segment::SeriesKey(family, values);
   base::MutexLock lock(&impl.mu);
-  auto made = [&](uint32_t cell) { return metrics_internal::SharedCell{&impl.slot_cells, cell}; };
+  const bool gauge = static_cast<MetricType>(impl.families[family].type) == MetricType::kGauge;
+  auto made = [&](uint32_t cell) REQUIRES(impl.mu) {
+    if (gauge) {
+      segment::MarkGaugeCreated(impl.slot_cells.load(std::memory_order_relaxed) + cell);
+      impl.bound_gauges.insert(cell);
+    }
+    return metrics_internal::SharedCell{&impl.slot_cells, cell};
+  };
   segment::Sync(impl);
   if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end()) return made(it->second);
   segment::DirectoryLock directory(impl.header);

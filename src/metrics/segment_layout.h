@@ -11,8 +11,8 @@
 // never taking the mutex. A writer that dies holding the mutex leaves unpublished bytes only.
 //
 // Cells (64-bit words): counter [value as double bits]; gauge [value bits, stamp bits] where a
-// zero stamp means "not set by this slot's process" (most-recent gauges stamp wall seconds, the
-// others 1.0); histogram [sequence, sum bits, one count per bucket, +Inf last]. A histogram write
+// zero stamp means "no child of it in this slot's process" (kCreatedStamp: made, never set;
+// most-recent gauges stamp each write with wall seconds, the others with 1.0); histogram [sequence, sum bits, one count per bucket, +Inf last]. A histogram write
 // takes the sequence from even to odd by CAS (the process's threads exclude each other), writes,
 // and stores it even again; readers retry a bounded number of times and otherwise use what they
 // read (the buckets are always self-consistent; only `_sum` can lag by one observation).
@@ -28,9 +28,11 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/mutex.h"
 #include "modelmetrics/multiprocess.h"
@@ -48,6 +50,15 @@ inline constexpr size_t kMinBytes = size_t{1} << 20;
 inline constexpr size_t kMaxBytes = size_t{4} << 30;
 inline constexpr uint32_t kMaxProcessSlots = 4096;
 inline constexpr uint32_t kMaxFamilies = 4096;
+// A gauge child's stamp once its process made it (value 0 until set; the least of stamps).
+inline constexpr double kCreatedStamp = 0x1p-1022;
+
+// Marks a gauge cell of `slot_cells` as made by its process (value 0) unless it is already.
+inline void MarkGaugeCreated(std::atomic<uint64_t>* cell) {
+  uint64_t expected = 0;
+  cell[1].compare_exchange_strong(expected, std::bit_cast<uint64_t>(kCreatedStamp),
+                                  std::memory_order_release, std::memory_order_relaxed);
+}
 
 enum class SlotState : uint32_t { kNeverUsed = 0, kUsed = 1 };
 inline constexpr uint32_t kMarkedDead = 1;  // ProcessSlot::flags: mark_process_dead(pid)
@@ -132,6 +143,9 @@ struct SharedSegment::Impl {
   std::unordered_map<std::string, uint32_t> cell_by_key GUARDED_BY(mu);  // family, values
   uint32_t families_indexed GUARDED_BY(mu) = 0;
   uint32_t series_indexed GUARDED_BY(mu) = 0;
+  // Gauge cells this process made children of: set to 0 in its slot when made, and again in a
+  // fork child's new slot (prometheus_client writes each value it creates into the process's file).
+  std::unordered_set<uint32_t> bound_gauges GUARDED_BY(mu);
 
   std::atomic<uint64_t>* SlotCells(uint32_t slot_index) const {
     return cells + static_cast<size_t>(slot_index) * header->words_per_slot;

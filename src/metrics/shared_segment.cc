@@ -224,7 +224,7 @@ std::vector<SharedSegment::Impl*>& Attached() {
 // parent's locks), its attached lock, and a slot of its own. Only async-signal-safe calls on the
 // way; if any step fails the child goes on writing the parent's slot, which is safe (every write
 // is an atomic read-modify-write), only attributed to the parent.
-void ReattachInChild(SharedSegment::Impl& impl) {
+void ReattachInChild(SharedSegment::Impl& impl) NO_THREAD_SAFETY_ANALYSIS {  // mu: PrepareFork
   if (impl.left.load(std::memory_order_relaxed) || impl.fd < 0) return;
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/self/fd/%d", impl.fd);
@@ -241,7 +241,10 @@ void ReattachInChild(SharedSegment::Impl& impl) {
         "modelmetrics: no free process slot in the shared segment after fork(); this process "
         "records into its parent's slot\n";
     (void)!write(2, kMessage, sizeof(kMessage) - 1);
+    return;
   }
+  std::atomic<uint64_t>* cells = impl.slot_cells.load(std::memory_order_relaxed);
+  for (uint32_t cell : impl.bound_gauges) MarkGaugeCreated(cells + cell);
 }
 
 void PrepareFork() NO_THREAD_SAFETY_ANALYSIS {

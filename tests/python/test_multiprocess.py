@@ -1,0 +1,440 @@
+"""The multiprocess mode with real processes: multiprocessing with fork and spawn against
+prometheus_client's own multiprocess mode on the same workload, a writer killed with SIGKILL
+mid-write, 16 workers incrementing at once, the vllm_omni.metrics drop-in in workers, and a
+uvicorn app with 4 workers scraped by Debian's Prometheus.
+
+Each scenario runs in a fresh interpreter (the segment is attached at import, from the
+environment). Everything binds 127.0.0.1; every process started here is stopped in teardown.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+import modelmetrics
+
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(modelmetrics.__file__)))
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+def run(tmp_path, code, env=None, timeout=120, args=()):
+    """Runs `code` as a script (multiprocessing's spawn re-imports it) in a fresh interpreter."""
+    script = tmp_path / f"scenario_{uuid.uuid4().hex[:8]}.py"
+    script.write_text(textwrap.dedent(code))
+    full_env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, **(env or {}))
+    result = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                            env=full_env, timeout=timeout, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def mp_env(tmp_path):
+    directory = tmp_path / "multiproc"
+    directory.mkdir(exist_ok=True)
+    return {"PROMETHEUS_MULTIPROC_DIR": str(directory)}
+
+
+def leftover_segments():
+    return {p.name for p in Path("/dev/shm").glob("modelmetrics-*")}
+
+
+# A workload written against prometheus_client's API: `LIBRARY` picks whose. Three workers record
+# into every kind of instrument; one stays alive while the parent scrapes, the others have exited
+# and are marked dead (as gunicorn's child_exit hook does). Prints the parsed scrape as JSON with
+# each `pid` label replaced by the sorted position of its process, so two runs compare.
+WORKLOAD = """
+import json, multiprocessing as mp, os, sys
+LIBRARY, METHOD = sys.argv[1], sys.argv[2]
+if LIBRARY == "modelmetrics":
+    import modelmetrics.prometheus_client as pc
+    from modelmetrics.prometheus_client import multiprocess
+else:
+    import prometheus_client as pc
+    from prometheus_client import multiprocess
+from prometheus_client.parser import text_string_to_metric_families
+
+requests = pc.Counter("requests", "Requests served.", ["route"])
+latency = pc.Histogram("latency_seconds", "Latency.", ["route"], buckets=(0.1, 0.5, 1, 5))
+plain = pc.Counter("plain", "No labels.")
+MODES = ("all", "liveall", "min", "livemin", "max", "livemax", "sum", "livesum")
+gauges = {m: pc.Gauge("g_" + m, "Gauge " + m + ".", ["k"], multiprocess_mode=m) for m in MODES}
+
+
+def work(i, done, stay):
+    for n in range(50 * (i + 1)):
+        requests.labels("a" if n % 3 else "b").inc()
+        latency.labels("a").observe(n / 40.0)
+    plain.inc(0.5 + i)
+    for g in gauges.values():
+        g.labels("x").set(i + 1)
+    done.set()
+    stay.wait()
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context(METHOD)
+    requests.labels("a").inc(2)  # the parent records too
+    stay_alive, go = ctx.Event(), ctx.Event()
+    go.set()
+    workers = []
+    for i in range(3):
+        done = ctx.Event()
+        p = ctx.Process(target=work, args=(i, done, stay_alive if i == 0 else go))
+        p.start()
+        done.wait()
+        workers.append(p)
+    for p in workers[1:]:
+        p.join()
+        multiprocess.mark_process_dead(p.pid)
+    registry = pc.CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    text = pc.generate_latest(registry).decode()
+    stay_alive.set()
+    workers[0].join()
+    pids = sorted({s.labels["pid"] for f in text_string_to_metric_families(text)
+                   for s in f.samples if "pid" in s.labels}, key=int)
+    out = {}
+    for f in text_string_to_metric_families(text):
+        rows = []
+        for s in f.samples:
+            labels = dict(s.labels)
+            if "pid" in labels:
+                labels["pid"] = str(pids.index(labels["pid"]))
+            rows.append([s.name, sorted(labels.items()), s.value])
+        out[f.name] = {"type": f.type, "help": f.documentation, "samples": sorted(rows)}
+    print(json.dumps(out, sort_keys=True))
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_workers_merge_as_prometheus_client_multiprocess_mode_merges(tmp_path, method):
+    for run_dir in ("ours", "theirs"):
+        (tmp_path / run_dir).mkdir()
+    ours = json.loads(run(tmp_path / "ours", WORKLOAD, mp_env(tmp_path / "ours"),
+                          args=("modelmetrics", method)))
+    theirs = json.loads(run(tmp_path / "theirs", WORKLOAD, mp_env(tmp_path / "theirs"),
+                            args=("prometheus_client", method)))
+    assert ours == theirs
+    # The workload's numbers, so the comparison is not of two empty scrapes.
+    requests = {tuple(dict(s[1]).items()): s[2] for s in ours["requests"]["samples"]}
+    assert requests[(("route", "a"),)] + requests[(("route", "b"),)] == 2 + 50 + 100 + 150
+    assert [s for s in ours["g_livesum"]["samples"]] == [["g_livesum", [["k", "x"]], 1.0]]
+    assert [s[2] for s in ours["g_all"]["samples"]] == [1.0, 2.0, 3.0]  # dead ones' kept
+    assert [s[2] for s in ours["g_min"]["samples"]] == [1.0]
+    # Nothing on disk: the directory holds no file of ours, and the segment is gone.
+    assert list((tmp_path / "ours" / "multiproc").iterdir()) == []
+    assert not leftover_segments()
+
+
+def test_sigkill_mid_write_keeps_every_scrape_consistent(tmp_path):
+    out = run(tmp_path, """
+    import multiprocessing as mp, os, signal, time
+    import modelmetrics.prometheus_client as pc
+    from modelmetrics.prometheus_client import multiprocess
+    from prometheus_client.parser import text_string_to_metric_families
+
+    c = pc.Counter("ops", "Ops.", ["w"])
+    h = pc.Histogram("size", "Size.", ["w"], buckets=(1, 2, 4, 8))
+
+    def writer(i):
+        n = 0
+        while True:
+            c.labels(str(i)).inc()
+            h.labels(str(i)).observe(n % 10)
+            n += 1
+
+    def scrape(registry):
+        counters, counts = {}, {}
+        for f in text_string_to_metric_families(pc.generate_latest(registry).decode()):
+            for s in f.samples:
+                key = (s.name, s.labels.get("w"))
+                if s.name == "ops_total":
+                    counters[key] = s.value
+                elif s.name == "size_count":
+                    counts[key] = s.value
+                elif s.name == "size_bucket" and s.labels["le"] == "+Inf":
+                    counts[("inf", s.labels["w"])] = s.value
+        for w in {k[1] for k in counts}:
+            assert counts[("size_count", w)] == counts[("inf", w)], counts
+        return counters, counts
+
+    if __name__ == "__main__":
+        registry = pc.CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        procs = [mp.get_context("fork").Process(target=writer, args=(i,)) for i in range(3)]
+        for p in procs:
+            p.start()
+        last, scrapes = {}, 0
+        deadline = time.monotonic() + 1.5
+        killed = False
+        while time.monotonic() < deadline or not killed:
+            counters, counts = scrape(registry)
+            for key, value in counters.items():
+                assert value >= last.get(key, 0), (key, value, last.get(key))
+            last = counters
+            scrapes += 1
+            if not killed and time.monotonic() > deadline - 0.75:
+                for p in procs:
+                    os.kill(p.pid, signal.SIGKILL)
+                for p in procs:
+                    p.join()
+                killed = True
+        final, _ = scrape(registry)
+        again, _ = scrape(registry)
+        assert final == again and final == last, "dead writers' values are kept and still"
+        print(scrapes, sum(final.values()))
+    """, mp_env(tmp_path))
+    scrapes, total = out.split()
+    assert int(scrapes) > 10 and float(total) > 1000
+
+
+def test_sixteen_workers_incrementing_at_once_give_exact_totals(tmp_path):
+    out = run(tmp_path, """
+    import multiprocessing as mp
+    import modelmetrics.prometheus_client as pc
+    from modelmetrics.prometheus_client import multiprocess
+
+    c = pc.Counter("hits", "Hits.", ["kind"])
+    h = pc.Histogram("work", "Work.", buckets=(1, 10))
+    g = pc.Gauge("busy", "Busy.", multiprocess_mode="livesum")
+    N = 5000
+
+    def worker(barrier):
+        barrier.wait()  # all sixteen write at once
+        g.inc()
+        for i in range(N):
+            c.labels("even" if i % 2 == 0 else "odd").inc()
+            h.observe(i % 20)
+        g.dec()
+
+    if __name__ == "__main__":
+        ctx = mp.get_context("fork")
+        barrier = ctx.Barrier(16)
+        procs = [ctx.Process(target=worker, args=(barrier,)) for _ in range(16)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+            assert p.exitcode == 0
+        registry = pc.CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        text = pc.generate_latest(registry).decode()
+        print(text)
+    """, mp_env(tmp_path), timeout=240)
+    assert 'hits_total{kind="even"} 40000.0' in out
+    assert 'hits_total{kind="odd"} 40000.0' in out
+    assert 'work_bucket{le="1.0"} 8000.0' in out  # i % 20 in {0, 1}
+    assert 'work_bucket{le="10.0"} 44000.0' in out  # i % 20 in 0 .. 10
+    assert "work_count 80000.0" in out
+    assert f"work_sum {16 * 250 * 190}.0" in out
+    assert "\nbusy 0.0\n" in out  # livesum: the parent's own 0; the workers are gone
+
+
+def test_vllm_omni_drop_in_records_across_workers_unchanged(tmp_path):
+    out = run(tmp_path, """
+    import multiprocessing as mp
+    from modelmetrics.vllm_omni.metrics.prometheus import OmniPrometheusMetrics
+    import prometheus_client
+    from prometheus_client import multiprocess  # prometheus_client's, as vLLM imports it
+
+    def worker(i):
+        m = OmniPrometheusMetrics(model_name="m", log_stats=True)
+        for _ in range(i + 1):
+            m.request_succeeded(1.0)
+        m.set_running(i)
+
+    if __name__ == "__main__":
+        procs = [mp.get_context("spawn").Process(target=worker, args=(i,)) for i in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+            assert p.exitcode == 0
+        registry = prometheus_client.CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # patched: reads the segment
+        print(prometheus_client.generate_latest(registry).decode())
+    """, mp_env(tmp_path))
+    lines = out.splitlines()
+    assert 'vllm_omni:requests_success_total{finished_reason="stop",model_name="m"} 10.0' in lines
+    assert 'vllm_omni:e2e_request_latency_s_count{model_name="m"} 10.0' in lines
+    running = sorted(l.rsplit(" ", 1)[1] for l in lines
+                     if l.startswith("vllm_omni:num_requests_running{"))
+    assert running == ["0.0", "1.0", "2.0", "3.0"], out[-3000:]  # a gauge per process (pid)
+
+
+def test_invalid_configuration_fails_the_import_clearly(tmp_path):
+    script = tmp_path / "bad.py"
+    script.write_text("import modelmetrics._native\n")
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, MODELMETRICS_MULTIPROC="svc",
+               MODELMETRICS_MULTIPROC_BYTES="lots")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                            timeout=60)
+    assert result.returncode != 0
+    assert "MODELMETRICS_MULTIPROC_BYTES: 'lots' is not a size" in result.stderr
+
+
+def test_a_full_segment_is_one_clear_error_at_registration(tmp_path):
+    out = run(tmp_path, """
+    import modelmetrics.prometheus_client as pc
+    from modelmetrics.prometheus_client import multiprocess
+    c = pc.Counter("kept", "Kept.")
+    c.inc(3)
+    h = pc.Histogram("wide", "Wide.", ["k"], buckets=tuple(range(1, 200)))
+    try:
+        for i in range(100000):
+            h.labels(str(i)).observe(1)
+    except ValueError as e:
+        print("refused at", i, ":", e)
+    registry = pc.CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    text = pc.generate_latest(registry).decode()
+    assert "kept_total 3.0" in text, text[:500]
+    print(text.count("wide_count"))
+    """, {"MODELMETRICS_MULTIPROC": f"mm-full-{uuid.uuid4().hex[:8]}",
+          "MODELMETRICS_MULTIPROC_BYTES": "1M", "MODELMETRICS_MULTIPROC_PROCESSES": "8"})
+    first, count = out.strip().splitlines()
+    assert "is full (cells per process)" in first and "MODELMETRICS_MULTIPROC_BYTES" in first
+    assert int(first.split()[2]) == int(count) > 5  # every child before the refusal is scraped
+
+
+UVICORN_APP = """
+import os
+from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse, Response
+import modelmetrics.prometheus_client as pc
+from modelmetrics.prometheus_client import multiprocess
+
+app = FastAPI()
+WORK = pc.Counter("app_work", "Units of work done.", ["kind"])
+LATENCY = pc.Histogram("app_latency_seconds", "Latency.", buckets=(0.01, 0.1, 1))
+WORKERS = pc.Gauge("app_workers", "Live workers.", multiprocess_mode="livesum")
+WORKERS.inc()
+
+
+@app.get("/work")
+def work(n: int = 1):
+    WORK.labels("unit").inc(n)
+    LATENCY.observe(n / 1000)
+    return PlainTextResponse(str(os.getpid()))
+
+
+@app.get("/metrics")
+def metrics():
+    registry = pc.CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return Response(pc.generate_latest(registry), media_type=pc.CONTENT_TYPE_LATEST)
+"""
+
+
+def _get(url, timeout=5):
+    request = urllib.request.Request(url, headers={"Connection": "close"})
+    with urllib.request.urlopen(request, timeout=timeout) as resp:
+        return resp.status, resp.read().decode()
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _start(argv, ready_url, log, env, cwd, deadline_s=60):
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if _get(ready_url, timeout=2)[0] == 200:
+                return proc
+        except OSError:
+            pass
+        time.sleep(0.2)
+    _stop(proc)
+    pytest.fail(f"{argv[0]} did not become ready:\n{Path(log).read_text()[-3000:]}")
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _query(prom, promql):
+    url = f"{prom}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+    answer = json.loads(_get(url)[1])
+    assert answer["status"] == "success", answer
+    return answer["data"]["result"]
+
+
+def test_uvicorn_workers_scraped_by_prometheus_give_the_sums(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    if not os.path.exists(PROMETHEUS):
+        pytest.skip(f"{PROMETHEUS} is not installed (Debian package `prometheus`)")
+    (tmp_path / "mm_app.py").write_text(UVICORN_APP)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, str(tmp_path)]),
+               **mp_env(tmp_path))
+    port = _free_port()
+    app = _start([sys.executable, "-m", "uvicorn", "mm_app:app", "--workers", "4", "--host",
+                  "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                 f"http://127.0.0.1:{port}/work?n=0", tmp_path / "uvicorn.log", env, tmp_path)
+    prom = None
+    try:
+        # Wait until all four workers are up (each counts itself in a livesum gauge).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if "app_workers 4.0" in _get(f"http://127.0.0.1:{port}/metrics")[1]:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("four uvicorn workers did not come up")
+        pids, sent = set(), 0
+        for i in range(1, 201):
+            pids.add(_get(f"http://127.0.0.1:{port}/work?n={i}")[1])
+            sent += i
+        assert len(pids) >= 2, "the requests reached one worker only"
+        config = tmp_path / "prometheus.yml"
+        config.write_text("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: app\n"
+                          f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+        prom_port = _free_port()
+        prom_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        prom = _start([PROMETHEUS, f"--config.file={config}",
+                       f"--storage.tsdb.path={tmp_path / 'data'}",
+                       f"--web.listen-address=127.0.0.1:{prom_port}"],
+                      f"http://127.0.0.1:{prom_port}/-/ready", tmp_path / "prometheus.log",
+                      prom_env, tmp_path)
+        base = f"http://127.0.0.1:{prom_port}"
+        deadline = time.monotonic() + 60
+        results = {}
+        while time.monotonic() < deadline:
+            results = {q: _query(base, q) for q in (
+                'app_work_total{kind="unit"}', "app_latency_seconds_count", "app_workers",
+                "count(app_work_total)")}
+            if all(results.values()) and float(results["app_latency_seconds_count"][0]["value"][1]) > 0:
+                break
+            time.sleep(0.5)
+        value = lambda q: float(results[q][0]["value"][1])  # noqa: E731
+        # Every scrape, whichever worker answered it, is the whole service.
+        assert value('app_work_total{kind="unit"}') == sent
+        assert value("app_latency_seconds_count") == 201  # the readiness probe's n=0 included
+        assert value("app_workers") == 4
+        assert value("count(app_work_total)") == 1
+    finally:
+        if prom is not None:
+            _stop(prom)
+        _stop(app)
+    assert list((tmp_path / "multiproc").iterdir()) == []
