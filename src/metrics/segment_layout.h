@@ -12,10 +12,11 @@
 //
 // Cells (64-bit words): counter [value as double bits]; gauge [value bits, stamp bits] where a
 // zero stamp means "no child of it in this slot's process" (kCreatedStamp: made, never set;
-// most-recent gauges stamp each write with wall seconds, the others with 1.0); histogram [sequence, sum bits, one count per bucket, +Inf last]. A histogram write
-// takes the sequence from even to odd by CAS (the process's threads exclude each other), writes,
-// and stores it even again; readers retry a bounded number of times and otherwise use what they
-// read (the buckets are always self-consistent; only `_sum` can lag by one observation).
+// most-recent gauges stamp each write with wall seconds, the others with 1.0); histogram [sequence,
+// sum bits, one count per bucket, +Inf last]. A histogram write takes the sequence from even to odd
+// by CAS (the process's threads exclude each other), writes, and stores it even again; readers
+// retry a bounded number of times and otherwise use what they read (the buckets are always
+// self-consistent; only `_sum` can lag by one observation).
 //
 // Locks on the segment's file (open-file-description locks, released by the kernel when a
 // process ends): byte kInitLock, exclusive while a process creates or checks the segment and
@@ -36,6 +37,7 @@
 
 #include "base/mutex.h"
 #include "modelmetrics/multiprocess.h"
+#include "scrape_cache.h"
 
 namespace modelmetrics {
 namespace segment {
@@ -146,6 +148,9 @@ struct SharedSegment::Impl {
   // Gauge cells this process made children of: set to 0 in its slot when made, and again in a
   // fork child's new slot (prometheus_client writes each value it creates into the process's file).
   std::unordered_set<uint32_t> bound_gauges GUARDED_BY(mu);
+
+  base::Mutex render_mu;  // scrapes in this process
+  segment::ScrapeCache cache GUARDED_BY(render_mu);
 
   std::atomic<uint64_t>* SlotCells(uint32_t slot_index) const {
     return cells + static_cast<size_t>(slot_index) * header->words_per_slot;

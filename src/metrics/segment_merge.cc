@@ -1,5 +1,6 @@
 // A scrape of a SharedSegment: every series merged over process slots, as prometheus_client's
-// MultiProcessCollector merges its files. Lock-free (see segment_layout.h).
+// MultiProcessCollector merges its files. Reads the segment without its lock (segment_layout.h);
+// the text of names and labels comes from this process's ScrapeCache.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -11,14 +12,15 @@ namespace modelmetrics {
 namespace {
 
 using segment::FamilyRecord;
+using segment::FamilyText;
 using segment::SeriesRecord;
+using segment::SeriesText;
 
 double AsDouble(uint64_t bits) { return std::bit_cast<double>(bits); }
 
 struct SlotView {
   uint32_t index;
   int pid;
-  uint64_t generation;
   bool live;  // running, and not named by mark_process_dead
 };
 
@@ -29,204 +31,285 @@ std::vector<SlotView> Slots(const SharedSegment::Impl& impl) {
     const segment::ProcessSlot& s = impl.slots[i];
     if (s.state.load(std::memory_order_acquire) == 0) continue;
     const bool marked = (s.flags.load(std::memory_order_relaxed) & segment::kMarkedDead) != 0;
-    out.push_back({i, s.pid.load(std::memory_order_relaxed),
-                   s.generation.load(std::memory_order_relaxed), !marked && impl.Alive(i)});
+    out.push_back({i, s.pid.load(std::memory_order_relaxed), !marked && impl.Alive(i)});
   }
   return out;
 }
 
-std::vector<std::string> Split(std::string_view joined, size_t expected) {
+std::vector<std::string> Split(std::string_view joined) {
   std::vector<std::string> out;
-  if (expected == 0) return out;
   for (;;) {
     const size_t end = joined.find('\xff');
     out.emplace_back(joined.substr(0, end));
-    if (end == std::string_view::npos) break;
+    if (end == std::string_view::npos) return out;
     joined.remove_prefix(end + 1);
   }
-  return out;
 }
 
-void AddHistogram(const std::atomic<uint64_t>* cell, size_t buckets, MergedChild* child) {
-  const Histogram::Snapshot snap = metrics_internal::shared_cells::Read(cell, buckets);
-  for (size_t b = 0; b < buckets; ++b) child->buckets[b] += snap.buckets[b];
-  child->sum += snap.sum;
+FamilyText MakeFamilyText(const SharedSegment::Impl& impl, const FamilyRecord& f) {
+  FamilyText t;
+  const std::string name(impl.Text(f.name));
+  const auto type = static_cast<MetricType>(f.type);
+  t.sample = type == MetricType::kCounter ? name + "_total" : name;
+  if (type == MetricType::kHistogram) {
+    t.bucket = name + "_bucket";
+    t.count = name + "_count";
+    t.sum = name + "_sum";
+    for (uint32_t b = 0; b < f.bounds; ++b) {
+      t.le.emplace_back();
+      AppendPythonClientDouble(&t.le.back(), impl.Bounds(f)[b]);  // floatToGoString
+    }
+    t.le.emplace_back("+Inf");
+  }
+  if (f.labels.size > 0) t.labels = Split(impl.Text(f.labels));
+  return t;
 }
 
-// A gauge series: one child per process (all modes) or one merged value; none when no process
-// that counts has set it.
-void MergeGauge(const SharedSegment::Impl& impl, const SeriesRecord& r, MultiprocessMode mode,
-                const std::vector<SlotView>& slots, const std::vector<std::string>& values,
-                std::vector<MergedChild>* out) {
+// The series' label text, sorted by name as prometheus_client's writer sorts, split where the
+// family's extra label (`le`, or a per-process gauge's `pid`) sorts.
+SeriesText MakeSeriesText(const SharedSegment::Impl& impl, const SeriesRecord& r,
+                          const FamilyRecord& f, const FamilyText& ft) {
+  SeriesText t;
+  if (!ft.labels.empty()) t.values = Split(impl.Text(r.values));
+  t.valid = t.values.size() == ft.labels.size();
+  if (!t.valid) return t;
+  const auto type = static_cast<MetricType>(f.type);
+  const std::string_view extra = type == MetricType::kHistogram ? "le"
+                                 : type == MetricType::kGauge   ? "pid"
+                                                                : "";
+  std::vector<size_t> order(t.values.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return ft.labels[a] < ft.labels[b]; });
+  for (size_t i : order) {
+    std::string& text = !extra.empty() && ft.labels[i] < extra ? t.before : t.after;
+    if (!text.empty()) text.push_back(',');
+    text.append(ft.labels[i]);
+    text.append("=\"");
+    AppendEscapedLabelValue(&text, t.values[i]);
+    text.push_back('"');
+  }
+  if (extra.empty()) std::swap(t.before, t.after);  // all of it, in `before`
+  return t;
+}
+
+// Brings the cache up to the records published when the scrape began.
+void Refresh(SharedSegment::Impl& impl, uint32_t families, uint32_t series)
+    REQUIRES(impl.render_mu) {
+  segment::ScrapeCache& c = impl.cache;
+  while (c.families.size() < families) {
+    c.families.push_back(MakeFamilyText(impl, impl.families[c.families.size()]));
+  }
+  while (c.series.size() < series) {
+    const SeriesRecord& r = impl.series[c.series.size()];
+    if (r.family < c.families.size()) {
+      c.series.push_back(MakeSeriesText(impl, r, impl.families[r.family], c.families[r.family]));
+      c.families[r.family].series.push_back(static_cast<uint32_t>(c.series.size() - 1));
+    } else {
+      c.series.emplace_back();  // not valid: a record naming no family
+    }
+  }
+}
+
+// One series merged over the slots.
+struct Merged {
+  bool any = false;  // counters and histograms always; gauges when a counted process made it
+  double value = 0;
+  std::vector<std::pair<int, double>> per_process;  // gauges in kAll/kLiveAll: (pid, value)
+  std::vector<uint64_t> buckets;                    // histograms: per bucket
+  uint64_t count = 0;
+  double sum = 0;
+  Histogram::Snapshot scratch;                      // one slot's copy
+  std::vector<const std::atomic<uint64_t>*> cells;  // the series' cell in each slot
+};
+
+void MergeGauge(const std::atomic<uint64_t>* const* cells, const std::vector<SlotView>& slots,
+                MultiprocessMode mode, Merged* m) {
   const bool live_only = IsLiveMode(mode);
   const bool per_process = mode == MultiprocessMode::kAll || mode == MultiprocessMode::kLiveAll;
-  MergedChild merged;
-  merged.label_values = values;
-  bool any = false;
   double best_stamp = -1;
-  std::vector<int> pids;
-  for (const SlotView& s : slots) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const SlotView& s = slots[i];
     if (live_only && !s.live) continue;
-    const std::atomic<uint64_t>* cell = impl.SlotCells(s.index) + r.cell;
-    const double stamp = AsDouble(cell[1].load(std::memory_order_acquire));
-    if (stamp == 0) continue;  // never set by this slot's process
-    const double v = AsDouble(cell[0].load(std::memory_order_relaxed));
+    const double stamp = AsDouble(cells[i][1].load(std::memory_order_acquire));
+    if (stamp == 0) continue;  // no child of it in this slot's process
+    const double v = AsDouble(cells[i][0].load(std::memory_order_relaxed));
     if (per_process) {
-      // A pid seen twice (reused by the system): the first slot in order keeps it.
-      if (std::find(pids.begin(), pids.end(), s.pid) != pids.end()) continue;
-      pids.push_back(s.pid);
-      out->push_back({.label_values = values, .pid = s.pid, .value = v});
+      // A pid seen twice (the system reused it): the first slot keeps it.
+      const bool seen = std::any_of(m->per_process.begin(), m->per_process.end(),
+                                    [&](const auto& p) { return p.first == s.pid; });
+      if (!seen) m->per_process.emplace_back(s.pid, v);
       continue;
     }
     switch (mode) {
       case MultiprocessMode::kMin:
       case MultiprocessMode::kLiveMin:
-        merged.value = any ? std::min(merged.value, v) : v;
+        m->value = m->any ? std::min(m->value, v) : v;
         break;
       case MultiprocessMode::kMax:
       case MultiprocessMode::kLiveMax:
-        merged.value = any ? std::max(merged.value, v) : v;
+        m->value = m->any ? std::max(m->value, v) : v;
         break;
       case MultiprocessMode::kSum:
       case MultiprocessMode::kLiveSum:
-        merged.value += v;
+        m->value += v;
         break;
       default:  // most recent
         if (stamp > best_stamp) {
           best_stamp = stamp;
-          merged.value = v;
+          m->value = v;
         }
         break;
     }
-    any = true;
+    m->any = true;
   }
-  if (any) out->push_back(std::move(merged));
 }
 
-MergedFamily FamilyOf(const SharedSegment::Impl& impl, const FamilyRecord& f) {
+void MergeSeries(const SharedSegment::Impl& impl, const SeriesRecord& r, const FamilyRecord& f,
+                 const std::vector<SlotView>& slots, Merged* m) {
+  std::vector<const std::atomic<uint64_t>*>& cells = m->cells;
+  cells.resize(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) cells[i] = impl.SlotCells(slots[i].index) + r.cell;
+  m->any = false;
+  m->value = 0;
+  m->per_process.clear();
+  switch (static_cast<MetricType>(f.type)) {
+    case MetricType::kGauge:
+      MergeGauge(cells.data(), slots, static_cast<MultiprocessMode>(f.mode), m);
+      return;
+    case MetricType::kCounter:
+      for (const auto* cell : cells) m->value += AsDouble(cell->load(std::memory_order_relaxed));
+      m->any = true;
+      return;
+    default:
+      m->buckets.assign(f.bounds + 1, 0);
+      m->sum = 0;
+      for (const auto* cell : cells) {
+        metrics_internal::shared_cells::Read(cell, f.bounds + 1, &m->scratch);
+        for (size_t b = 0; b < m->scratch.buckets.size(); ++b) {
+          m->buckets[b] += m->scratch.buckets[b];
+        }
+        m->sum += m->scratch.sum;
+      }
+      m->count = 0;
+      for (uint64_t c : m->buckets) m->count += c;
+      m->any = true;
+      return;
+  }
+}
+
+// Calls `visit(family index, series index, merged, cache)` for every series with a sample, in
+// family then registration order, under the cache's lock (`cache` is valid only in the call).
+template <typename Visit>
+void Scrape(SharedSegment::Impl& impl, Visit visit) {
+  const uint32_t families = impl.header->families.load(std::memory_order_acquire);
+  const uint32_t series = impl.header->series.load(std::memory_order_acquire);
+  const std::vector<SlotView> slots = Slots(impl);
+  base::MutexLock lock(&impl.render_mu);
+  Refresh(impl, families, series);
+  Merged merged;
+  for (uint32_t fi = 0; fi < families; ++fi) {
+    for (uint32_t si : impl.cache.families[fi].series) {
+      if (si >= series || !impl.cache.series[si].valid) continue;
+      MergeSeries(impl, impl.series[si], impl.families[fi], slots, &merged);
+      if (merged.any || !merged.per_process.empty()) visit(fi, si, merged, impl.cache);
+    }
+  }
+}
+
+MergedFamily EmptyFamily(const SharedSegment::Impl& impl, const FamilyRecord& f,
+                         const FamilyText& ft) {
   MergedFamily family;
   family.type = static_cast<MetricType>(f.type);
   family.options.name = impl.Text(f.name);
   family.options.help = impl.Text(f.help);
   family.options.unit = impl.Text(f.unit);
-  const std::string_view labels = impl.Text(f.labels);
-  family.options.labels = Split(labels, labels.empty() ? 0 : 1);
+  family.options.labels = ft.labels;
   family.options.buckets.assign(impl.Bounds(f), impl.Bounds(f) + f.bounds);
   family.options.multiprocess_mode = static_cast<MultiprocessMode>(f.mode);
   return family;
 }
 
+// `before`, the extra label (when given), `after`, comma-joined.
+void JoinLabels(const SeriesText& t, std::string_view extra, std::string* out) {
+  out->assign(t.before);
+  if (!extra.empty()) {
+    if (!out->empty()) out->push_back(',');
+    out->append(extra);
+  }
+  if (!t.after.empty()) {
+    if (!out->empty()) out->push_back(',');
+    out->append(t.after);
+  }
+}
+
 }  // namespace
 
 std::vector<MergedFamily> SharedSegment::Collect() const {
-  const Impl& impl = *impl_;
-  const uint32_t families = impl.header->families.load(std::memory_order_acquire);
-  const uint32_t series = impl.header->series.load(std::memory_order_acquire);
-  const std::vector<SlotView> slots = Slots(impl);
-  std::vector<std::vector<uint32_t>> by_family(families);
-  for (uint32_t s = 0; s < series; ++s) {
-    if (impl.series[s].family < families) by_family[impl.series[s].family].push_back(s);
-  }
+  Impl& impl = *impl_;
   std::vector<MergedFamily> out;
-  out.reserve(families);
-  for (uint32_t fi = 0; fi < families; ++fi) {
-    const FamilyRecord& f = impl.families[fi];
-    MergedFamily family = FamilyOf(impl, f);
-    const size_t label_count = family.options.labels.size();
-    for (uint32_t si : by_family[fi]) {
-      const SeriesRecord& r = impl.series[si];
-      std::vector<std::string> values = Split(impl.Text(r.values), label_count);
-      if (values.size() != label_count) continue;  // not a record of this family's shape
-      if (family.type == MetricType::kGauge) {
-        MergeGauge(impl, r, family.options.multiprocess_mode, slots, values, &family.children);
-        continue;
-      }
-      MergedChild child;
-      child.label_values = std::move(values);
-      if (family.type == MetricType::kCounter) {
-        for (const SlotView& s : slots) {
-          child.value += AsDouble(impl.SlotCells(s.index)[r.cell].load(std::memory_order_relaxed));
-        }
-      } else {
-        child.buckets.assign(f.bounds + 1, 0);
-        for (const SlotView& s : slots) {
-          AddHistogram(impl.SlotCells(s.index) + r.cell, f.bounds + 1, &child);
-        }
-        for (uint64_t c : child.buckets) child.count += c;
-      }
-      family.children.push_back(std::move(child));
+  int last = -1;
+  Scrape(impl, [&](uint32_t fi, uint32_t si, const Merged& m, const segment::ScrapeCache& cache) {
+    if (static_cast<int>(fi) != last) {
+      out.push_back(EmptyFamily(impl, impl.families[fi], cache.families[fi]));
+      last = static_cast<int>(fi);
     }
-    out.push_back(std::move(family));
-  }
+    const std::vector<std::string>& values = cache.series[si].values;
+    for (const auto& [pid, value] : m.per_process) {
+      out.back().children.push_back({.label_values = values, .pid = pid, .value = value});
+    }
+    if (!m.any) return;
+    MergedChild child{.label_values = values, .value = m.value};
+    if (out.back().type == MetricType::kHistogram) {
+      child.buckets = m.buckets;
+      child.count = m.count;
+      child.sum = m.sum;
+    }
+    out.back().children.push_back(std::move(child));
+  });
   return out;
 }
 
-namespace {
-
-// `name="value"` pairs sorted by name (prometheus_client's writer sorts them), with `pid` and
-// `le` placed where they sort.
-std::string LabelText(const MergedFamily& family, const MergedChild& child, const char* extra,
-                      std::string_view extra_value) {
-  std::vector<std::pair<std::string_view, std::string_view>> pairs;
-  for (size_t i = 0; i < family.options.labels.size(); ++i) {
-    pairs.emplace_back(family.options.labels[i], child.label_values[i]);
-  }
-  std::string pid;
-  if (child.pid != 0) {
-    pid = std::to_string(child.pid);
-    pairs.emplace_back("pid", pid);
-  }
-  if (extra != nullptr) pairs.emplace_back(extra, extra_value);
-  std::sort(pairs.begin(), pairs.end());
-  std::string text;
-  for (const auto& [name, value] : pairs) {
-    if (!text.empty()) text.push_back(',');
-    text.append(name);
-    text.append("=\"");
-    AppendEscapedLabelValue(&text, value);
-    text.push_back('"');
-  }
-  return text;
-}
-
-void RenderFamily(ExpositionWriter& writer, const MergedFamily& family) {
-  const std::string& name = family.options.name;
-  const bool counter = family.type == MetricType::kCounter;
+void SharedSegment::Render(ExpositionWriter& writer) const {
+  Impl& impl = *impl_;
   const bool om = writer.format() == Format::kOpenMetrics;
-  writer.BeginFamily(counter && !om ? name + "_total" : name, family.type, family.options.help,
-                     !family.options.help.empty(), family.options.unit);
-  for (const MergedChild& child : family.children) {
-    if (family.type != MetricType::kHistogram) {
-      writer.SampleWithLabelText(counter ? name + "_total" : name,
-                                 LabelText(family, child, nullptr, {}), child.value);
-      continue;
+  int last = -1;
+  std::string labels, extra;
+  // As MultiProcessCollector: a family no process gave a sample is not written.
+  Scrape(impl, [&](uint32_t fi, uint32_t si, const Merged& m, const segment::ScrapeCache& cache) {
+    const FamilyRecord& f = impl.families[fi];
+    const FamilyText& ft = cache.families[fi];
+    const SeriesText& st = cache.series[si];
+    const auto type = static_cast<MetricType>(f.type);
+    if (static_cast<int>(fi) != last) {
+      const std::string_view help = impl.Text(f.help);
+      const std::string_view name = impl.Text(f.name);
+      writer.BeginFamily(type == MetricType::kCounter && !om ? std::string_view(ft.sample) : name,
+                         type, help, !help.empty(), impl.Text(f.unit));
+      last = static_cast<int>(fi);
+    }
+    for (const auto& [pid, value] : m.per_process) {
+      extra = "pid=\"" + std::to_string(pid) + "\"";
+      JoinLabels(st, extra, &labels);
+      writer.SampleWithLabelText(ft.sample, labels, value);
+    }
+    if (!m.any) return;
+    if (type != MetricType::kHistogram) {
+      JoinLabels(st, {}, &labels);
+      writer.SampleWithLabelText(ft.sample, labels, m.value);
+      return;
     }
     uint64_t cumulative = 0;
-    std::string le;
-    for (size_t b = 0; b < child.buckets.size(); ++b) {
-      cumulative += child.buckets[b];
-      le.clear();
-      if (b < family.options.buckets.size()) {
-        AppendPythonClientDouble(&le, family.options.buckets[b]);
-      } else {
-        le = "+Inf";
-      }
-      writer.SampleWithLabelText(name + "_bucket", LabelText(family, child, "le", le),
-                                 static_cast<double>(cumulative));
+    for (size_t b = 0; b < m.buckets.size(); ++b) {
+      cumulative += m.buckets[b];
+      extra = "le=\"" + ft.le[b] + "\"";
+      JoinLabels(st, extra, &labels);
+      writer.SampleWithLabelText(ft.bucket, labels, static_cast<double>(cumulative));
     }
-    const std::string labels = LabelText(family, child, nullptr, {});
-    writer.SampleWithLabelText(name + "_count", labels, static_cast<double>(child.count));
-    writer.SampleWithLabelText(name + "_sum", labels, child.sum);
-  }
-}
-
-}  // namespace
-
-void SharedSegment::Render(ExpositionWriter& writer) const {
-  // As MultiProcessCollector: a family no process gave a sample is not written.
-  for (const MergedFamily& family : Collect()) {
-    if (!family.children.empty()) RenderFamily(writer, family);
-  }
+    JoinLabels(st, {}, &labels);
+    writer.SampleWithLabelText(ft.count, labels, static_cast<double>(m.count));
+    writer.SampleWithLabelText(ft.sum, labels, m.sum);
+  });
 }
 
 std::string SharedSegment::Render(Format format) const {

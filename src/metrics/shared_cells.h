@@ -74,10 +74,11 @@ inline void Observe(std::atomic<uint64_t>* cell, size_t bucket, double value) {
   seq.store(s + 2, std::memory_order_release);
 }
 
-// A consistent copy of the cell (bounded retries; see segment_layout.h).
-inline Histogram::Snapshot Read(const std::atomic<uint64_t>* cell, size_t buckets) {
-  Histogram::Snapshot snap;
-  snap.buckets.assign(buckets, 0);
+// A consistent copy of the cell into `snap` (bounded retries; see segment_layout.h), reusing its
+// memory.
+inline void Read(const std::atomic<uint64_t>* cell, size_t buckets, Histogram::Snapshot* out) {
+  Histogram::Snapshot& snap = *out;
+  snap.buckets.resize(buckets);
   for (int attempt = 0; attempt < 2000; ++attempt) {
     const uint64_t before = cell[0].load(std::memory_order_acquire);
     for (size_t b = 0; b < buckets; ++b) {
@@ -90,6 +91,11 @@ inline Histogram::Snapshot Read(const std::atomic<uint64_t>* cell, size_t bucket
   }
   snap.count = 0;
   for (uint64_t c : snap.buckets) snap.count += c;
+}
+
+inline Histogram::Snapshot Read(const std::atomic<uint64_t>* cell, size_t buckets) {
+  Histogram::Snapshot snap;
+  Read(cell, buckets, &snap);
   return snap;
 }
 

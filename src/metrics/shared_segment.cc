@@ -249,17 +249,24 @@ void ReattachInChild(SharedSegment::Impl& impl) NO_THREAD_SAFETY_ANALYSIS {  // 
 
 void PrepareFork() NO_THREAD_SAFETY_ANALYSIS {
   AttachedMutex().Lock();
-  for (SharedSegment::Impl* impl : Attached()) impl->mu.Lock();
+  for (SharedSegment::Impl* impl : Attached()) {
+    impl->mu.Lock();
+    impl->render_mu.Lock();
+  }
 }
 
 void ParentAfterFork() NO_THREAD_SAFETY_ANALYSIS {
-  for (SharedSegment::Impl* impl : Attached()) impl->mu.Unlock();
+  for (SharedSegment::Impl* impl : Attached()) {
+    impl->render_mu.Unlock();
+    impl->mu.Unlock();
+  }
   AttachedMutex().Unlock();
 }
 
 void ChildAfterFork() NO_THREAD_SAFETY_ANALYSIS {
   for (SharedSegment::Impl* impl : Attached()) {
     ReattachInChild(*impl);
+    impl->render_mu.Unlock();
     impl->mu.Unlock();
   }
   AttachedMutex().Unlock();

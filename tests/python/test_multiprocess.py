@@ -271,6 +271,39 @@ def test_vllm_omni_drop_in_records_across_workers_unchanged(tmp_path):
     assert running == ["0.0", "1.0", "2.0", "3.0"], out[-3000:]  # a gauge per process (pid)
 
 
+def test_prometheus_client_own_file_metrics_are_merged_after_the_segment(tmp_path):
+    out = run(tmp_path, """
+    import multiprocessing as mp
+    import prometheus_client
+    import modelmetrics.prometheus_client as pc
+    from prometheus_client import multiprocess  # patched by the import above
+
+    ours = pc.Counter("ours", "Ours.")
+    summary = prometheus_client.Summary("theirs_seconds", "prometheus_client's own, in files.")
+
+    def worker():
+        ours.inc()
+        summary.observe(2.0)
+
+    if __name__ == "__main__":
+        procs = [mp.get_context("fork").Process(target=worker) for _ in range(3)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        registry = pc.CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        print(pc.generate_latest(registry).decode())
+        print("---")
+        print(prometheus_client.generate_latest(registry).decode())
+        multiprocess.mark_process_dead(procs[0].pid)
+    """, mp_env(tmp_path))
+    ours_native, theirs_writer = out.split("---")
+    for text in (ours_native, theirs_writer):
+        assert "ours_total 3.0" in text
+        assert "theirs_seconds_count 3.0" in text and "theirs_seconds_sum 6.0" in text
+
+
 def test_invalid_configuration_fails_the_import_clearly(tmp_path):
     script = tmp_path / "bad.py"
     script.write_text("import modelmetrics._native\n")

@@ -54,13 +54,15 @@ class MultiProcessCollector:
 
     _files_collector = _FileCollector
 
-    def __init__(self, registry, path=None):
+    def __init__(self, registry, path=None, files=True):
+        """`files=False` reads the segment only, for a service none of whose metrics come from
+        prometheus_client's own instruments (it saves a directory listing per scrape)."""
         directory = path if path is not None else _env_directory()
         segment = _segment_for(path)
         if segment is None:
             raise ValueError("env PROMETHEUS_MULTIPROC_DIR is not set or not a directory")
         self._segment = segment
-        self._path = directory  # prometheus_client's own files, if it writes any there
+        self._path = directory if files else None  # prometheus_client's own files
         if registry:
             registry.register(self)
 
@@ -121,6 +123,13 @@ class MultiProcessCollector:
     def stats(self):
         """The segment's use: slots taken and live, families, series, cells."""
         return _native.multiprocess_stats(self._segment)
+
+
+# prometheus_client's static merge API, kept on this class: its own merge code looks these up on
+# the module's MultiProcessCollector, which patch_prometheus_client() makes this class.
+for _name in ("merge", "_read_metrics", "_accumulate_metrics"):
+    if hasattr(_FileCollector, _name):
+        setattr(MultiProcessCollector, _name, staticmethod(getattr(_FileCollector, _name)))
 
 
 def mark_process_dead(pid, path=None):

@@ -1,0 +1,40 @@
+// What a process keeps between scrapes of a SharedSegment: the directory's records turned into
+// text once (names, `le` strings, each series' escaped and sorted label text) and grouped by
+// family. Records never change once published, so entries are only appended. Private to
+// src/metrics.
+//
+// Thread-safety: guarded by SharedSegment::Impl::render_mu (taken by Collect and Render, and
+// around fork so a child never inherits it held).
+#ifndef MODELMETRICS_METRICS_SCRAPE_CACHE_H_
+#define MODELMETRICS_METRICS_SCRAPE_CACHE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace modelmetrics::segment {
+
+struct FamilyText {
+  std::string sample;               // counters: name_total; others: name
+  std::string bucket, count, sum;   // histograms: the sample names
+  std::vector<std::string> le;      // histograms: `le` values, +Inf last
+  std::vector<std::string> labels;  // label names, declaration order
+  std::vector<uint32_t> series;     // its series, in registration order
+};
+
+struct SeriesText {
+  std::vector<std::string> values;  // label values, declaration order
+  // The sorted label text split where the family's extra label sorts (`le` for histograms,
+  // `pid` for per-process gauges; counters: all in `before`).
+  std::string before, after;
+  bool valid = false;  // the record matched its family's label count
+};
+
+struct ScrapeCache {
+  std::vector<FamilyText> families;
+  std::vector<SeriesText> series;
+};
+
+}  // namespace modelmetrics::segment
+
+#endif  // MODELMETRICS_METRICS_SCRAPE_CACHE_H_
