@@ -8,6 +8,7 @@ environment). Everything binds 127.0.0.1; every process started here is stopped 
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -269,6 +270,63 @@ def test_vllm_omni_drop_in_records_across_workers_unchanged(tmp_path):
     running = sorted(l.rsplit(" ", 1)[1] for l in lines
                      if l.startswith("vllm_omni:num_requests_running{"))
     assert running == ["0.0", "1.0", "2.0", "3.0"], out[-3000:]  # a gauge per process (pid)
+
+
+VLLM_API_SERVERS = """
+import json, multiprocessing as mp, sys
+sys.path[:0] = [STANDIN, TESTS]
+LIBRARY = sys.argv[1]
+if LIBRARY == "modelmetrics":
+    import modelmetrics.vllm
+    assert modelmetrics.vllm.install()
+import prometheus_client
+from prometheus_client import multiprocess
+from prometheus_client.parser import text_string_to_metric_families
+if LIBRARY == "prometheus_client":  # Debian's 0.16 predates the mode vLLM passes
+    prometheus_client.Gauge._MULTIPROC_MODES |= {"mostrecent", "livemostrecent"}
+import vllm_workload as w
+from vllm.config import VllmConfig
+from vllm.v1.metrics.loggers import PrometheusStatLogger
+
+
+def api_server(i):
+    logger = PrometheusStatLogger(VllmConfig(), [0, 1])
+    w.drive(logger, [0, 1], steps=3 + i)
+
+
+if __name__ == "__main__":
+    procs = [mp.get_context("spawn").Process(target=api_server, args=(i,)) for i in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    registry = prometheus_client.CollectorRegistry()  # vLLM's get_prometheus_registry()
+    multiprocess.MultiProcessCollector(registry)
+    samples = {}
+    for family in text_string_to_metric_families(prometheus_client.generate_latest(registry).decode()):
+        if family.type in ("counter", "histogram"):  # gauges: prometheus_client 0.16 has no
+            for s in family.samples:                 # mostrecent mode to compare with
+                samples[s.name + repr(sorted(s.labels.items()))] = s.value
+    print(json.dumps(samples))
+"""
+
+
+def test_vllm_stat_loggers_in_three_api_servers_sum_as_prometheus_client_sums(tmp_path):
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = VLLM_API_SERVERS.replace("STANDIN", repr(os.path.join(here, "vllm_standin"))).replace(
+        "TESTS", repr(here))
+    results = []
+    for library in ("modelmetrics", "prometheus_client"):
+        (tmp_path / library).mkdir()
+        results.append(run(tmp_path / library, code, mp_env(tmp_path / library),
+                           args=(library,)))
+    ours, theirs = (json.loads(r) for r in results)
+    assert ours.keys() == theirs.keys()
+    for key, value in theirs.items():  # sums over processes may add in another order
+        assert math.isclose(ours[key], value, rel_tol=1e-12), (key, ours[key], value)
+    assert any(k.startswith("vllm:prompt_tokens_total") and v > 0 for k, v in ours.items())
+    assert any("_bucket" in k for k in ours)
 
 
 def test_prometheus_client_own_file_metrics_are_merged_after_the_segment(tmp_path):

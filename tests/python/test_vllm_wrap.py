@@ -115,19 +115,6 @@ assert PrometheusStatLogger._counter_cls is Mine
 """)
 
 
-def test_switch_refuses_prometheus_client_multiprocess_mode():
-    check("""
-import os, warnings
-os.environ["PROMETHEUS_MULTIPROC_DIR"] = "/tmp"
-import modelmetrics.vllm
-with warnings.catch_warnings(record=True) as seen:
-    warnings.simplefilter("always")
-    assert modelmetrics.vllm.install() is False
-assert "PROMETHEUS_MULTIPROC_DIR" in str(seen[0].message)
-assert PrometheusStatLogger._gauge_cls is pc.Gauge
-""")
-
-
 @pytest.mark.parametrize("with_vllm", [True, False])
 def test_rewrite_labelnames_fixes_upstreams_dict_keys_error(with_vllm):
     code = """

@@ -10,14 +10,13 @@ already imported and at import for the others. Families, HELP text, buckets and 
 vLLM's, the ``/metrics`` text stays the same, and each observation costs what a native
 instrument costs. A slot a subclass or plugin set to its own class is left alone.
 
-With ``PROMETHEUS_MULTIPROC_DIR`` set (vLLM's ``--api-server-count`` > 1) nothing is switched:
-the instruments keep their values in the process, where prometheus_client's multiprocess
-collector would not see them. install() then warns and returns False.
+With ``PROMETHEUS_MULTIPROC_DIR`` set (vLLM's ``--api-server-count`` > 1) the native instruments
+record into the service's shared segment, and install() points ``prometheus_client.multiprocess``
+at modelmetrics' collector, so the ``MultiProcessCollector`` registry vLLM serves ``/metrics``
+from (``get_prometheus_registry()``) shows every API server process's values.
 """
 
-import os
 import threading
-import warnings
 
 from .._import_hooks import after_import
 
@@ -56,10 +55,9 @@ def install() -> bool:
     with _lock:
         if _state["installed"]:
             return True
-        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-            warnings.warn("modelmetrics.vllm.install(): PROMETHEUS_MULTIPROC_DIR is set, so vLLM "
-                          "keeps prometheus_client's multiprocess instruments", stacklevel=2)
-            return False
+        from ..prometheus_client.multiprocess import patch_prometheus_client
+
+        patch_prometheus_client()  # several processes: /metrics reads the shared segment
         after_import({name: _patch for name in _SLOTS})
         _state["installed"] = True
         return True
