@@ -4,12 +4,18 @@
 //
 // Shared/N: N threads on one series. Separate/N: each thread on its own series. GatedOff: a
 // disabled registry's handle. Render: a pipeline-sized registry (3 stages x 2 replicas).
+// SharedSegment*: the same instruments in a multiprocess segment, and a scrape merging 16
+// processes' pipeline-sized registries.
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "modelmetrics/metrics.h"
+#include "modelmetrics/multiprocess.h"
 
 namespace modelmetrics {
 namespace {
@@ -87,10 +93,9 @@ BENCHMARK_CAPTURE(BM_HistogramObserve, Separate, false)->Threads(1)->Threads(2);
 BENCHMARK(BM_GatedOffCounterInc);
 BENCHMARK(BM_GatedOffHistogramObserve);
 
-// A registry shaped like the omni catalog on 3 stages x 2 replicas: 40 families, about a third
-// histograms, each series labelled by model, stage and replica.
-void BM_RenderPipelineSizedRegistry(benchmark::State& state) {
-  Registry registry;
+// Fills `registry` as the omni catalog on 3 stages x 2 replicas fills one: 40 families, about a
+// third histograms, each series labelled by model, stage and replica.
+void FillPipelineSized(Registry& registry) {
   const std::vector<std::string> labels = {"model_name", "stage", "replica"};
   for (int f = 0; f < 40; ++f) {
     const std::string name = "vllm_omni:family_" + std::to_string(f);
@@ -116,6 +121,11 @@ void BM_RenderPipelineSizedRegistry(benchmark::State& state) {
       }
     }
   }
+}
+
+void BM_RenderPipelineSizedRegistry(benchmark::State& state) {
+  Registry registry;
+  FillPipelineSized(registry);
   size_t bytes = 0;
   for (auto _ : state) {
     std::string text = registry.Render(Format::kText);
@@ -125,6 +135,75 @@ void BM_RenderPipelineSizedRegistry(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_RenderPipelineSizedRegistry)->Unit(benchmark::kMicrosecond);
+
+// The same instruments kept in a SharedSegment (modelmetrics/multiprocess.h): one process's
+// slot, written with atomic operations.
+std::shared_ptr<SharedSegment> BenchSegment(int n) {
+  return SharedSegment::Attach(
+      {.name = "mm-bench-" + std::to_string(getpid()) + "-" + std::to_string(n),
+       .bytes = size_t{16} << 20,
+       .process_slots = 32},
+      nullptr);
+}
+
+struct SharedFixture {
+  SharedFixture() : segment(BenchSegment(0)), registry(RegistryOptions{.shared = segment}) {
+    counter = registry.AddCounter({.name = "c"})->Labels({});
+    gauge = registry.AddGauge({.name = "g"})->Labels({});
+    histogram = registry.AddHistogram({.name = "h", .buckets = kSecondsBuckets})->Labels({});
+  }
+  std::shared_ptr<SharedSegment> segment;
+  Registry registry;
+  Counter counter;
+  Gauge gauge;
+  Histogram histogram;
+};
+
+SharedFixture& Shared() {
+  static SharedFixture f;
+  return f;
+}
+
+void BM_SharedSegmentCounterInc(benchmark::State& state) {
+  Counter c = Shared().counter;
+  for (auto _ : state) c.Inc();
+}
+void BM_SharedSegmentGaugeSet(benchmark::State& state) {
+  Gauge g = Shared().gauge;
+  double v = 0;
+  for (auto _ : state) g.Set(v += 1);
+}
+void BM_SharedSegmentHistogramObserve(benchmark::State& state) {
+  Histogram h = Shared().histogram;
+  static const double kValues[8] = {0.03, 0.07, 0.2, 0.4, 0.9, 3.0, 15.0, 400.0};
+  size_t i = 0;
+  for (auto _ : state) h.Observe(kValues[i++ & 7]);
+}
+BENCHMARK(BM_SharedSegmentCounterInc)->Threads(1)->Threads(2);
+BENCHMARK(BM_SharedSegmentGaugeSet)->Threads(1)->Threads(2);
+BENCHMARK(BM_SharedSegmentHistogramObserve)->Threads(1)->Threads(2);
+
+// A scrape merging 16 processes that each recorded the pipeline-sized registry (16 attachments
+// in this process stand for them: each takes its own slot, as a process does).
+void BM_RenderSharedSegment16Processes(benchmark::State& state) {
+  std::vector<std::shared_ptr<SharedSegment>> views;
+  std::vector<std::unique_ptr<Registry>> registries;
+  views.push_back(BenchSegment(1));
+  const std::string name = views.back()->name();
+  for (int p = 0; p < 16; ++p) {
+    if (p > 0) views.push_back(SharedSegment::Attach({.name = name}, nullptr));
+    registries.push_back(std::make_unique<Registry>(RegistryOptions{.shared = views.back()}));
+    FillPipelineSized(*registries.back());
+  }
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string text = views[0]->Render(Format::kText);
+    bytes = text.size();
+    benchmark::DoNotOptimize(text);
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_RenderSharedSegment16Processes)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace modelmetrics

@@ -137,7 +137,14 @@ void Histogram::ObserveLive(double value) const {
     return;
   }
   std::atomic<uint64_t>& lock = shard[HistogramSeries::kLock];
-  while (lock.exchange(1, std::memory_order_acquire) != 0) CpuRelax();
+  // A holder descheduled mid-write (more threads than cores) is waited for by yielding.
+  for (int spins = 0; lock.exchange(1, std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 64) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   WriteShard(shard, bucket, value);
   lock.store(0, std::memory_order_release);
 }

@@ -1,7 +1,8 @@
-// What a process keeps between scrapes of a SharedSegment: the directory's records turned into
-// text once (names, `le` strings, each series' escaped and sorted label text) and grouped by
-// family. Records never change once published, so entries are only appended. Private to
-// src/metrics.
+// What a process keeps between scrapes of a SharedSegment: the directory's records read, checked
+// and turned into text once (names, `le` strings, each series' escaped and sorted label text),
+// grouped by family. Records never change once published, so entries are only appended; a scrape
+// uses only these copies, so a record changed later (by a faulty process) cannot send it out of
+// bounds. Private to src/metrics.
 //
 // Thread-safety: guarded by SharedSegment::Impl::render_mu (taken by Collect and Render, and
 // around fork so a child never inherits it held).
@@ -12,22 +13,27 @@
 #include <string>
 #include <vector>
 
+#include "modelmetrics/metrics.h"
+
 namespace modelmetrics::segment {
 
 struct FamilyText {
-  std::string sample;               // counters: name_total; others: name
-  std::string bucket, count, sum;   // histograms: the sample names
-  std::vector<std::string> le;      // histograms: `le` values, +Inf last
-  std::vector<std::string> labels;  // label names, declaration order
-  std::vector<uint32_t> series;     // its series, in registration order
+  FamilyOptions options;  // name, help, unit, label names, bounds, mode
+  MetricType type = MetricType::kUntyped;
+  bool valid = false;              // the record pointed only inside the segment
+  std::string sample;              // counters: name_total; others: name
+  std::string bucket, count, sum;  // histograms: the sample names
+  std::vector<std::string> le;     // histograms: `le` values, +Inf last
+  std::vector<uint32_t> series;    // its series, in registration order
 };
 
 struct SeriesText {
+  uint32_t cell = 0;                // word offset in a slot (checked against the geometry)
   std::vector<std::string> values;  // label values, declaration order
   // The sorted label text split where the family's extra label sorts (`le` for histograms,
   // `pid` for per-process gauges; counters: all in `before`).
   std::string before, after;
-  bool valid = false;  // the record matched its family's label count
+  bool valid = false;  // the record was in bounds and matched its family's label count
 };
 
 struct ScrapeCache {

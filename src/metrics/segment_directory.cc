@@ -53,9 +53,10 @@ class DirectoryLock {
 // Copies `text` into the arena (under the directory lock); false when it does not fit.
 bool Store(SharedSegment::Impl& impl, std::string_view text, ArenaText* out, size_t align = 1) {
   SegmentHeader* h = impl.header;
+  if (h->arena_used > impl.geometry.arena_bytes) return false;
   const uint64_t start = (h->arena_used + align - 1) / align * align;
-  if (start + text.size() > h->arena_bytes) return false;
-  std::memcpy(impl.arena + start, text.data(), text.size());
+  if (start + text.size() > impl.geometry.arena_bytes) return false;
+  if (!text.empty()) std::memcpy(impl.arena + start, text.data(), text.size());
   out->offset = static_cast<uint32_t>(start);
   out->size = static_cast<uint32_t>(text.size());
   h->arena_used = start + text.size();
@@ -73,7 +74,8 @@ std::string Mismatch(const SharedSegment::Impl& impl, const FamilyRecord& r, con
   if (static_cast<MetricType>(r.type) != type) return "another type";
   if (impl.Text(r.labels) != Joined(o.labels)) return "other label names";
   if (r.bounds != o.buckets.size() ||
-      std::memcmp(impl.Bounds(r), o.buckets.data(), o.buckets.size() * sizeof(double)) != 0) {
+      (r.bounds > 0 &&
+       std::memcmp(impl.Bounds(r), o.buckets.data(), o.buckets.size() * sizeof(double)) != 0)) {
     return "other buckets";
   }
   if (type == MetricType::kGauge && static_cast<MultiprocessMode>(r.mode) != o.multiprocess_mode) {
@@ -85,16 +87,19 @@ std::string Mismatch(const SharedSegment::Impl& impl, const FamilyRecord& r, con
 
 }  // namespace
 
-// Indexes the records published since the last call.
+// Indexes the records published since the last call (skipping any that point outside the
+// segment).
 void Sync(SharedSegment::Impl& impl) REQUIRES(impl.mu) {
-  const uint32_t families = impl.header->families.load(std::memory_order_acquire);
+  const uint32_t families = impl.PublishedFamilies();
   for (; impl.families_indexed < families; ++impl.families_indexed) {
     const FamilyRecord& r = impl.families[impl.families_indexed];
+    if (!impl.ValidFamily(r)) continue;
     impl.family_by_name.emplace(std::string(impl.Text(r.name)), impl.families_indexed);
   }
-  const uint32_t series = impl.header->series.load(std::memory_order_acquire);
+  const uint32_t series = impl.PublishedSeries();
   for (; impl.series_indexed < series; ++impl.series_indexed) {
     const SeriesRecord& r = impl.series[impl.series_indexed];
+    if (!impl.ValidSeries(r, families)) continue;
     impl.cell_by_key.emplace(SeriesKey(r.family, impl.Text(r.values)), r.cell);
   }
 }
@@ -114,7 +119,7 @@ std::optional<uint32_t> AppendFamily(SharedSegment::Impl& impl, const FamilyOpti
                                      MetricType type, std::string* error) REQUIRES(impl.mu) {
   SegmentHeader* h = impl.header;
   const uint32_t index = h->families.load(std::memory_order_relaxed);
-  if (index >= h->max_families) {
+  if (index >= impl.geometry.max_families) {
     *error = Full(impl, "families");
     return std::nullopt;
   }
@@ -138,6 +143,27 @@ std::optional<uint32_t> AppendFamily(SharedSegment::Impl& impl, const FamilyOpti
 }
 
 }  // namespace segment
+
+bool SharedSegment::Impl::ValidFamily(const segment::FamilyRecord& f) const {
+  auto inside = [&](segment::ArenaText t) {
+    return uint64_t{t.offset} + t.size <= geometry.arena_bytes;
+  };
+  const auto type = static_cast<MetricType>(f.type);
+  return inside(f.name) && inside(f.help) && inside(f.unit) && inside(f.labels) &&
+         f.name.size > 0 && f.bounds_offset % alignof(double) == 0 &&
+         uint64_t{f.bounds_offset} + uint64_t{f.bounds} * sizeof(double) <= geometry.arena_bytes &&
+         (type == MetricType::kCounter || type == MetricType::kGauge ||
+          type == MetricType::kHistogram) &&
+         f.mode <= static_cast<uint8_t>(MultiprocessMode::kLiveMostRecent);
+}
+
+bool SharedSegment::Impl::ValidSeries(const segment::SeriesRecord& r, uint32_t families) const {
+  if (r.family >= families || !ValidFamily(this->families[r.family])) return false;
+  const segment::FamilyRecord& f = this->families[r.family];
+  const uint64_t words = segment::CellWords(static_cast<MetricType>(f.type), f.bounds);
+  return uint64_t{r.values.offset} + r.values.size <= geometry.arena_bytes &&
+         uint64_t{r.cell} + words <= geometry.words_per_slot;
+}
 
 std::optional<uint32_t> SharedSegment::RegisterFamily(const FamilyOptions& options, MetricType type,
                                                       std::string* error) {
@@ -184,11 +210,12 @@ metrics_internal::SharedCell SharedSegment::RegisterSeries(
   const segment::FamilyRecord& f = impl.families[family];
   const uint32_t words = segment::CellWords(static_cast<MetricType>(f.type), f.bounds);
   const uint32_t index = h->series.load(std::memory_order_relaxed);
-  if (index >= h->max_series) {
+  if (index >= impl.geometry.max_series) {
     *error = segment::Full(impl, "series");
     return {};
   }
-  if (h->words_used + words > h->words_per_slot) {
+  if (h->words_used > impl.geometry.words_per_slot ||
+      h->words_used + words > impl.geometry.words_per_slot) {
     *error = segment::Full(impl, "cells per process");
     return {};
   }

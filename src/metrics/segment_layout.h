@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -124,8 +125,22 @@ inline uint32_t CellWords(MetricType type, uint32_t bounds) {
 
 }  // namespace segment
 
+namespace segment {
+// The region sizes, copied from the header when the segment is opened (after checking them
+// against its size): every bound a reader or writer applies comes from here, so another process
+// scribbling on the header cannot send this one out of bounds.
+struct Geometry {
+  uint32_t process_slots = 0;
+  uint32_t max_families = 0;
+  uint32_t max_series = 0;
+  uint64_t words_per_slot = 0;
+  uint64_t arena_bytes = 0;
+};
+}  // namespace segment
+
 struct SharedSegment::Impl {
   std::string name;
+  segment::Geometry geometry;
   size_t bytes = 0;
   uint8_t* map = nullptr;
   int fd = -1;  // this process's own open file description (its locks)
@@ -149,12 +164,24 @@ struct SharedSegment::Impl {
   // fork child's new slot (prometheus_client writes each value it creates into the process's file).
   std::unordered_set<uint32_t> bound_gauges GUARDED_BY(mu);
 
-  base::Mutex render_mu;  // scrapes in this process
+  std::atomic<size_t> last_render_bytes{0};  // sizing hint for the next Render(Format)
+  base::Mutex render_mu;                     // scrapes in this process
   segment::ScrapeCache cache GUARDED_BY(render_mu);
 
   std::atomic<uint64_t>* SlotCells(uint32_t slot_index) const {
-    return cells + static_cast<size_t>(slot_index) * header->words_per_slot;
+    return cells + static_cast<size_t>(slot_index) * geometry.words_per_slot;
   }
+  // Published record counts, within the regions.
+  uint32_t PublishedFamilies() const {
+    return std::min(header->families.load(std::memory_order_acquire), geometry.max_families);
+  }
+  uint32_t PublishedSeries() const {
+    return std::min(header->series.load(std::memory_order_acquire), geometry.max_series);
+  }
+  // Whether a record points only inside the segment (segment_directory.cc); readers skip any
+  // that does not, whoever wrote it.
+  bool ValidFamily(const segment::FamilyRecord& f) const;
+  bool ValidSeries(const segment::SeriesRecord& r, uint32_t families) const;
   std::string_view Text(segment::ArenaText t) const { return {arena + t.offset, t.size}; }
   const double* Bounds(const segment::FamilyRecord& f) const {
     return reinterpret_cast<const double*>(arena + f.bounds_offset);

@@ -27,7 +27,7 @@ struct SlotView {
 // The slots ever taken, with their liveness now.
 std::vector<SlotView> Slots(const SharedSegment::Impl& impl) {
   std::vector<SlotView> out;
-  for (uint32_t i = 0; i < impl.header->process_slots; ++i) {
+  for (uint32_t i = 0; i < impl.geometry.process_slots; ++i) {
     const segment::ProcessSlot& s = impl.slots[i];
     if (s.state.load(std::memory_order_acquire) == 0) continue;
     const bool marked = (s.flags.load(std::memory_order_relaxed) & segment::kMarkedDead) != 0;
@@ -48,43 +48,49 @@ std::vector<std::string> Split(std::string_view joined) {
 
 FamilyText MakeFamilyText(const SharedSegment::Impl& impl, const FamilyRecord& f) {
   FamilyText t;
-  const std::string name(impl.Text(f.name));
-  const auto type = static_cast<MetricType>(f.type);
-  t.sample = type == MetricType::kCounter ? name + "_total" : name;
-  if (type == MetricType::kHistogram) {
+  t.valid = true;
+  t.type = static_cast<MetricType>(f.type);
+  t.options.name = impl.Text(f.name);
+  t.options.help = impl.Text(f.help);
+  t.options.unit = impl.Text(f.unit);
+  if (f.labels.size > 0) t.options.labels = Split(impl.Text(f.labels));
+  t.options.buckets.assign(impl.Bounds(f), impl.Bounds(f) + f.bounds);
+  t.options.multiprocess_mode = static_cast<MultiprocessMode>(f.mode);
+  const std::string& name = t.options.name;
+  t.sample = t.type == MetricType::kCounter ? name + "_total" : name;
+  if (t.type == MetricType::kHistogram) {
     t.bucket = name + "_bucket";
     t.count = name + "_count";
     t.sum = name + "_sum";
-    for (uint32_t b = 0; b < f.bounds; ++b) {
+    for (double bound : t.options.buckets) {
       t.le.emplace_back();
-      AppendPythonClientDouble(&t.le.back(), impl.Bounds(f)[b]);  // floatToGoString
+      AppendPythonClientDouble(&t.le.back(), bound);  // floatToGoString
     }
     t.le.emplace_back("+Inf");
   }
-  if (f.labels.size > 0) t.labels = Split(impl.Text(f.labels));
   return t;
 }
 
 // The series' label text, sorted by name as prometheus_client's writer sorts, split where the
 // family's extra label (`le`, or a per-process gauge's `pid`) sorts.
 SeriesText MakeSeriesText(const SharedSegment::Impl& impl, const SeriesRecord& r,
-                          const FamilyRecord& f, const FamilyText& ft) {
+                          const FamilyText& ft) {
   SeriesText t;
-  if (!ft.labels.empty()) t.values = Split(impl.Text(r.values));
-  t.valid = t.values.size() == ft.labels.size();
+  t.cell = r.cell;
+  const std::vector<std::string>& labels = ft.options.labels;
+  if (!labels.empty()) t.values = Split(impl.Text(r.values));
+  t.valid = t.values.size() == labels.size();
   if (!t.valid) return t;
-  const auto type = static_cast<MetricType>(f.type);
-  const std::string_view extra = type == MetricType::kHistogram ? "le"
-                                 : type == MetricType::kGauge   ? "pid"
-                                                                : "";
+  const std::string_view extra = ft.type == MetricType::kHistogram ? "le"
+                                 : ft.type == MetricType::kGauge   ? "pid"
+                                                                   : "";
   std::vector<size_t> order(t.values.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return ft.labels[a] < ft.labels[b]; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return labels[a] < labels[b]; });
   for (size_t i : order) {
-    std::string& text = !extra.empty() && ft.labels[i] < extra ? t.before : t.after;
+    std::string& text = !extra.empty() && labels[i] < extra ? t.before : t.after;
     if (!text.empty()) text.push_back(',');
-    text.append(ft.labels[i]);
+    text.append(labels[i]);
     text.append("=\"");
     AppendEscapedLabelValue(&text, t.values[i]);
     text.push_back('"');
@@ -97,17 +103,25 @@ SeriesText MakeSeriesText(const SharedSegment::Impl& impl, const SeriesRecord& r
 void Refresh(SharedSegment::Impl& impl, uint32_t families, uint32_t series)
     REQUIRES(impl.render_mu) {
   segment::ScrapeCache& c = impl.cache;
+  // Each record is copied before it is checked, and only the copy is used.
   while (c.families.size() < families) {
-    c.families.push_back(MakeFamilyText(impl, impl.families[c.families.size()]));
+    const FamilyRecord f = impl.families[c.families.size()];
+    c.families.push_back(impl.ValidFamily(f) ? MakeFamilyText(impl, f) : FamilyText{});
   }
   while (c.series.size() < series) {
-    const SeriesRecord& r = impl.series[c.series.size()];
-    if (r.family < c.families.size()) {
-      c.series.push_back(MakeSeriesText(impl, r, impl.families[r.family], c.families[r.family]));
-      c.families[r.family].series.push_back(static_cast<uint32_t>(c.series.size() - 1));
-    } else {
-      c.series.emplace_back();  // not valid: a record naming no family
+    const SeriesRecord r = impl.series[c.series.size()];
+    const FamilyText* ft = r.family < c.families.size() ? &c.families[r.family] : nullptr;
+    const bool valid =
+        ft != nullptr && ft->valid && impl.ValidSeries(r, families) &&
+        uint64_t{r.cell} +
+                segment::CellWords(ft->type, static_cast<uint32_t>(ft->options.buckets.size())) <=
+            impl.geometry.words_per_slot;
+    if (!valid) {
+      c.series.emplace_back();  // skipped: a record pointing outside the segment
+      continue;
     }
+    c.series.push_back(MakeSeriesText(impl, r, *ft));
+    c.families[r.family].series.push_back(static_cast<uint32_t>(c.series.size() - 1));
   }
 }
 
@@ -165,36 +179,36 @@ void MergeGauge(const std::atomic<uint64_t>* const* cells, const std::vector<Slo
   }
 }
 
-void MergeSeries(const SharedSegment::Impl& impl, const SeriesRecord& r, const FamilyRecord& f,
+void MergeSeries(const SharedSegment::Impl& impl, const FamilyText& ft, uint32_t cell,
                  const std::vector<SlotView>& slots, Merged* m) {
   std::vector<const std::atomic<uint64_t>*>& cells = m->cells;
   cells.resize(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) cells[i] = impl.SlotCells(slots[i].index) + r.cell;
+  for (size_t i = 0; i < slots.size(); ++i) cells[i] = impl.SlotCells(slots[i].index) + cell;
   m->any = false;
   m->value = 0;
   m->per_process.clear();
-  switch (static_cast<MetricType>(f.type)) {
+  switch (ft.type) {
     case MetricType::kGauge:
-      MergeGauge(cells.data(), slots, static_cast<MultiprocessMode>(f.mode), m);
+      MergeGauge(cells.data(), slots, ft.options.multiprocess_mode, m);
       return;
     case MetricType::kCounter:
-      for (const auto* cell : cells) m->value += AsDouble(cell->load(std::memory_order_relaxed));
+      for (const auto* c : cells) m->value += AsDouble(c->load(std::memory_order_relaxed));
       m->any = true;
       return;
-    default:
-      m->buckets.assign(f.bounds + 1, 0);
+    default: {
+      const size_t buckets = ft.le.size();
+      m->buckets.assign(buckets, 0);
       m->sum = 0;
-      for (const auto* cell : cells) {
-        metrics_internal::shared_cells::Read(cell, f.bounds + 1, &m->scratch);
-        for (size_t b = 0; b < m->scratch.buckets.size(); ++b) {
-          m->buckets[b] += m->scratch.buckets[b];
-        }
+      for (const auto* c : cells) {
+        metrics_internal::shared_cells::Read(c, buckets, &m->scratch);
+        for (size_t b = 0; b < buckets; ++b) m->buckets[b] += m->scratch.buckets[b];
         m->sum += m->scratch.sum;
       }
       m->count = 0;
       for (uint64_t c : m->buckets) m->count += c;
       m->any = true;
       return;
+    }
   }
 }
 
@@ -202,8 +216,8 @@ void MergeSeries(const SharedSegment::Impl& impl, const SeriesRecord& r, const F
 // family then registration order, under the cache's lock (`cache` is valid only in the call).
 template <typename Visit>
 void Scrape(SharedSegment::Impl& impl, Visit visit) {
-  const uint32_t families = impl.header->families.load(std::memory_order_acquire);
-  const uint32_t series = impl.header->series.load(std::memory_order_acquire);
+  const uint32_t families = impl.PublishedFamilies();
+  const uint32_t series = impl.PublishedSeries();
   const std::vector<SlotView> slots = Slots(impl);
   base::MutexLock lock(&impl.render_mu);
   Refresh(impl, families, series);
@@ -211,23 +225,10 @@ void Scrape(SharedSegment::Impl& impl, Visit visit) {
   for (uint32_t fi = 0; fi < families; ++fi) {
     for (uint32_t si : impl.cache.families[fi].series) {
       if (si >= series || !impl.cache.series[si].valid) continue;
-      MergeSeries(impl, impl.series[si], impl.families[fi], slots, &merged);
+      MergeSeries(impl, impl.cache.families[fi], impl.cache.series[si].cell, slots, &merged);
       if (merged.any || !merged.per_process.empty()) visit(fi, si, merged, impl.cache);
     }
   }
-}
-
-MergedFamily EmptyFamily(const SharedSegment::Impl& impl, const FamilyRecord& f,
-                         const FamilyText& ft) {
-  MergedFamily family;
-  family.type = static_cast<MetricType>(f.type);
-  family.options.name = impl.Text(f.name);
-  family.options.help = impl.Text(f.help);
-  family.options.unit = impl.Text(f.unit);
-  family.options.labels = ft.labels;
-  family.options.buckets.assign(impl.Bounds(f), impl.Bounds(f) + f.bounds);
-  family.options.multiprocess_mode = static_cast<MultiprocessMode>(f.mode);
-  return family;
 }
 
 // `before`, the extra label (when given), `after`, comma-joined.
@@ -251,7 +252,7 @@ std::vector<MergedFamily> SharedSegment::Collect() const {
   int last = -1;
   Scrape(impl, [&](uint32_t fi, uint32_t si, const Merged& m, const segment::ScrapeCache& cache) {
     if (static_cast<int>(fi) != last) {
-      out.push_back(EmptyFamily(impl, impl.families[fi], cache.families[fi]));
+      out.push_back({.options = cache.families[fi].options, .type = cache.families[fi].type});
       last = static_cast<int>(fi);
     }
     const std::vector<std::string>& values = cache.series[si].values;
@@ -277,15 +278,13 @@ void SharedSegment::Render(ExpositionWriter& writer) const {
   std::string labels, extra;
   // As MultiProcessCollector: a family no process gave a sample is not written.
   Scrape(impl, [&](uint32_t fi, uint32_t si, const Merged& m, const segment::ScrapeCache& cache) {
-    const FamilyRecord& f = impl.families[fi];
     const FamilyText& ft = cache.families[fi];
     const SeriesText& st = cache.series[si];
-    const auto type = static_cast<MetricType>(f.type);
+    const MetricType type = ft.type;
     if (static_cast<int>(fi) != last) {
-      const std::string_view help = impl.Text(f.help);
-      const std::string_view name = impl.Text(f.name);
-      writer.BeginFamily(type == MetricType::kCounter && !om ? std::string_view(ft.sample) : name,
-                         type, help, !help.empty(), impl.Text(f.unit));
+      const FamilyOptions& o = ft.options;
+      writer.BeginFamily(type == MetricType::kCounter && !om ? ft.sample : o.name, type, o.help,
+                         !o.help.empty(), o.unit);
       last = static_cast<int>(fi);
     }
     for (const auto& [pid, value] : m.per_process) {
@@ -313,10 +312,15 @@ void SharedSegment::Render(ExpositionWriter& writer) const {
 }
 
 std::string SharedSegment::Render(Format format) const {
+  // One allocation per scrape: what the last one needed, plus room to grow (growing a large
+  // string by doubling costs more than the merge, in copies and fresh pages).
+  const size_t hint = impl_->last_render_bytes.load(std::memory_order_relaxed);
   std::string out;
+  out.reserve(hint + hint / 8 + 4096);
   ExpositionWriter writer(&out, format, FloatStyle::kPython);
   Render(writer);
   writer.Finish();
+  impl_->last_render_bytes.store(out.size(), std::memory_order_relaxed);
   return out;
 }
 

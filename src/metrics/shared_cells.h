@@ -4,8 +4,9 @@
 // Every write is an atomic read-modify-write or a store of a whole word, because the process's
 // threads share its slot; no write waits for a reader. A histogram write holds the cell's
 // sequence word odd (taken by CAS, so the process's threads exclude each other) for a few
-// nanoseconds; a writer that finds it odd for over a million spins (its holder stopped or died
-// with a slot it shared after a failed fork re-attach) takes it anyway rather than wait forever.
+// nanoseconds; a writer that finds it odd spins, then yields, and after a million tries (its
+// holder stopped, or died in a slot it shared after a failed fork re-attach) takes it anyway
+// rather than wait forever.
 #ifndef MODELMETRICS_METRICS_SHARED_CELLS_H_
 #define MODELMETRICS_METRICS_SHARED_CELLS_H_
 
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 
 #include "modelmetrics/metrics.h"
 
@@ -62,7 +64,11 @@ inline void Observe(std::atomic<uint64_t>* cell, size_t bucket, double value) {
       --s;
       break;
     }
-    CpuRelax();
+    if (spins < 64) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();  // a holder descheduled mid-write
+    }
     s = seq.load(std::memory_order_relaxed);
   }
   std::atomic_thread_fence(std::memory_order_release);

@@ -73,6 +73,11 @@ bool InitMutex(pthread_mutex_t* mutex) {
 
 void PointAtRegions(SharedSegment::Impl& impl) {
   SegmentHeader* h = impl.header;
+  impl.geometry = {.process_slots = h->process_slots,
+                   .max_families = h->max_families,
+                   .max_series = h->max_series,
+                   .words_per_slot = h->words_per_slot,
+                   .arena_bytes = h->arena_bytes};
   impl.slots = reinterpret_cast<ProcessSlot*>(impl.map + h->slots_offset);
   impl.families = reinterpret_cast<FamilyRecord*>(impl.map + h->families_offset);
   impl.series = reinterpret_cast<SeriesRecord*>(impl.map + h->series_offset);
@@ -144,7 +149,10 @@ bool Open(SharedSegment::Impl& impl, size_t size, std::string* error) {
   }
   SegmentHeader plan = {};
   if (!PlanLayout(&plan, size, h->process_slots) || plan.cells_offset != h->cells_offset ||
-      plan.words_per_slot != h->words_per_slot) {
+      plan.words_per_slot != h->words_per_slot || plan.max_families != h->max_families ||
+      plan.max_series != h->max_series || plan.arena_bytes != h->arena_bytes ||
+      plan.slots_offset != h->slots_offset || plan.families_offset != h->families_offset ||
+      plan.series_offset != h->series_offset || plan.arena_offset != h->arena_offset) {
     *error = "the segment's header does not describe its size";
     return false;
   }
@@ -288,9 +296,11 @@ void Untrack(SharedSegment::Impl* impl) {
 // histogram sequence left odd by a write it never finished.
 void ResetForNewOwner(SharedSegment::Impl& impl, uint32_t i) {
   std::atomic<uint64_t>* cells = impl.SlotCells(i);
-  const uint32_t series = impl.header->series.load(std::memory_order_acquire);
+  const uint32_t families = impl.PublishedFamilies();
+  const uint32_t series = impl.PublishedSeries();
   for (uint32_t s = 0; s < series; ++s) {
     const SeriesRecord& r = impl.series[s];
+    if (!impl.ValidSeries(r, families)) continue;
     const auto type = static_cast<MetricType>(impl.families[r.family].type);
     if (type == MetricType::kGauge) {
       cells[r.cell + 1].store(0, std::memory_order_relaxed);
@@ -305,7 +315,7 @@ void ResetForNewOwner(SharedSegment::Impl& impl, uint32_t i) {
 }  // namespace
 
 bool ClaimSlot(SharedSegment::Impl& impl, std::string* error) {
-  const uint32_t n = impl.header->process_slots;
+  const uint32_t n = impl.geometry.process_slots;
   // Never-used slots first (a dead process's gauges stay visible as long as possible), then those
   // mark_process_dead named, then any whose owner is gone.
   for (int pass = 0; pass < 3; ++pass) {
@@ -397,7 +407,7 @@ int SharedSegment::slot() const { return impl_->slot.load(std::memory_order_rela
 size_t SharedSegment::MarkProcessDead(int pid) {
   Impl& impl = *impl_;
   size_t marked = 0;
-  for (uint32_t i = 0; i < impl.header->process_slots; ++i) {
+  for (uint32_t i = 0; i < impl.geometry.process_slots; ++i) {
     segment::ProcessSlot& s = impl.slots[i];
     if (s.state.load(std::memory_order_acquire) !=
             static_cast<uint32_t>(segment::SlotState::kUsed) ||
@@ -413,17 +423,18 @@ size_t SharedSegment::MarkProcessDead(int pid) {
 SegmentStats SharedSegment::Stats() const {
   const Impl& impl = *impl_;
   SegmentStats stats;
-  for (uint32_t i = 0; i < impl.header->process_slots; ++i) {
+  for (uint32_t i = 0; i < impl.geometry.process_slots; ++i) {
     if (impl.slots[i].state.load(std::memory_order_acquire) == 0) continue;
     ++stats.slots_used;
     stats.live += impl.Alive(i);
   }
-  stats.families = impl.header->families.load(std::memory_order_acquire);
-  stats.series = impl.header->series.load(std::memory_order_acquire);
-  stats.cell_words_per_slot = impl.header->words_per_slot;
+  stats.families = impl.PublishedFamilies();
+  stats.series = impl.PublishedSeries();
+  stats.cell_words_per_slot = impl.geometry.words_per_slot;
   stats.cell_words_used = 0;
   for (uint32_t s = 0; s < stats.series; ++s) {
     const segment::SeriesRecord& r = impl.series[s];
+    if (!impl.ValidSeries(r, stats.families)) continue;
     const segment::FamilyRecord& f = impl.families[r.family];
     const uint64_t end = r.cell + segment::CellWords(static_cast<MetricType>(f.type), f.bounds);
     if (end > stats.cell_words_used) stats.cell_words_used = end;

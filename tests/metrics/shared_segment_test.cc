@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "metrics/segment_layout.h"
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/multiprocess.h"
 
@@ -414,6 +417,47 @@ TEST(SharedSegment, AForeignObjectNobodyHoldsIsReplaced) {
   auto segment = SharedSegment::Attach({.name = name}, &error);
   ASSERT_NE(segment, nullptr) << error;
   EXPECT_EQ(segment->Stats().series, 0u);
+}
+
+// Another process of the same user scribbles on the directory: a scrape skips what points
+// outside the segment, and neither it nor a registration reads or writes out of bounds.
+TEST(SharedSegment, ACorruptDirectoryIsSkippedNotFollowed) {
+  const std::string name = UniqueName("corrupt");
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  auto* good = registry.AddCounter({.name = "good", .labels = {"k"}});
+  good->Labels({"a"}).Add(uint64_t{3});
+  auto* victim = registry.AddHistogram({.name = "victim", .labels = {"k"}, .buckets = {1}});
+  victim->Labels({"b"}).Observe(0.5);
+  const int fd = shm_open(("/" + name).c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  const size_t bytes = size_t{4} << 20;
+  auto* map =
+      static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* header = reinterpret_cast<segment::SegmentHeader*>(map);
+  auto* families = reinterpret_cast<segment::FamilyRecord*>(map + header->families_offset);
+  auto* series = reinterpret_cast<segment::SeriesRecord*>(map + header->series_offset);
+  series[1].cell = 0xfffffff0u;           // the victim's cells, far outside a slot
+  families[1].bounds = 0x7fffffffu;       // and its bucket count
+  families[0].help.offset = 0xfffff000u;  // nothing of `good` changes: its copy was taken...
+  header->series.store(0xffffffffu);      // ...and a count past the region
+  header->families.store(0xffffffffu);
+  header->words_used = ~uint64_t{0};
+  header->arena_used = ~uint64_t{0};
+  // A fresh view (another process's) sees only what is in bounds.
+  auto other = Attach(name);
+  const auto merged = other->Collect();
+  EXPECT_EQ(Find(merged, "victim"), nullptr);
+  EXPECT_EQ(Find(merged, "good"), nullptr) << "its help text now points outside the arena";
+  EXPECT_NO_FATAL_FAILURE(other->Render(Format::kText));
+  // Registering more is refused with the full-segment error, not a write out of bounds.
+  Registry more(RegistryOptions{.shared = other});
+  std::string error;
+  EXPECT_EQ(more.AddCounter({.name = "later", .help = "H."}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("is full"));
+  munmap(map, bytes);
 }
 
 TEST(SharedSegment, ThreadsOfOneProcessShareItsSlotExactly) {
