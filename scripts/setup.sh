@@ -23,6 +23,7 @@ main_packages=(
 # What only the tests, benchmarks and the Python package need.
 test_packages=(
   git clang libclang-rt-14-dev clang-format      # fuzzing (libFuzzer) and formatting
+  lld                                            # links the three trees' test binaries faster
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus                                     # promtool and a real Prometheus for tests
   victoria-metrics                               # the other real store the Prometheus source reads
