@@ -229,8 +229,9 @@ class FamilyBase {
   // Keeps this family's values in `segment` from now on (call before its first child): false
   // (and *error) when the segment is full or holds the name with another definition.
   bool Share(std::shared_ptr<SharedSegment> segment, std::string* error);
-  // Why the segment last refused a child of this family (an inert handle); empty when it never did.
-  std::string SharedError() const;
+  // Why the last label set was refused (its handle inert): a value over kMaxLabelValueBytes,
+  // kMaxChildrenPerFamily reached, or a full shared segment; empty when none ever was.
+  std::string LastRefusal() const;
 
  protected:
   FamilyBase(FamilyOptions options, MetricType type, bool enabled);

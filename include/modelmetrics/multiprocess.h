@@ -16,24 +16,30 @@
 // directory of families and series (name, labels, buckets, mode; written under a robust
 // process-shared mutex, read without it); and per process slot the same array of cells, a series
 // at the same offset in every slot. A process writes only its own slot's cells, with atomic
-// operations (several of its threads may write), never taking a lock; histograms write under a
-// per-cell sequence word so a scrape copies each consistently. `_count` is always the sum of the
-// buckets, so it equals `+Inf` in every scrape, even when a writer died mid-observation.
+// operations (several of its threads may write), never taking a lock. A histogram's
+// `_count` is always the sum of the buckets a scrape read, so it equals `+Inf` in every scrape,
+// even when a writer died mid-observation.
 //
 // Liveness. Each process holds an open-file-description lock on its slot's byte of the segment:
 // the kernel drops it when the process ends, however it ends (SIGKILL included), so `live*`
 // gauges and the last-to-leave rule need no pid checks and survive pid reuse. A fork() child
-// gets a slot of its own before fork() returns (no double counting; its gauges start unset). A
-// slot whose process died keeps its counters and histograms counted; when no never-used slot is
-// left a new process takes a dead one and continues its sums (as a new thread continues a thread
-// shard), its gauges cleared.
+// gets a slot of its own before fork() returns (no double counting; the gauges its parent made
+// count as made, 0, in it). A slot whose process died keeps its counters and histograms
+// counted; when no never-used slot is left a new process takes a dead one and continues its sums
+// (as a new thread continues a thread shard), its gauges cleared.
+//
+// Trust. The object must belong to this user and be closed to others; an object of that name
+// that is not a segment is refused, never replaced; records another process wrote are copied
+// and checked before use, so a corrupt directory is skipped, not followed.
 //
 // Limits. The creator fixes the size (SegmentOptions::bytes, process_slots); a registration that
-// does not fit (families, series, label text, or cells per process) fails with one clear error
-// at that point, and nothing already recorded changes. Label values are bounded as in metrics.h.
+// does not fit (families, series, label text, cells per process, or room left in /dev/shm: memory
+// is reserved before it is written) fails with one clear error at that point, and nothing already
+// recorded changes. Label values are bounded as in metrics.h and must be UTF-8 (no 0xff byte).
 //
-// Thread-safety: every method is safe from any thread. Render/Collect take no lock (fork-safe
-// while a GIL-released scrape runs); registration takes this process's mutex, then the segment's.
+// Thread-safety: every method is safe from any thread. Render/Collect take only this process's
+// scrape mutex (never held across fork); registration takes this process's mutex, then the
+// segment's.
 #ifndef MODELMETRICS_MULTIPROCESS_H_
 #define MODELMETRICS_MULTIPROCESS_H_
 
@@ -57,9 +63,12 @@ bool IsLiveMode(MultiprocessMode mode);
 
 struct SegmentOptions {
   std::string name;  // the shared-memory object's name: [A-Za-z0-9._-], <= 200 bytes
-  size_t bytes =
-      size_t{64} << 20;          // the whole segment (1 MiB .. 4 GiB); untouched pages cost nothing
+  // The whole segment (1 MiB .. 4 GiB); its pages are used as they are written.
+  size_t bytes = size_t{64} << 20;
   uint32_t process_slots = 128;  // processes the segment can hold at once (1 .. 4096)
+  // A read-only view of an existing segment (a scraper that records nothing): no slot, never
+  // creates, replaces or removes it, refuses registration. The size options are ignored.
+  bool observe_only = false;
 };
 
 // The segment a process of this service should attach to, from its environment:
@@ -112,8 +121,13 @@ class SharedSegment {
 
   // This process stops counting as attached: when no other process is, the segment's name is
   // removed (its memory goes once every mapping is gone). Values written later still land in
-  // the mapping; call at exit. Idempotent.
+  // the mapping; call at exit. Idempotent. A process that ends without it (os._exit, a crash)
+  // leaves the name for the next process to replace.
   void Leave();
+
+  // Whether the segment's name has been removed (its last process left): a view should be
+  // opened again.
+  bool Removed() const;
 
   const std::string& name() const;
   int slot() const;  // this process's slot
@@ -133,8 +147,9 @@ class SharedSegment {
   // nullopt with *error.
   std::optional<uint32_t> RegisterFamily(const FamilyOptions& options, MetricType type,
                                          std::string* error);
-  // The series' cells for this process, or a null cell with *error (segment full).
-  metrics_internal::SharedCell RegisterSeries(uint32_t family,
+  // The series' cells for this process, or a null cell with *error (segment full). `type` and
+  // `bounds` are the family's as the caller registered it (they size its cells).
+  metrics_internal::SharedCell RegisterSeries(uint32_t family, MetricType type, size_t bounds,
                                               std::span<const std::string_view> label_values,
                                               std::string* error);
 

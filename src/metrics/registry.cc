@@ -87,14 +87,16 @@ struct FamilyBase::State {
   bool warned_long GUARDED_BY(mu) = false;    // a refused label value was reported
   bool warned_full GUARDED_BY(mu) = false;    // the children bound was reported
   bool warned_shared GUARDED_BY(mu) = false;  // a full shared segment was reported
-  std::string shared_error GUARDED_BY(mu);    // why the last shared series was refused
+  std::string last_refusal GUARDED_BY(mu);    // why the last label set was refused
 
   // Reports a refused label set of `family` on stderr, once per warned_* flag.
-  void Refuse(const std::string& family, bool State::*warned, const char* what) REQUIRES(mu) {
+  void Refuse(const std::string& family, bool State::*warned, const std::string& what)
+      REQUIRES(mu) {
+    last_refusal = what;
     if (this->*warned) return;
     this->*warned = true;
     std::fprintf(stderr, "modelmetrics: %s: %s; such label sets are not recorded\n", family.c_str(),
-                 what);
+                 what.c_str());
   }
 };
 
@@ -146,10 +148,9 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
   SharedCell cell;
   if (shared_ != nullptr) {
     std::string error;
-    cell = shared_->RegisterSeries(shared_family_, values, &error);
+    cell = shared_->RegisterSeries(shared_family_, type_, options_.buckets.size(), values, &error);
     if (cell.base == nullptr) {
-      st.Refuse(options_.name, &State::warned_shared, error.c_str());
-      st.shared_error = std::move(error);
+      st.Refuse(options_.name, &State::warned_shared, error);
       return nullptr;
     }
   }
@@ -194,9 +195,9 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
   return series;
 }
 
-std::string FamilyBase::SharedError() const {
+std::string FamilyBase::LastRefusal() const {
   base::MutexLock lock(&state_->mu);
-  return state_->shared_error;
+  return state_->last_refusal;
 }
 
 bool FamilyBase::Share(std::shared_ptr<SharedSegment> segment, std::string* error) {

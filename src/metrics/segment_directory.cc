@@ -1,5 +1,6 @@
 // The segment's directory of families and series: appends under the robust mutex, a
-// process-local index of what is published. See segment_layout.h.
+// process-local index of what is published, and the checks every record passes before use. See
+// segment_layout.h.
 #include <cerrno>
 #include <cstring>
 
@@ -50,12 +51,21 @@ class DirectoryLock {
   bool ok_ = false;
 };
 
-// Copies `text` into the arena (under the directory lock); false when it does not fit.
+std::string Full(const SharedSegment::Impl& impl, const char* what) {
+  return std::string("the shared segment '") + impl.name + "' is full (" + what +
+         "); give MODELMETRICS_MULTIPROC_BYTES a larger size and restart the service";
+}
+
+// Copies `text` into the arena (under the directory lock); false when it does not fit, or /dev/shm
+// has no room for it.
 bool Store(SharedSegment::Impl& impl, std::string_view text, ArenaText* out, size_t align = 1) {
   SegmentHeader* h = impl.header;
   if (h->arena_used > impl.geometry.arena_bytes) return false;
   const uint64_t start = (h->arena_used + align - 1) / align * align;
-  if (start + text.size() > impl.geometry.arena_bytes) return false;
+  if (start + text.size() > impl.geometry.arena_bytes ||
+      !Reserve(impl, impl.geometry.arena_offset + start, text.size())) {
+    return false;
+  }
   if (!text.empty()) std::memcpy(impl.arena + start, text.data(), text.size());
   out->offset = static_cast<uint32_t>(start);
   out->size = static_cast<uint32_t>(text.size());
@@ -63,12 +73,26 @@ bool Store(SharedSegment::Impl& impl, std::string_view text, ArenaText* out, siz
   return true;
 }
 
-std::string Full(const SharedSegment::Impl& impl, const char* what) {
-  return std::string("the shared segment '") + impl.name + "' is full (" + what +
-         "); give MODELMETRICS_MULTIPROC_BYTES a larger size and restart the service";
+// Reserves the cells up to `words` in every slot (whole chunks at a time); false when /dev/shm is
+// full.
+bool ReserveCells(SharedSegment::Impl& impl, uint64_t words) {
+  SegmentHeader* h = impl.header;
+  const Geometry& g = impl.geometry;
+  if (h->words_reserved > g.words_per_slot) return false;  // a corrupt header: refuse to grow
+  if (words <= h->words_reserved) return true;
+  const uint64_t target = std::min(
+      g.words_per_slot, (words + kCellReserveWords - 1) / kCellReserveWords * kCellReserveWords);
+  for (uint32_t slot = 0; slot < g.process_slots; ++slot) {
+    const uint64_t base = g.cells_offset + uint64_t{slot} * g.words_per_slot * 8;
+    if (!Reserve(impl, base + h->words_reserved * 8, (target - h->words_reserved) * 8)) {
+      return false;
+    }
+  }
+  h->words_reserved = target;
+  return true;
 }
 
-// What another process registered under the same name must equal.
+// What another process registered under the same name must equal (`r` is a checked copy).
 std::string Mismatch(const SharedSegment::Impl& impl, const FamilyRecord& r, const FamilyOptions& o,
                      MetricType type) {
   if (static_cast<MetricType>(r.type) != type) return "another type";
@@ -85,20 +109,18 @@ std::string Mismatch(const SharedSegment::Impl& impl, const FamilyRecord& r, con
   return "";
 }
 
-}  // namespace
-
-// Indexes the records published since the last call (skipping any that point outside the
-// segment).
+// Indexes the records published since the last call, each copied and checked first (a record
+// pointing outside the segment is skipped). Series are counted first: their families are older.
 void Sync(SharedSegment::Impl& impl) REQUIRES(impl.mu) {
+  const uint32_t series = impl.PublishedSeries();
   const uint32_t families = impl.PublishedFamilies();
   for (; impl.families_indexed < families; ++impl.families_indexed) {
-    const FamilyRecord& r = impl.families[impl.families_indexed];
+    const FamilyRecord r = impl.families[impl.families_indexed];
     if (!impl.ValidFamily(r)) continue;
     impl.family_by_name.emplace(std::string(impl.Text(r.name)), impl.families_indexed);
   }
-  const uint32_t series = impl.PublishedSeries();
   for (; impl.series_indexed < series; ++impl.series_indexed) {
-    const SeriesRecord& r = impl.series[impl.series_indexed];
+    const SeriesRecord r = impl.series[impl.series_indexed];
     if (!impl.ValidSeries(r, families)) continue;
     impl.cell_by_key.emplace(SeriesKey(r.family, impl.Text(r.values)), r.cell);
   }
@@ -109,7 +131,9 @@ std::optional<uint32_t> FindFamily(SharedSegment::Impl& impl, const FamilyOption
   Sync(impl);
   auto it = impl.family_by_name.find(o.name);
   if (it == impl.family_by_name.end()) return std::nullopt;
-  const std::string why = Mismatch(impl, impl.families[it->second], o, type);
+  const FamilyRecord r = impl.families[it->second];
+  const std::string why =
+      impl.ValidFamily(r) ? Mismatch(impl, r, o, type) : std::string("a corrupt record");
   if (why.empty()) return it->second;
   *error = "registered in the shared segment by another process with " + why;
   return UINT32_MAX;
@@ -119,7 +143,9 @@ std::optional<uint32_t> AppendFamily(SharedSegment::Impl& impl, const FamilyOpti
                                      MetricType type, std::string* error) REQUIRES(impl.mu) {
   SegmentHeader* h = impl.header;
   const uint32_t index = h->families.load(std::memory_order_relaxed);
-  if (index >= impl.geometry.max_families) {
+  if (index >= impl.geometry.max_families ||
+      !Reserve(impl, impl.geometry.families_offset + uint64_t{index} * sizeof(FamilyRecord),
+               sizeof(FamilyRecord))) {
     *error = Full(impl, "families");
     return std::nullopt;
   }
@@ -142,6 +168,38 @@ std::optional<uint32_t> AppendFamily(SharedSegment::Impl& impl, const FamilyOpti
   return index;
 }
 
+// Appends a series of `words` cells; its cell offset, or nullopt with *error.
+std::optional<uint32_t> AppendSeries(SharedSegment::Impl& impl, uint32_t family,
+                                     std::string_view values, uint64_t words, std::string* error)
+    REQUIRES(impl.mu) {
+  SegmentHeader* h = impl.header;
+  const uint32_t index = h->series.load(std::memory_order_relaxed);
+  if (index >= impl.geometry.max_series ||
+      !Reserve(impl, impl.geometry.series_offset + uint64_t{index} * sizeof(SeriesRecord),
+               sizeof(SeriesRecord))) {
+    *error = Full(impl, "series");
+    return std::nullopt;
+  }
+  if (h->words_used > impl.geometry.words_per_slot ||
+      h->words_used + words > impl.geometry.words_per_slot ||
+      !ReserveCells(impl, h->words_used + words)) {
+    *error = Full(impl, "cells per process");
+    return std::nullopt;
+  }
+  SeriesRecord r = {};
+  if (!Store(impl, values, &r.values)) {
+    *error = Full(impl, "names and label text");
+    return std::nullopt;
+  }
+  r.family = family;
+  r.cell = static_cast<uint32_t>(h->words_used);
+  h->words_used += words;
+  impl.series[index] = r;
+  h->series.store(index + 1, std::memory_order_release);
+  return r.cell;
+}
+
+}  // namespace
 }  // namespace segment
 
 bool SharedSegment::Impl::ValidFamily(const segment::FamilyRecord& f) const {
@@ -158,8 +216,9 @@ bool SharedSegment::Impl::ValidFamily(const segment::FamilyRecord& f) const {
 }
 
 bool SharedSegment::Impl::ValidSeries(const segment::SeriesRecord& r, uint32_t families) const {
-  if (r.family >= families || !ValidFamily(this->families[r.family])) return false;
-  const segment::FamilyRecord& f = this->families[r.family];
+  if (r.family >= families) return false;
+  const segment::FamilyRecord f = this->families[r.family];
+  if (!ValidFamily(f)) return false;
   const uint64_t words = segment::CellWords(static_cast<MetricType>(f.type), f.bounds);
   return uint64_t{r.values.offset} + r.values.size <= geometry.arena_bytes &&
          uint64_t{r.cell} + words <= geometry.words_per_slot;
@@ -168,6 +227,10 @@ bool SharedSegment::Impl::ValidSeries(const segment::SeriesRecord& r, uint32_t f
 std::optional<uint32_t> SharedSegment::RegisterFamily(const FamilyOptions& options, MetricType type,
                                                       std::string* error) {
   Impl& impl = *impl_;
+  if (impl.observer) {
+    *error = "a read-only view of the shared segment records nothing";
+    return std::nullopt;
+  }
   base::MutexLock lock(&impl.mu);
   std::optional<uint32_t> found = segment::FindFamily(impl, options, type, error);
   if (!found) {
@@ -184,54 +247,45 @@ std::optional<uint32_t> SharedSegment::RegisterFamily(const FamilyOptions& optio
 }
 
 metrics_internal::SharedCell SharedSegment::RegisterSeries(
-    uint32_t family, std::span<const std::string_view> label_values, std::string* error) {
+    uint32_t family, MetricType type, size_t bounds, std::span<const std::string_view> label_values,
+    std::string* error) {
   Impl& impl = *impl_;
+  if (impl.observer) {
+    *error = "a read-only view of the shared segment records nothing";
+    return {};
+  }
   const std::string values = segment::Joined(label_values);
   const std::string key = segment::SeriesKey(family, values);
+  const uint64_t words = segment::CellWords(type, bounds);  // the caller's own definition
   base::MutexLock lock(&impl.mu);
-  const bool gauge = static_cast<MetricType>(impl.families[family].type) == MetricType::kGauge;
   auto made = [&](uint32_t cell) REQUIRES(impl.mu) {
-    if (gauge) {
+    if (type == MetricType::kGauge) {
       segment::MarkGaugeCreated(impl.slot_cells.load(std::memory_order_relaxed) + cell);
       impl.bound_gauges.insert(cell);
     }
     return metrics_internal::SharedCell{&impl.slot_cells, cell};
   };
+  // A cell found in the index was checked against the segment's geometry with the record's own
+  // definition; it must also fit the caller's.
+  auto fits = [&](uint32_t cell) { return uint64_t{cell} + words <= impl.geometry.words_per_slot; };
   segment::Sync(impl);
-  if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end()) return made(it->second);
+  if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end() && fits(it->second)) {
+    return made(it->second);
+  }
   segment::DirectoryLock directory(impl.header);
   if (!directory.ok()) {
     *error = "the shared segment's directory lock failed";
     return {};
   }
   segment::Sync(impl);
-  if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end()) return made(it->second);
-  segment::SegmentHeader* h = impl.header;
-  const segment::FamilyRecord& f = impl.families[family];
-  const uint32_t words = segment::CellWords(static_cast<MetricType>(f.type), f.bounds);
-  const uint32_t index = h->series.load(std::memory_order_relaxed);
-  if (index >= impl.geometry.max_series) {
-    *error = segment::Full(impl, "series");
-    return {};
+  if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end() && fits(it->second)) {
+    return made(it->second);
   }
-  if (h->words_used > impl.geometry.words_per_slot ||
-      h->words_used + words > impl.geometry.words_per_slot) {
-    *error = segment::Full(impl, "cells per process");
-    return {};
-  }
-  segment::SeriesRecord r = {};
-  if (!segment::Store(impl, values, &r.values)) {
-    *error = segment::Full(impl, "names and label text");
-    return {};
-  }
-  r.family = family;
-  r.cell = static_cast<uint32_t>(h->words_used);
-  h->words_used += words;
-  impl.series[index] = r;
-  h->series.store(index + 1, std::memory_order_release);
-  impl.cell_by_key.emplace(key, r.cell);
+  const std::optional<uint32_t> cell = segment::AppendSeries(impl, family, values, words, error);
+  if (!cell) return {};
+  impl.cell_by_key[key] = *cell;
   ++impl.series_indexed;  // our own record, indexed above
-  return made(r.cell);
+  return made(*cell);
 }
 
 }  // namespace modelmetrics

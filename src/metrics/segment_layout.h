@@ -1,22 +1,28 @@
 // The bytes of a SharedSegment (modelmetrics/multiprocess.h), and one process's attachment to
 // them. Private to src/metrics.
 //
-// Regions, at offsets the header records (all fixed by the creator):
+// Regions, at offsets the header's Layout records (all fixed by the creator, and recomputed and
+// compared by every process that opens the segment):
 //   SegmentHeader | ProcessSlot[process_slots] | FamilyRecord[max_families] |
 //   SeriesRecord[max_series] | arena (names, help, label text, bounds) |
 //   cells: process_slots x words_per_slot words (a series at the same offset in every slot)
+// Memory is reserved (fallocate) before it is first written, so a full /dev/shm is a "segment
+// full" error at registration, never a SIGBUS at a write.
 //
 // Publication. Records are appended under the header's robust mutex and made visible by a
 // release store of the count; readers load the count (acquire) and read only records below it,
-// never taking the mutex. A writer that dies holding the mutex leaves unpublished bytes only.
+// never taking the mutex: series count first, then family count (a series' family is always
+// published before it). A writer that dies holding the mutex leaves unpublished bytes only.
+// Readers copy a record and check it (ValidFamily, ValidSeries) before using the copy.
 //
-// Cells (64-bit words): counter [value as double bits]; gauge [value bits, stamp bits] where a
-// zero stamp means "no child of it in this slot's process" (kCreatedStamp: made, never set;
-// most-recent gauges stamp each write with wall seconds, the others with 1.0); histogram [sequence,
-// sum bits, one count per bucket, +Inf last]. A histogram write takes the sequence from even to odd
-// by CAS (the process's threads exclude each other), writes, and stores it even again; readers
-// retry a bounded number of times and otherwise use what they read (the buckets are always
-// self-consistent; only `_sum` can lag by one observation).
+// Cells (64-bit words), written only by the slot's process (its threads share them, so every
+// write is an atomic read-modify-write or a whole-word store): counter [value as double bits];
+// gauge [value bits, stamp bits] where a zero stamp means "no child of it in this slot's process"
+// (kCreatedStamp: made, never set; most-recent gauges stamp each write with wall seconds, the
+// others with 1.0); histogram [sum bits, one count per bucket, +Inf last], each observation one
+// fetch_add of its bucket and one add to the sum. A scrape's `_count` is the sum of the buckets
+// it read, so it equals `+Inf` whatever a writer was doing, even one killed mid-observation;
+// `_sum` can differ from the buckets by the observations in flight.
 //
 // Locks on the segment's file (open-file-description locks, released by the kernel when a
 // process ends): byte kInitLock, exclusive while a process creates or checks the segment and
@@ -32,6 +38,7 @@
 #include <atomic>
 #include <bit>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -43,8 +50,8 @@
 namespace modelmetrics {
 namespace segment {
 
-inline constexpr uint64_t kMagic = 0x31474553534d4d4dull;  // "MMMSSEG1", little-endian
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint64_t kMagic = 0x32474553534d4d4dull;  // "MMMSSEG2", little-endian
+inline constexpr uint32_t kVersion = 2;
 inline constexpr off_t kInitLock = 0;
 inline constexpr off_t kAttachedLock = 1;
 inline constexpr off_t kSlotLocks = 2;
@@ -53,6 +60,7 @@ inline constexpr size_t kMinBytes = size_t{1} << 20;
 inline constexpr size_t kMaxBytes = size_t{4} << 30;
 inline constexpr uint32_t kMaxProcessSlots = 4096;
 inline constexpr uint32_t kMaxFamilies = 4096;
+inline constexpr uint64_t kCellReserveWords = 4096;  // cells reserved per slot at a time (32 KiB)
 // A gauge child's stamp once its process made it (value 0 until set; the least of stamps).
 inline constexpr double kCreatedStamp = 0x1p-1022;
 
@@ -66,21 +74,33 @@ inline void MarkGaugeCreated(std::atomic<uint64_t>* cell) {
 enum class SlotState : uint32_t { kNeverUsed = 0, kUsed = 1 };
 inline constexpr uint32_t kMarkedDead = 1;  // ProcessSlot::flags: mark_process_dead(pid)
 
+// Where the regions are, for a segment of `bytes` with `process_slots` (PlanLayout).
+struct Layout {
+  uint64_t bytes = 0;
+  uint32_t process_slots = 0;
+  uint32_t max_families = 0;
+  uint32_t max_series = 0;
+  uint32_t reserved = 0;
+  uint64_t words_per_slot = 0;
+  uint64_t arena_bytes = 0;
+  uint64_t slots_offset = 0, families_offset = 0, series_offset = 0, arena_offset = 0;
+  uint64_t cells_offset = 0;
+  bool operator==(const Layout&) const = default;
+};
+std::optional<Layout> PlanLayout(size_t bytes, uint32_t process_slots);
+
 struct SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator (release)
   uint32_t version;
-  uint32_t process_slots;
-  uint64_t bytes;
-  uint64_t words_per_slot;
-  uint32_t max_families;
-  uint32_t max_series;
-  uint64_t arena_bytes;
-  uint64_t slots_offset, families_offset, series_offset, arena_offset, cells_offset;
+  uint32_t pad;
+  Layout layout;
   pthread_mutex_t mutex;           // robust, process-shared: appends to the directory
   std::atomic<uint32_t> families;  // published records
   std::atomic<uint32_t> series;
-  uint64_t arena_used;  // under mutex
-  uint64_t words_used;  // under mutex; cells allocated per slot
+  uint64_t arena_used;      // under mutex
+  uint64_t words_used;      // under mutex; cells allocated per slot
+  uint64_t words_reserved;  // under mutex; cells fallocated in every slot
+  uint64_t families_reserved, series_reserved, arena_reserved;  // under mutex: bytes reserved
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
 
@@ -111,31 +131,24 @@ struct SeriesRecord {
   uint32_t cell;     // word offset in a slot
 };
 
-// Cell words of a family's series.
-inline uint32_t CellWords(MetricType type, uint32_t bounds) {
+// Cell words of a family's series (64-bit: `bounds` may come from a record another process
+// wrote).
+inline uint64_t CellWords(MetricType type, uint64_t bounds) {
   switch (type) {
     case MetricType::kCounter:
       return 1;
     case MetricType::kGauge:
       return 2;
     default:
-      return 2 + bounds + 1;
+      return 1 + bounds + 1;
   }
 }
 
-}  // namespace segment
+// The region sizes, as this process planned them (and found the header to agree): every bound a
+// reader or writer applies comes from here, so another process scribbling on the header cannot
+// send this one out of bounds.
+using Geometry = Layout;
 
-namespace segment {
-// The region sizes, copied from the header when the segment is opened (after checking them
-// against its size): every bound a reader or writer applies comes from here, so another process
-// scribbling on the header cannot send this one out of bounds.
-struct Geometry {
-  uint32_t process_slots = 0;
-  uint32_t max_families = 0;
-  uint32_t max_series = 0;
-  uint64_t words_per_slot = 0;
-  uint64_t arena_bytes = 0;
-};
 }  // namespace segment
 
 struct SharedSegment::Impl {
@@ -151,9 +164,11 @@ struct SharedSegment::Impl {
   char* arena = nullptr;
   std::atomic<uint64_t>* cells = nullptr;  // slot 0's cells
 
+  bool observer = false;  // a read-only view: no slot, no attached lock, no registration
   std::atomic<int> slot{-1};
   std::atomic<std::atomic<uint64_t>*> slot_cells{nullptr};  // this process's slot's cells
   std::atomic<bool> left{false};
+  int fork_fd = -1;  // PrepareFork..AfterFork: the description the child will own
 
   base::Mutex mu;  // this process's registrations
   std::unordered_map<std::string, uint32_t> family_by_name GUARDED_BY(mu);
@@ -165,7 +180,10 @@ struct SharedSegment::Impl {
   std::unordered_set<uint32_t> bound_gauges GUARDED_BY(mu);
 
   std::atomic<size_t> last_render_bytes{0};  // sizing hint for the next Render(Format)
-  base::Mutex render_mu;                     // scrapes in this process
+  // Scrapes in this process. Not held across fork (a scrape holds the Python fork gate and then
+  // this; PrepareFork only tries it): a child that inherits it held gets a fresh one.
+  base::Mutex render_mu;
+  bool render_mu_held_at_fork = false;
   segment::ScrapeCache cache GUARDED_BY(render_mu);
 
   std::atomic<uint64_t>* SlotCells(uint32_t slot_index) const {
@@ -193,9 +211,17 @@ struct SharedSegment::Impl {
 
 namespace segment {
 
-// Takes a slot for `impl` (a never-used one first, else one whose owner is gone) and points
-// slot_cells at it. False with *error when every slot is held.
-bool ClaimSlot(SharedSegment::Impl& impl, std::string* error);
+// Takes a slot for `impl` through its description `fd` (a never-used one first, else one whose
+// owner is gone) and points slot_cells at it. False (and *error when given) when every slot is
+// held.
+bool ClaimSlot(SharedSegment::Impl& impl, int fd, std::string* error);
+
+// Reserves [offset, offset + length) of the segment's memory; false when /dev/shm is full.
+bool Reserve(const SharedSegment::Impl& impl, uint64_t offset, uint64_t length);
+
+// Registers `impl` for the fork handlers (segment_slots.cc), and removes it.
+void Track(SharedSegment::Impl* impl);
+void Untrack(SharedSegment::Impl* impl);
 
 // Open-file-description locks on one byte of `fd`; false when another description holds a
 // conflicting lock (or on error).

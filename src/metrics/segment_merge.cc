@@ -129,8 +129,13 @@ void Refresh(SharedSegment::Impl& impl, uint32_t families, uint32_t series)
 struct Merged {
   bool any = false;  // counters and histograms always; gauges when a counted process made it
   double value = 0;
-  std::vector<std::pair<int, double>> per_process;  // gauges in kAll/kLiveAll: (pid, value)
-  std::vector<uint64_t> buckets;                    // histograms: per bucket
+  struct Process {
+    int pid;
+    double value;
+    bool live;
+  };
+  std::vector<Process> per_process;  // gauges in kAll/kLiveAll
+  std::vector<uint64_t> buckets;     // histograms: per bucket
   uint64_t count = 0;
   double sum = 0;
   Histogram::Snapshot scratch;                      // one slot's copy
@@ -149,10 +154,15 @@ void MergeGauge(const std::atomic<uint64_t>* const* cells, const std::vector<Slo
     if (stamp == 0) continue;  // no child of it in this slot's process
     const double v = AsDouble(cells[i][0].load(std::memory_order_relaxed));
     if (per_process) {
-      // A pid seen twice (the system reused it): the first slot keeps it.
-      const bool seen = std::any_of(m->per_process.begin(), m->per_process.end(),
-                                    [&](const auto& p) { return p.first == s.pid; });
-      if (!seen) m->per_process.emplace_back(s.pid, v);
+      // A pid seen twice (the system reused it for a later process): the running process's
+      // value, as prometheus_client's file of that pid would hold the later one.
+      auto same = std::find_if(m->per_process.begin(), m->per_process.end(),
+                               [&](const auto& p) { return p.pid == s.pid; });
+      if (same == m->per_process.end()) {
+        m->per_process.push_back({s.pid, v, s.live});
+      } else if (s.live && !same->live) {
+        *same = {s.pid, v, s.live};
+      }
       continue;
     }
     switch (mode) {
@@ -216,8 +226,8 @@ void MergeSeries(const SharedSegment::Impl& impl, const FamilyText& ft, uint32_t
 // family then registration order, under the cache's lock (`cache` is valid only in the call).
 template <typename Visit>
 void Scrape(SharedSegment::Impl& impl, Visit visit) {
+  const uint32_t series = impl.PublishedSeries();  // first: a series' family is older
   const uint32_t families = impl.PublishedFamilies();
-  const uint32_t series = impl.PublishedSeries();
   const std::vector<SlotView> slots = Slots(impl);
   base::MutexLock lock(&impl.render_mu);
   Refresh(impl, families, series);
@@ -256,8 +266,8 @@ std::vector<MergedFamily> SharedSegment::Collect() const {
       last = static_cast<int>(fi);
     }
     const std::vector<std::string>& values = cache.series[si].values;
-    for (const auto& [pid, value] : m.per_process) {
-      out.back().children.push_back({.label_values = values, .pid = pid, .value = value});
+    for (const Merged::Process& p : m.per_process) {
+      out.back().children.push_back({.label_values = values, .pid = p.pid, .value = p.value});
     }
     if (!m.any) return;
     MergedChild child{.label_values = values, .value = m.value};
@@ -287,10 +297,10 @@ void SharedSegment::Render(ExpositionWriter& writer) const {
                          !o.help.empty(), o.unit);
       last = static_cast<int>(fi);
     }
-    for (const auto& [pid, value] : m.per_process) {
-      extra = "pid=\"" + std::to_string(pid) + "\"";
+    for (const Merged::Process& p : m.per_process) {
+      extra = "pid=\"" + std::to_string(p.pid) + "\"";
       JoinLabels(st, extra, &labels);
-      writer.SampleWithLabelText(ft.sample, labels, value);
+      writer.SampleWithLabelText(ft.sample, labels, p.value);
     }
     if (!m.any) return;
     if (type != MetricType::kHistogram) {

@@ -217,7 +217,7 @@ PyObject* NativeBind(PyObject* obj, PyObject* args) {
                       : self->kind == Kind::kGauge ? self->gauge.live()
                                                    : self->histogram.live();
     if (!live) {  // a bounded label value, or a full shared segment
-      const std::string why = base->SharedError();
+      const std::string why = base->LastRefusal();
       PyErr_Format(
           PyExc_ValueError, "%s: %s", base->options().name.c_str(),
           why.empty() ? "label value over 4096 bytes or too many label sets" : why.c_str());

@@ -16,7 +16,7 @@ std::shared_ptr<SharedSegment>& Segment() {
   return *segment;
 }
 
-// Other segments this process reads (a collector given another directory), by name; GIL-held.
+// Read-only views of other segments (a collector given another directory), by name; GIL-held.
 std::map<std::string, std::shared_ptr<SharedSegment>>& Views() {
   static auto* views = new std::map<std::string, std::shared_ptr<SharedSegment>>();
   return *views;
@@ -24,10 +24,10 @@ std::map<std::string, std::shared_ptr<SharedSegment>>& Views() {
 
 void LeaveAtExit() {
   if (Segment()) Segment()->Leave();
-  for (auto& [name, view] : Views()) view->Leave();
 }
 
-// The segment called `name`: ours, or a view attached on first use. Null with an exception set.
+// The segment called `name`: ours, or a read-only view (no slot, never created by reading it),
+// opened again once the service it showed has ended. Null with an exception set.
 std::shared_ptr<SharedSegment> Named(PyObject* name_obj) {
   Py_ssize_t size = 0;
   const char* text = PyUnicode_AsUTF8AndSize(name_obj, &size);
@@ -35,9 +35,11 @@ std::shared_ptr<SharedSegment> Named(PyObject* name_obj) {
   const std::string name(text, static_cast<size_t>(size));
   if (Segment() && Segment()->name() == name) return Segment();
   auto it = Views().find(name);
-  if (it != Views().end()) return it->second;
+  if (it != Views().end() && !it->second->Removed()) return it->second;
+  if (it != Views().end()) Views().erase(it);
   std::string error;
-  std::shared_ptr<SharedSegment> view = SharedSegment::Attach({.name = name}, &error);
+  std::shared_ptr<SharedSegment> view =
+      SharedSegment::Attach({.name = name, .observe_only = true}, &error);
   if (view == nullptr) {
     PyErr_Format(PyExc_ValueError, "multiprocess segment '%s': %s", name.c_str(), error.c_str());
     return nullptr;

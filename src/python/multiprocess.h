@@ -7,7 +7,8 @@
 // registry and every modelmetrics.prometheus_client family then keep their values there. The
 // process leaves the segment at interpreter exit (Py_AtExit), so the last process removes it.
 // Module functions (all take the segment name a MultiProcessCollector resolved; another name than
-// this process's attaches a second view, e.g. for a scraper that records nothing itself):
+// this process's opens a read-only view: no slot, nothing created, opened again when the service
+// it showed has ended):
 //   multiprocess_segment(directory=None) -> str | None   the name for a directory, or ours
 //   multiprocess_render(name, openmetrics=False) -> bytes  the whole service's exposition
 //   multiprocess_collect(name) -> list    families as collect() gives them, gauges with a pid

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -309,7 +310,7 @@ TEST(SharedSegment, AFullSegmentIsOneClearErrorAndKeepsWhatItHas) {
   int made = 0;
   for (int i = 0; i < 100000; ++i) {
     if (!family->Labels({std::to_string(i)}).live()) {
-      refused = family->SharedError();
+      refused = family->LastRefusal();
       break;
     }
     ++made;
@@ -403,20 +404,48 @@ TEST(SharedSegment, OptionsComeFromTheEnvironment) {
   EXPECT_THAT(error, HasSubstr("1 MiB"));
 }
 
-TEST(SharedSegment, AForeignObjectNobodyHoldsIsReplaced) {
+TEST(SharedSegment, AnObjectThatIsNotASegmentIsRefusedNotReplaced) {
   const std::string name = UniqueName("alien");
+  const std::string path = "/dev/shm/" + name;
   {
-    // Another program's shared memory under the name, held open by a process (so not stale).
-    std::FILE* f = std::fopen(("/dev/shm/" + name).c_str(), "w");
+    // Another program's shared memory under the name.
+    std::FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
     std::fputs(std::string(size_t{2} << 20, 'x').c_str(), f);
     std::fclose(f);
   }
+  chmod(path.c_str(), 0600);
   std::string error;
-  // Nobody holds the alien object's attached lock, so it counts as stale and is replaced.
-  auto segment = SharedSegment::Attach({.name = name}, &error);
-  ASSERT_NE(segment, nullptr) << error;
-  EXPECT_EQ(segment->Stats().series, 0u);
+  EXPECT_EQ(SharedSegment::Attach({.name = name}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("exists and is not a modelmetrics segment"));
+  EXPECT_TRUE(ShmExists(name)) << "never removed";
+  // One open to other users is refused too, whatever it holds.
+  chmod(path.c_str(), 0666);
+  EXPECT_EQ(SharedSegment::Attach({.name = name}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("open to others"));
+  std::remove(path.c_str());
+}
+
+TEST(SharedSegment, AReadOnlyViewScrapesWithoutASlotAndCreatesNothing) {
+  const std::string name = UniqueName("view");
+  std::string error;
+  EXPECT_EQ(SharedSegment::Attach({.name = name, .observe_only = true}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("no process of the service has attached"));
+  EXPECT_FALSE(ShmExists(name));
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  registry.AddCounter({.name = "c"})->Labels({}).Add(uint64_t{4});
+  auto view = SharedSegment::Attach({.name = name, .observe_only = true}, &error);
+  ASSERT_NE(view, nullptr) << error;
+  EXPECT_EQ(view->slot(), -1);
+  EXPECT_EQ(CounterTotal(*view, "c"), 4);
+  EXPECT_EQ(view->Stats().slots_used, 1u);
+  Registry refused(RegistryOptions{.shared = view});
+  EXPECT_EQ(refused.AddCounter({.name = "d"}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("read-only view"));
+  segment->Leave();  // the service ends: the view sees its name gone
+  EXPECT_TRUE(view->Removed());
+  EXPECT_FALSE(ShmExists(name));
 }
 
 // Another process of the same user scribbles on the directory: a scrape skips what points
@@ -429,6 +458,7 @@ TEST(SharedSegment, ACorruptDirectoryIsSkippedNotFollowed) {
   good->Labels({"a"}).Add(uint64_t{3});
   auto* victim = registry.AddHistogram({.name = "victim", .labels = {"k"}, .buckets = {1}});
   victim->Labels({"b"}).Observe(0.5);
+  auto other = Attach(name);  // another process's view, not yet scraped
   const int fd = shm_open(("/" + name).c_str(), O_RDWR, 0);
   ASSERT_GE(fd, 0);
   const size_t bytes = size_t{4} << 20;
@@ -437,8 +467,8 @@ TEST(SharedSegment, ACorruptDirectoryIsSkippedNotFollowed) {
   close(fd);
   ASSERT_NE(map, MAP_FAILED);
   auto* header = reinterpret_cast<segment::SegmentHeader*>(map);
-  auto* families = reinterpret_cast<segment::FamilyRecord*>(map + header->families_offset);
-  auto* series = reinterpret_cast<segment::SeriesRecord*>(map + header->series_offset);
+  auto* families = reinterpret_cast<segment::FamilyRecord*>(map + header->layout.families_offset);
+  auto* series = reinterpret_cast<segment::SeriesRecord*>(map + header->layout.series_offset);
   series[1].cell = 0xfffffff0u;           // the victim's cells, far outside a slot
   families[1].bounds = 0x7fffffffu;       // and its bucket count
   families[0].help.offset = 0xfffff000u;  // nothing of `good` changes: its copy was taken...
@@ -446,8 +476,8 @@ TEST(SharedSegment, ACorruptDirectoryIsSkippedNotFollowed) {
   header->families.store(0xffffffffu);
   header->words_used = ~uint64_t{0};
   header->arena_used = ~uint64_t{0};
-  // A fresh view (another process's) sees only what is in bounds.
-  auto other = Attach(name);
+  header->layout.words_per_slot = ~uint64_t{0};  // this process keeps its own plan
+  // It sees only what is in bounds.
   const auto merged = other->Collect();
   EXPECT_EQ(Find(merged, "victim"), nullptr);
   EXPECT_EQ(Find(merged, "good"), nullptr) << "its help text now points outside the arena";

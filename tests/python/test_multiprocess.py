@@ -362,6 +362,44 @@ def test_prometheus_client_own_file_metrics_are_merged_after_the_segment(tmp_pat
         assert "theirs_seconds_count 3.0" in text and "theirs_seconds_sum 6.0" in text
 
 
+def test_a_separate_scraper_reads_the_service_without_joining_it(tmp_path):
+    env = mp_env(tmp_path)
+    out = run(tmp_path, """
+    import multiprocessing as mp, os, subprocess, sys, textwrap
+    import modelmetrics.prometheus_client as pc
+
+    c = pc.Counter("jobs", "Jobs.")
+
+    def worker():
+        c.inc(5)
+
+    SCRAPER = textwrap.dedent('''
+        import sys
+        import modelmetrics.prometheus_client as pc
+        from modelmetrics.prometheus_client import multiprocess
+        try:
+            multiprocess.MultiProcessCollector(pc.CollectorRegistry(), path=sys.argv[1] + "-x")
+        except ValueError as e:
+            print("refused:", e)
+        registry = pc.CollectorRegistry()
+        collector = multiprocess.MultiProcessCollector(registry, path=sys.argv[1])
+        print(pc.generate_latest(registry).decode())
+        print("slots", collector.stats()["slots_used"], "own", collector.stats()["slot"])
+    ''')
+
+    if __name__ == "__main__":
+        p = mp.get_context("fork").Process(target=worker)
+        p.start()
+        p.join()
+        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        print(subprocess.run([sys.executable, "-c", SCRAPER, os.environ["PROMETHEUS_MULTIPROC_DIR"]],
+                             env=env, capture_output=True, text=True, check=True).stdout)
+    """, env)
+    assert "jobs_total 5.0" in out
+    assert "refused: env PROMETHEUS_MULTIPROC_DIR is not set or not a directory" in out
+    assert "slots 2 own -1" in out  # the parent's and the worker's; the scraper took none
+
+
 def test_invalid_configuration_fails_the_import_clearly(tmp_path):
     script = tmp_path / "bad.py"
     script.write_text("import modelmetrics._native\n")

@@ -57,8 +57,14 @@ class MultiProcessCollector:
     def __init__(self, registry, path=None, files=True):
         """`files=False` reads the segment only, for a service none of whose metrics come from
         prometheus_client's own instruments (it saves a directory listing per scrape)."""
+        if path is not None and not os.path.isdir(path):
+            raise ValueError("env PROMETHEUS_MULTIPROC_DIR is not set or not a directory")
         directory = path if path is not None else _env_directory()
         segment = _segment_for(path)
+        if segment is None and (directory or os.environ.get("MODELMETRICS_MULTIPROC")):
+            raise ValueError("PROMETHEUS_MULTIPROC_DIR (or MODELMETRICS_MULTIPROC) was set after "
+                             "modelmetrics was first imported in this process; set it before, so "
+                             "the process records into the service's shared segment")
         if segment is None:
             raise ValueError("env PROMETHEUS_MULTIPROC_DIR is not set or not a directory")
         self._segment = segment

@@ -25,6 +25,7 @@
 #define REQUIRES(...) MM_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define ACQUIRE(...) MM_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define RELEASE(...) MM_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+#define TRY_ACQUIRE(...) MM_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
 #define EXCLUDES(...) MM_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define RETURN_CAPABILITY(x) MM_THREAD_ANNOTATION(lock_returned(x))
 #define NO_THREAD_SAFETY_ANALYSIS MM_THREAD_ANNOTATION(no_thread_safety_analysis)
