@@ -61,3 +61,25 @@ def run_isolated(code: str, timeout: float = 120):
     env = dict(os.environ, PYTHONPATH=root)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, env=env, timeout=timeout)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (the caller retries if another process takes it)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def stop(proc, timeout: float = 5):
+    """Stops a child process: SIGTERM, then SIGKILL after `timeout` seconds."""
+    import subprocess
+
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)

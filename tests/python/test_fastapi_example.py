@@ -8,7 +8,6 @@ Everything binds 127.0.0.1 only, and every process started here is stopped in te
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import free_port, stop
 
 import modelmetrics
 
@@ -29,25 +29,9 @@ RATE = 15  # requests per second: enough RTF observations per 1 s scrape
 QUANTILE = "histogram_quantile({q}, sum by (le) (rate(vllm_omni:audio_rtf_bucket[30s])))"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def http_get(url: str, timeout: float = 2.0) -> tuple:
     with urllib.request.urlopen(url, timeout=timeout) as resp:
         return resp.status, resp.read().decode()
-
-
-def stop(proc: subprocess.Popen):
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 def tail(path: Path) -> str:

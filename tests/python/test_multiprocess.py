@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import free_port, stop
 
 import modelmetrics
 
@@ -470,16 +471,6 @@ def _get(url, timeout=5):
         return resp.status, resp.read().decode()
 
 
-def _stop(proc):
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
 def _start(argv, ready_url, log, env, cwd, deadline_s=60):
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
@@ -491,15 +482,8 @@ def _start(argv, ready_url, log, env, cwd, deadline_s=60):
         except OSError:
             pass
         time.sleep(0.2)
-    _stop(proc)
+    stop(proc, timeout=10)
     pytest.fail(f"{argv[0]} did not become ready:\n{Path(log).read_text()[-3000:]}")
-
-
-def _free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _query(prom, promql):
@@ -517,7 +501,7 @@ def test_uvicorn_workers_scraped_by_prometheus_give_the_sums(tmp_path):
     (tmp_path / "mm_app.py").write_text(UVICORN_APP)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, str(tmp_path)]),
                **mp_env(tmp_path))
-    port = _free_port()
+    port = free_port()
     app = _start([sys.executable, "-m", "uvicorn", "mm_app:app", "--workers", "4", "--host",
                   "127.0.0.1", "--port", str(port), "--log-level", "warning"],
                  f"http://127.0.0.1:{port}/work?n=0", tmp_path / "uvicorn.log", env, tmp_path)
@@ -539,7 +523,7 @@ def test_uvicorn_workers_scraped_by_prometheus_give_the_sums(tmp_path):
         config = tmp_path / "prometheus.yml"
         config.write_text("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: app\n"
                           f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
-        prom_port = _free_port()
+        prom_port = free_port()
         prom_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         prom = _start([PROMETHEUS, f"--config.file={config}",
                        f"--storage.tsdb.path={tmp_path / 'data'}",
@@ -564,6 +548,6 @@ def test_uvicorn_workers_scraped_by_prometheus_give_the_sums(tmp_path):
         assert value("count(app_work_total)") == 1
     finally:
         if prom is not None:
-            _stop(prom)
-        _stop(app)
+            stop(prom, timeout=10)
+        stop(app, timeout=10)
     assert list((tmp_path / "multiproc").iterdir()) == []
