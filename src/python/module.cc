@@ -76,20 +76,6 @@ PyObject* Str(std::string_view s) {
   return PyUnicode_FromStringAndSize(s.data(), static_cast<Py_ssize_t>(s.size()));
 }
 
-PyObject* StrTuple(const std::vector<std::string>& values) {
-  PyObject* t = PyTuple_New(static_cast<Py_ssize_t>(values.size()));
-  if (t == nullptr) return nullptr;
-  for (size_t i = 0; i < values.size(); ++i) {
-    PyObject* s = Str(values[i]);
-    if (s == nullptr) {
-      Py_DECREF(t);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(t, static_cast<Py_ssize_t>(i), s);
-  }
-  return t;
-}
-
 // [(name, type, help, labelnames, buckets, children)], children as
 //   counters/gauges: (labelvalues, created, value)
 //   histograms:      (labelvalues, created, cumulative_bucket_counts, count, sum)

@@ -86,18 +86,6 @@ PyObject* RenderSegment(PyObject*, PyObject* args) {
   return PyBytes_FromStringAndSize(out.data(), static_cast<Py_ssize_t>(out.size()));
 }
 
-PyObject* Strings(const std::vector<std::string>& values) {
-  PyRef t(PyTuple_New(static_cast<Py_ssize_t>(values.size())));
-  if (!t) return nullptr;
-  for (size_t i = 0; i < values.size(); ++i) {
-    PyObject* s = PyUnicode_DecodeUTF8(values[i].data(), static_cast<Py_ssize_t>(values[i].size()),
-                                       "replace");
-    if (s == nullptr) return nullptr;
-    PyTuple_SET_ITEM(t.get(), static_cast<Py_ssize_t>(i), s);
-  }
-  return t.release();
-}
-
 PyObject* Floats(const std::vector<double>& values) {
   PyRef t(PyTuple_New(static_cast<Py_ssize_t>(values.size())));
   if (!t) return nullptr;
@@ -111,13 +99,13 @@ PyObject* Floats(const std::vector<double>& values) {
 
 PyObject* Child(const MergedFamily& family, const MergedChild& c) {
   if (family.type != MetricType::kHistogram) {
-    return Py_BuildValue("(Nid)", Strings(c.label_values), c.pid, c.value);
+    return Py_BuildValue("(Nid)", StrTuple(c.label_values), c.pid, c.value);
   }
   std::vector<double> cumulative(c.buckets.size());
   double acc = 0;
   for (size_t b = 0; b < c.buckets.size(); ++b)
     cumulative[b] = acc += static_cast<double>(c.buckets[b]);
-  return Py_BuildValue("(NNdd)", Strings(c.label_values), Floats(cumulative),
+  return Py_BuildValue("(NNdd)", StrTuple(c.label_values), Floats(cumulative),
                        static_cast<double>(c.count), c.sum);
 }
 
@@ -159,7 +147,7 @@ PyObject* CollectSegment(PyObject*, PyObject* name) {
     PyRef row(Py_BuildValue("(s#Ns#NNs#N)", f.options.name.data(),
                             static_cast<Py_ssize_t>(f.options.name.size()), TypeName(f.type),
                             f.options.help.data(), static_cast<Py_ssize_t>(f.options.help.size()),
-                            Strings(f.options.labels), Floats(f.options.buckets), mode.data(),
+                            StrTuple(f.options.labels), Floats(f.options.buckets), mode.data(),
                             static_cast<Py_ssize_t>(mode.size()), children.release()));
     if (!row || PyList_Append(out.get(), row.get()) < 0) return nullptr;
   }

@@ -17,7 +17,9 @@
 #include <exception>
 #include <new>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "modelmetrics/metrics.h"
 
@@ -231,6 +233,20 @@ PyObject* Guarded(Body&& body) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
     return nullptr;
   }
+}
+
+// A tuple of str from C++ strings (bytes that are not UTF-8, which the shared segment's records
+// could hold, become U+FFFD); null with an exception set.
+inline PyObject* StrTuple(const std::vector<std::string>& values) {
+  PyRef t(PyTuple_New(static_cast<Py_ssize_t>(values.size())));
+  if (!t) return nullptr;
+  for (size_t i = 0; i < values.size(); ++i) {
+    PyObject* s = PyUnicode_DecodeUTF8(values[i].data(), static_cast<Py_ssize_t>(values[i].size()),
+                                       "replace");
+    if (s == nullptr) return nullptr;
+    PyTuple_SET_ITEM(t.get(), static_cast<Py_ssize_t>(i), s);
+  }
+  return t.release();
 }
 
 }  // namespace modelmetrics::python
