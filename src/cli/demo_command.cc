@@ -44,16 +44,6 @@
 namespace modelmetrics::cli {
 namespace {
 
-struct DemoArgs {
-  std::string duration = "60s";
-  std::string interval = "5s";
-  uint64_t seed = 1;
-  std::string output = "table";
-  bool pipeline = true;
-  bool ui = true;
-  uint16_t ui_port = 0;
-};
-
 sim::DeploymentSimOptions VllmPrefillDecode(uint64_t seed) {
   sim::DeploymentSimOptions options;
   options.name = "chat";
@@ -213,6 +203,8 @@ int PrintRound(int round, const std::vector<std::unique_ptr<sim::DeploymentSim>>
   return failures;
 }
 
+}  // namespace
+
 int RunDemo(const DemoArgs& args) {
   const sigset_t signals = BlockStopSignals();  // before any thread starts
   std::chrono::milliseconds duration{};
@@ -308,32 +300,6 @@ int RunDemo(const DemoArgs& args) {
   api.Stop();
   for (const auto& simulator : sims) simulator->Stop();
   return failures == 0 ? 0 : 1;
-}
-
-}  // namespace
-
-void AddDemoCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<DemoArgs>();
-  CLI::App* command = app.add_subcommand(
-      "demo",
-      "Run simulated vLLM, SGLang and vLLM-Omni deployments, the pipeline simulator and the "
-      "aggregated API on loopback, printing live snapshots");
-  command->add_option("--duration", args->duration, "How long to run (e.g. 20s, 2m)")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
-  command->add_option("--interval", args->interval, "Time between snapshot rounds")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
-  command->add_option("--seed", args->seed, "Traffic seed")->capture_default_str();
-  command->add_option("-o,--output", args->output, "table or json")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"table", "json"}));
-  command->add_flag("--pipeline,!--no-pipeline", args->pipeline,
-                    "Also run the pipeline simulator (default on)");
-  command->add_flag("--ui,!--no-ui", args->ui, "Also serve the web page (default on)");
-  command->add_option("--ui-port", args->ui_port, "The web page's port (0: any free one)")
-      ->capture_default_str();
-  command->callback([args, exit_code] { *exit_code = RunDemo(*args); });
 }
 
 }  // namespace modelmetrics::cli

@@ -26,29 +26,6 @@ class KubeHandle : public ObjectSourceHandle {
 
 }  // namespace
 
-void AddObjectSourceFlags(CLI::App* command, ObjectSourceFlags* flags) {
-  command->add_option("--objects", flags->objects_file,
-                      "Read objects from a `kubectl get -o json` List (or YAML) file");
-  command
-      ->add_option("--max-objects-bytes", flags->max_objects_bytes,
-                   "With --objects: refuse a file larger than this many bytes")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{1} << 30));
-  command->add_option("--kubeconfig", flags->kubeconfig, "Read objects from the Kubernetes API");
-  AddMaxConfigBytesFlag(command, &flags->max_config_bytes, "a kubeconfig");
-  command->add_option("--context", flags->context, "The kubeconfig context (default: current)");
-  command->add_flag("--in-cluster", flags->in_cluster,
-                    "Read objects from the Kubernetes API with the Pod's service account");
-}
-
-void AddMaxConfigBytesFlag(CLI::App* command, size_t* max_bytes, const std::string& what) {
-  command
-      ->add_option("--max-config-bytes", *max_bytes,
-                   "Refuse " + what + " larger than this many bytes")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{1} << 30));
-}
-
 std::unique_ptr<ObjectSourceHandle> OpenObjectSource(const ObjectSourceFlags& flags,
                                                      std::string* error) {
   const int chosen =

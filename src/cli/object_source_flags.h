@@ -3,15 +3,13 @@
 // regular file of at most --max-config-bytes, default 4 MiB) [--context NAME], or the in-cluster
 // service account (--in-cluster, or by default when KUBERNETES_SERVICE_HOST is set).
 //
-// Thread-safety: call from one thread (command-line set-up).
+// The flags themselves are declared in main.cc. Thread-safety: call from one thread.
 #ifndef MODELMETRICS_CLI_OBJECT_SOURCE_FLAGS_H_
 #define MODELMETRICS_CLI_OBJECT_SOURCE_FLAGS_H_
 
 #include <cstddef>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "base/file.h"
 #include "deployment/kube_api.h"
@@ -27,10 +25,6 @@ struct ObjectSourceFlags {
   std::string context;
   bool in_cluster = false;
 };
-
-void AddObjectSourceFlags(CLI::App* command, ObjectSourceFlags* flags);
-// --max-config-bytes: the size cap on configuration files (`what` names them in the help).
-void AddMaxConfigBytesFlag(CLI::App* command, size_t* max_bytes, const std::string& what);
 
 // Owns the source and whatever it needs (the API client).
 class ObjectSourceHandle {

@@ -21,15 +21,6 @@
 namespace modelmetrics::cli {
 namespace {
 
-struct ParseArgs {
-  std::string source;
-  std::string format = "auto";
-  bool strict = false;
-  std::vector<std::string> families;
-  std::string output = "summary";
-  size_t max_bytes = InputBytes::kDefaultMaxBytes;
-};
-
 struct Input {
   InputBytes bytes;
   std::string content_type;
@@ -70,7 +61,9 @@ Input ReadInput(const std::string& source, size_t max_bytes) {
   return in;
 }
 
-int Run(const ParseArgs& args) {
+}  // namespace
+
+int RunParse(const ParseArgs& args) {
   Input in = ReadInput(args.source, args.max_bytes);
   if (!in.error.empty()) {
     fmt::print(stderr, "{}: {}\n", args.source, in.error);
@@ -119,28 +112,6 @@ int Run(const ParseArgs& args) {
   }
   std::fflush(stdout);
   return args.strict && scan.error_count > 0 ? 1 : 0;
-}
-
-}  // namespace
-
-void AddParseCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<ParseArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "parse", "Parse and check Prometheus/OpenMetrics exposition from a file, URL or stdin (-)");
-  cmd->add_option("source", args->source, "File path, http(s):// URL, or - for stdin")->required();
-  cmd->add_option("--format", args->format, "Input format (auto: Content-Type, then detection)")
-      ->check(CLI::IsMember({"auto", "text", "openmetrics"}));
-  cmd->add_flag("--strict", args->strict,
-                "Stop at the first error and exit 1 (default: skip bad lines and report them)");
-  cmd->add_option("--families", args->families, "Only these families (comma-separated)")
-      ->delimiter(',');
-  cmd->add_option("-o,--output", args->output, "Output: summary or json")
-      ->check(CLI::IsMember({"summary", "json"}));
-  cmd->add_option("--max-bytes", args->max_bytes,
-                  "Refuse input larger than this many bytes (a file, stdin or a URL's body)")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{1} << 40));
-  cmd->callback([args, exit_code] { *exit_code = Run(*args); });
 }
 
 }  // namespace modelmetrics::cli

@@ -1,5 +1,5 @@
 // `modelmetrics parse <file|URL|->`: a lint and inspector for exposition text, in the spirit of
-// `promtool check metrics`.
+// `promtool check metrics`. Its flags are in main.cc.
 //
 // Exit codes: 0 when the input is clean (or lenient mode skipped what was bad), 1 when strict mode
 // meets invalid input (printed as `source:line:column: message`) or the input cannot be read,
@@ -7,12 +7,25 @@
 #ifndef MODELMETRICS_CLI_PARSE_COMMAND_H_
 #define MODELMETRICS_CLI_PARSE_COMMAND_H_
 
-#include <CLI/CLI.hpp>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "input_bytes.h"
 
 namespace modelmetrics::cli {
 
-// Adds the `parse` subcommand to `app`; when it runs, its exit code is stored in `*exit_code`.
-void AddParseCommand(CLI::App& app, int* exit_code);
+struct ParseArgs {
+  std::string source;  // a file, an http(s):// URL or "-" (stdin)
+  std::string format = "auto";
+  bool strict = false;
+  std::vector<std::string> families;
+  std::string output = "summary";
+  size_t max_bytes = InputBytes::kDefaultMaxBytes;
+};
+
+// Reads, parses and reports `args.source`; the exit code.
+int RunParse(const ParseArgs& args);
 
 }  // namespace modelmetrics::cli
 

@@ -2,7 +2,7 @@
 // `--source prometheus` with `--prometheus-url` and the store's options (labels, selector, Pod
 // limit, staleness, settle, TLS trust, bearer token or basic authentication).
 //
-// Thread-safety: call from one thread (command-line set-up).
+// The flags themselves are declared in main.cc. Thread-safety: call from one thread.
 #ifndef MODELMETRICS_CLI_SAMPLE_SOURCE_FLAGS_H_
 #define MODELMETRICS_CLI_SAMPLE_SOURCE_FLAGS_H_
 
@@ -10,8 +10,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "deployment/pod_source.h"
 #include "deployment/prometheus_source.h"
@@ -28,8 +26,6 @@ struct SampleSourceFlags {
 
   bool from_store() const { return samples == deployment::kSampleSourcePrometheus; }
 };
-
-void AddSampleSourceFlags(CLI::App* command, SampleSourceFlags* flags);
 
 // The store source the flags name, reading `window` of samples when given (else its default);
 // null for direct scraping, or with `*error` when the flags are wrong.

@@ -129,8 +129,8 @@ bool MakeAggregatorOptions(const ServeConfig& config,
   return true;
 }
 
-int RunServe(const std::string& config_path, size_t max_config_bytes, const ReadLimitFlags& limits,
-             std::optional<std::chrono::milliseconds> duration) {
+int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLimitFlags& limits,
+          std::optional<std::chrono::milliseconds> duration) {
   // Before anything starts a thread (the API client, the aggregator and the server all do).
   const ScopedStopSignals stop_signals;
   const sigset_t& signals = stop_signals.signals();
@@ -231,41 +231,17 @@ int RunServe(const std::string& config_path, size_t max_config_bytes, const Read
 
 }  // namespace
 
-void AddServeCommand(CLI::App& app, int* exit_code) {
-  CLI::App* serve = app.add_subcommand(
-      "serve", "Serve the ModelDeploymentMetrics aggregated API (Kubernetes-style, TLS)");
-  struct Args {
-    std::string config;
-    std::string duration;
-    size_t max_config_bytes = base::kDefaultMaxFileBytes;
-    ReadLimitFlags limits;
-    bool config_keys = false;
-  };
-  auto args = std::make_shared<Args>();
-  serve->add_option("--config", args->config, "The serve configuration (YAML)")
-      ->check(CLI::ExistingFile);
-  serve->add_flag("--config-keys", args->config_keys,
-                  "Print every configuration key, its default or an example, and what it does");
-  serve
-      ->add_option("--duration", args->duration,
-                   "Stop after this long (e.g. 30s, 2m); default: until SIGINT/SIGTERM")
-      ->check(base::CheckDuration);
-  AddMaxConfigBytesFlag(serve, &args->max_config_bytes, "the configuration or its kubeconfig");
-  AddReadLimitFlags(serve, &args->limits);
-  serve->callback([args, exit_code] {
-    if (args->config_keys) {
-      std::fputs(deployment::ServeConfigReference().c_str(), stdout);
-      *exit_code = 0;
-      return;
-    }
-    if (args->config.empty()) throw CLI::RequiredError("--config");
-    std::optional<std::chrono::milliseconds> duration;
-    if (!args->duration.empty()) {
-      duration.emplace();
-      base::ParseDuration(args->duration, &*duration);
-    }
-    *exit_code = RunServe(args->config, args->max_config_bytes, args->limits, duration);
-  });
+int RunServe(const ServeArgs& args) {
+  if (args.config_keys) {
+    std::fputs(deployment::ServeConfigReference().c_str(), stdout);
+    return 0;
+  }
+  std::optional<std::chrono::milliseconds> duration;
+  if (!args.duration.empty()) {
+    duration.emplace();
+    base::ParseDuration(args.duration, &*duration);
+  }
+  return Serve(args.config, args.max_config_bytes, args.limits, duration);
 }
 
 }  // namespace modelmetrics::cli

@@ -26,25 +26,13 @@
 namespace modelmetrics::cli {
 namespace {
 
-struct SnapshotArgs {
-  ObjectSourceFlags source;
-  std::string ns = "default";
-  std::string name;
-  std::string output = "table";
-  std::string window = "5s";
-  std::string watch;
-  int rounds = 0;
-  std::string ca_file;
-  bool window_given = false;
-  SampleSourceFlags samples;
-  ReadLimitFlags limits;
-};
-
 std::string Render(const deployment::Snapshot& snapshot, const std::string& output) {
   if (output == "json") return deployment::SnapshotToJson(snapshot) + "\n";
   if (output == "yaml") return deployment::SnapshotToYaml(snapshot);
   return deployment::SnapshotToTable(snapshot);
 }
+
+}  // namespace
 
 int RunSnapshot(const SnapshotArgs& args) {
   std::string error;
@@ -96,38 +84,6 @@ int RunSnapshot(const SnapshotArgs& args) {
     std::this_thread::sleep_for(watch);
     if (args.output == "table") std::cout << "\n";
   }
-}
-
-}  // namespace
-
-void AddSnapshotCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<SnapshotArgs>();
-  CLI::App* command = app.add_subcommand(
-      "snapshot", "Read one ModelDeploymentMetrics snapshot of a deployment and print it");
-  command->add_option("name", args->name, "The ModelDeployment's name")->required();
-  command->add_option("-n,--namespace", args->ns, "Its namespace")->capture_default_str();
-  AddObjectSourceFlags(command, &args->source);
-  command->add_option("-o,--output", args->output, "table, json (the API's document) or yaml")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"table", "json", "yaml"}));
-  command
-      ->add_option("--window", args->window,
-                   "Read twice this far apart and print the second read (0: read once); with "
-                   "--source prometheus, the range of samples read (default 2m)")
-      ->capture_default_str()
-      ->check(base::CheckDuration)
-      ->each([args](const std::string&) { args->window_given = true; });
-  AddSampleSourceFlags(command, &args->samples);
-  AddReadLimitFlags(command, &args->limits);
-  command
-      ->add_option("--watch", args->watch,
-                   "Print a new snapshot every DURATION, windowed against the one before")
-      ->check(base::CheckDuration);
-  command->add_option("--rounds", args->rounds, "With --watch: stop after N snapshots (0: never)")
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--ca-file", args->ca_file,
-                      "PEM bundle to trust for HTTPS Pods (default: the system bundle)");
-  command->callback([args, exit_code] { *exit_code = RunSnapshot(*args); });
 }
 
 }  // namespace modelmetrics::cli

@@ -31,23 +31,11 @@
 namespace modelmetrics::cli {
 namespace {
 
-struct UiArgs {
-  ObjectSourceFlags source;
-  SampleSourceFlags samples;
-  ReadLimitFlags limits;
-  std::string ns = "default";
-  bool all_namespaces = false;
-  std::string address = "127.0.0.1";
-  uint16_t port = 0;
-  std::string interval = "5s";
-  std::string duration;
-  std::string ca_file;
-  bool aggregated_api = false;
-};
-
 // Reads through kube-apiserver: beyond the server's 8 s budget, so its own answer (a 503 naming
 // what was slow) arrives rather than our timeout.
 constexpr std::chrono::milliseconds kApiReadTimeout{10000};
+
+}  // namespace
 
 int RunUi(const UiArgs& args) {
   const sigset_t signals = BlockStopSignals();
@@ -105,36 +93,6 @@ int RunUi(const UiArgs& args) {
   if (!StopPending(signals, "ui")) WaitForStop(signals, duration, "ui");
   server.Stop();
   return 0;
-}
-
-}  // namespace
-
-void AddUiCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<UiArgs>();
-  CLI::App* command = app.add_subcommand(
-      "ui",
-      "Serve a live web page of the deployments' snapshots on loopback, with an access token");
-  command->add_option("-n,--namespace", args->ns, "The namespace whose deployments are shown")
-      ->capture_default_str();
-  command->add_flag("-A,--all-namespaces", args->all_namespaces, "Show every namespace's");
-  AddObjectSourceFlags(command, &args->source);
-  AddSampleSourceFlags(command, &args->samples);
-  AddReadLimitFlags(command, &args->limits);
-  command->add_flag("--aggregated-api", args->aggregated_api,
-                    "Read each snapshot from the aggregated API through kube-apiserver (with "
-                    "--kubeconfig or --in-cluster) instead of computing it here");
-  command->add_option("--address", args->address, "Loopback address to listen on")
-      ->capture_default_str();
-  command->add_option("--port", args->port, "Port to listen on (0: any free one)")
-      ->capture_default_str();
-  command->add_option("--interval", args->interval, "How often each deployment is read")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
-  command->add_option("--duration", args->duration, "Stop after this long (default: on SIGINT)")
-      ->check(base::CheckDuration);
-  command->add_option("--ca-file", args->ca_file,
-                      "PEM bundle to trust for HTTPS Pods (default: the system bundle)");
-  command->callback([args, exit_code] { *exit_code = RunUi(*args); });
 }
 
 }  // namespace modelmetrics::cli
