@@ -104,9 +104,11 @@ remote_write:
   - url: $central_url/api/v1/write
     queue_config: {batch_send_deadline: 1s, max_shards: 4}
 YAML
+  # At exit the store stops beside the agents: an agent would wait its flush deadline (1 min
+  # by default) for samples it can no longer send.
   prometheus --enable-feature=agent --config.file="$work/agent-$shard.yml" \
     --storage.agent.path="$work/agent-$shard" --web.listen-address="127.0.0.1:$port" \
-    --log.level=warn >"$work/agent-$shard.log" 2>&1 &
+    --storage.remote.flush-deadline=1s --log.level=warn >"$work/agent-$shard.log" 2>&1 &
   pids+=($!)
 done
 
