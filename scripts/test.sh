@@ -38,7 +38,8 @@ bash scripts/setup.sh
 # so the stage that needs it waits for it and no longer.
 #   ASan+UBSan  clang (half gcc's compile time at -O0), -O0 with line tables: every ctest suite,
 #               the CLI, the Python extension and the four libFuzzer targets (the libraries they
-#               fuzz, format and deployment, at -O1 with coverage instrumentation)
+#               fuzz, format and deployment, at -O1 with coverage instrumentation; the API
+#               server half of deployment, which no fuzzer reaches, at -O0)
 #   TSan        clang, -O0 with line tables (half the compile time of gcc at -O1, and the suites
 #               run as fast): the threaded suites and the CLI they start
 tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests

@@ -28,18 +28,13 @@
 #include <thread>
 #include <vector>
 
+#include <curl/curl.h>
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
 
 #include "net/http_client.h"
@@ -52,11 +47,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace ssl = asio::ssl;
 
 std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
@@ -693,31 +683,41 @@ TEST(ApiServerTest, WithoutRequestHeaderCaProxyCertificatesAreRefused) {
 // ---------------------------------------------------------------------------------------------
 // Paths, validation and Status mapping
 
-// One request with any method over TLS (the HttpClient only GETs).
-int RawRequest(uint16_t port, http::verb method, const std::string& target,
+// One request with any method over TLS, its target sent as it is (curl would otherwise normalise
+// dot segments away), with a JSON body; the status, and the body and Allow header of the answer.
+int RawRequest(uint16_t port, const char* method, const std::string& target,
                const std::string& token, std::string* body, std::string* allow) {
-  asio::io_context ioc;
-  ssl::context ctx(ssl::context::tls_client);
-  ctx.load_verify_file(TlsFile("ca.pem"));
-  ctx.set_verify_mode(ssl::verify_peer);
-  beast::ssl_stream<beast::tcp_stream> stream(ioc, ctx);
-  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
-  beast::get_lowest_layer(stream).connect(
-      asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  stream.handshake(ssl::stream_base::client);
-  http::request<http::string_body> request{method, target, 11};
-  request.set(http::field::host, "127.0.0.1");
-  request.set(http::field::authorization, "Bearer " + token);
-  request.set(http::field::content_type, "application/json");
-  request.body() = "{}";
-  request.prepare_payload();
-  http::write(stream, request);
-  beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  http::read(stream, buffer, response);
-  *body = response.body();
-  *allow = std::string(response[http::field::allow]);
-  return response.result_int();
+  body->clear();
+  allow->clear();
+  CURL* curl = curl_easy_init();
+  const std::string url = fmt::format("https://127.0.0.1:{}{}", port, target);
+  const std::string ca = TlsFile("ca.pem");
+  curl_slist* headers = curl_slist_append(nullptr, ("Authorization: Bearer " + token).c_str());
+  headers = curl_slist_append(headers, "Content-Type: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "{}");
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_CAINFO, ca.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
+  curl_easy_setopt(
+      curl, CURLOPT_WRITEFUNCTION, +[](char* data, size_t size, size_t n, void* out) {
+        static_cast<std::string*>(out)->append(data, size * n);
+        return size * n;
+      });
+  long status = 0;
+  if (curl_easy_perform(curl) == CURLE_OK) {
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_header* header = nullptr;
+    if (curl_easy_header(curl, "Allow", 0, CURLH_HEADER, -1, &header) == CURLHE_OK) {
+      *allow = header->value;
+    }
+  }
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  return static_cast<int>(status);
 }
 
 TEST(ApiServerTest, InvalidNamesAre400BeforeAnyLookup) {
@@ -771,16 +771,16 @@ TEST(ApiServerTest, InvalidNamesAre400BeforeAnyLookup) {
     EXPECT_EQ(status["details"]["group"], "worker.gpustack.ai");
     EXPECT_EQ(status["details"]["kind"], "modeldeployments");
   }
-  // Dot segments (which curl would normalise away) reach the server verbatim from a raw client.
+  // Dot segments reach the server verbatim from a raw client.
   std::string body;
   std::string allow;
-  EXPECT_EQ(RawRequest(server.port(), http::verb::get, MetricsPath("..", "chat"), "alice-token",
-                       &body, &allow),
-            400);
+  EXPECT_EQ(
+      RawRequest(server.port(), "GET", MetricsPath("..", "chat"), "alice-token", &body, &allow),
+      400);
   EXPECT_THAT(body, HasSubstr("invalid namespace \\\"..\\\""));
-  EXPECT_EQ(RawRequest(server.port(), http::verb::get, MetricsPath("team", ".."), "alice-token",
-                       &body, &allow),
-            400);
+  EXPECT_EQ(
+      RawRequest(server.port(), "GET", MetricsPath("team", ".."), "alice-token", &body, &allow),
+      400);
   EXPECT_EQ(server.snapshots.calls, 0);  // nothing was looked up
 
   // Longest valid ones pass: a 63-character namespace, a dotted 253-character name.
@@ -859,8 +859,7 @@ TEST(ApiServerTest, MethodsOtherThanGetAre405Status) {
   ASSERT_TRUE(server.started());
   std::string body;
   std::string allow;
-  for (http::verb method :
-       {http::verb::post, http::verb::put, http::verb::delete_, http::verb::patch}) {
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH"}) {
     EXPECT_EQ(RawRequest(server.port(), method, MetricsPath("team", "chat"), "alice-token", &body,
                          &allow),
               405);
@@ -871,12 +870,10 @@ TEST(ApiServerTest, MethodsOtherThanGetAre405Status) {
               R"("reason":"MethodNotAllowed","details":{"name":"chat",)"
               R"("group":"worker.gpustack.ai","kind":"modeldeployments"},"code":405})");
   }
-  EXPECT_EQ(RawRequest(server.port(), http::verb::post, "/apis", "alice-token", &body, &allow),
-            405);
+  EXPECT_EQ(RawRequest(server.port(), "POST", "/apis", "alice-token", &body, &allow), 405);
   EXPECT_EQ(ParseJson(body)["reason"], "MethodNotAllowed");
   // Credentials come first.
-  EXPECT_EQ(RawRequest(server.port(), http::verb::post, MetricsPath("team", "chat"), "nope", &body,
-                       &allow),
+  EXPECT_EQ(RawRequest(server.port(), "POST", MetricsPath("team", "chat"), "nope", &body, &allow),
             401);
   EXPECT_EQ(server.snapshots.calls, 0);
 }
