@@ -34,7 +34,6 @@ using ::testing::StartsWith;
 const std::string kHangYaml = test_paths::Source("fuzz/corpus/yaml/yaml_cpp_0.7_loadall_hang.yaml");
 constexpr long kMaxRssKib = 256 * 1024;
 // Generous: a loaded CI machine must not fail these; a hang still does (it used to run forever).
-constexpr std::chrono::seconds kDeadline{20};
 
 // A 1 GiB file that takes no disk: only its size is ever looked at.
 std::string SparseFile(const ScratchDir& dir) {
@@ -59,31 +58,33 @@ void ExpectOneLineError(const CliResult& r, const std::string& starts_with) {
 
 TEST(BadInputTest, SnapshotObjectsFromTheYamlThatHungYamlCpp) {
   ScratchDir dir;
-  const CliResult r = RunModelmetrics(
-      dir, {"snapshot", "chat", "--objects", kHangYaml, "--window", "0"}, kDeadline);
+  const CliResult r =
+      RunModelmetrics(dir, {"snapshot", "chat", "--objects", kHangYaml, "--window", "0"},
+                      testing::kCommandDeadline);
   ExpectOneLineError(r,
                      std::string("modelmetrics snapshot: ") + kHangYaml + ": invalid YAML: line ");
 }
 
 TEST(BadInputTest, SnapshotObjectsFromDevZero) {
   ScratchDir dir;
-  const CliResult r = RunModelmetrics(
-      dir, {"snapshot", "chat", "--objects", "/dev/zero", "--window", "0"}, kDeadline);
+  const CliResult r =
+      RunModelmetrics(dir, {"snapshot", "chat", "--objects", "/dev/zero", "--window", "0"},
+                      testing::kCommandDeadline);
   ExpectOneLineError(r, "modelmetrics snapshot: /dev/zero: not a regular file");
 }
 
 TEST(BadInputTest, SnapshotObjectsFromA1GiBSparseFile) {
   ScratchDir dir;
   const std::string sparse = SparseFile(dir);
-  CliResult r =
-      RunModelmetrics(dir, {"snapshot", "chat", "--objects", sparse, "--window", "0"}, kDeadline);
+  CliResult r = RunModelmetrics(dir, {"snapshot", "chat", "--objects", sparse, "--window", "0"},
+                                testing::kCommandDeadline);
   ExpectOneLineError(r, "modelmetrics snapshot: " + sparse +
                             ": file is 1073741824 bytes, over the 4194304-byte limit");
   // The cap is --max-objects-bytes when given.
   r = RunModelmetrics(dir,
                       {"snapshot", "chat", "--objects", dir.Write("small.yaml", "kind: [\n"),
                        "--max-objects-bytes", "4", "--window", "0"},
-                      kDeadline);
+                      testing::kCommandDeadline);
   ExpectOneLineError(r, "modelmetrics snapshot: " + dir.File("small.yaml") +
                             ": file is 8 bytes, over the 4-byte limit");
 }
@@ -95,17 +96,18 @@ TEST(BadInputTest, ReadLimitFlagsOutOfBounds) {
   const std::string objects = dir.Write("objects.json", R"({"kind":"List","items":[]})");
   CliResult r = RunModelmetrics(
       dir, {"snapshot", "chat", "--objects", objects, "--fetch-timeout", "50ms", "--window", "0"},
-      kDeadline);
+      testing::kCommandDeadline);
   ExpectOneLineError(r,
                      "modelmetrics snapshot: --fetch-timeout: scrape.fetch_timeout: `50ms` is not "
                      "a duration between 100ms and 1m (e.g. 2s)");
   r = RunModelmetrics(
       dir, {"snapshot", "chat", "--objects", objects, "--pod-limit", "0", "--window", "0"},
-      kDeadline);
+      testing::kCommandDeadline);
   ExpectOneLineError(
       r, "modelmetrics snapshot: --pod-limit: scrape.pod_limit: 0 is out of range [1, 100000]");
-  r = RunModelmetrics(
-      dir, {"serve", "--config", ServeConfig(dir, objects), "--request-timeout", "9h"}, kDeadline);
+  r = RunModelmetrics(dir,
+                      {"serve", "--config", ServeConfig(dir, objects), "--request-timeout", "9h"},
+                      testing::kCommandDeadline);
   ExpectOneLineError(r,
                      "serve: --request-timeout: request_timeout: `9h` is not a duration between "
                      "1s and 5m (e.g. 8s)");
@@ -113,20 +115,23 @@ TEST(BadInputTest, ReadLimitFlagsOutOfBounds) {
 
 TEST(BadInputTest, ServeConfigFromTheYamlThatHungYamlCpp) {
   ScratchDir dir;
-  const CliResult r = RunModelmetrics(dir, {"serve", "--config", kHangYaml}, kDeadline);
+  const CliResult r =
+      RunModelmetrics(dir, {"serve", "--config", kHangYaml}, testing::kCommandDeadline);
   ExpectOneLineError(r, std::string("serve: ") + kHangYaml + ": invalid YAML: line ");
 }
 
 TEST(BadInputTest, ServeConfigFromDevZero) {
   ScratchDir dir;
-  const CliResult r = RunModelmetrics(dir, {"serve", "--config", "/dev/zero"}, kDeadline);
+  const CliResult r =
+      RunModelmetrics(dir, {"serve", "--config", "/dev/zero"}, testing::kCommandDeadline);
   ExpectOneLineError(r, "serve: /dev/zero: not a regular file");
 }
 
 TEST(BadInputTest, ServeConfigFromA1GiBSparseFile) {
   ScratchDir dir;
   const std::string sparse = SparseFile(dir);
-  const CliResult r = RunModelmetrics(dir, {"serve", "--config", sparse}, kDeadline);
+  const CliResult r =
+      RunModelmetrics(dir, {"serve", "--config", sparse}, testing::kCommandDeadline);
   ExpectOneLineError(
       r, "serve: " + sparse + ": file is 1073741824 bytes, over the 4194304-byte limit");
 }
@@ -134,17 +139,21 @@ TEST(BadInputTest, ServeConfigFromA1GiBSparseFile) {
 // The same inputs as the objects file a good configuration names.
 TEST(BadInputTest, ServeObjectsFileIsBoundedToo) {
   ScratchDir dir;
-  CliResult r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, kHangYaml)}, kDeadline);
+  CliResult r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, kHangYaml)},
+                                testing::kCommandDeadline);
   ExpectOneLineError(r, std::string("serve: objects_file: ") + kHangYaml + ": invalid YAML: line ");
-  r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, "/dev/zero")}, kDeadline);
+  r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, "/dev/zero")},
+                      testing::kCommandDeadline);
   ExpectOneLineError(
       r, "serve: " + dir.File("serve.yaml") + ": objects_file: not a regular file: /dev/zero");
   const std::string sparse = SparseFile(dir);
-  r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, sparse)}, kDeadline);
+  r = RunModelmetrics(dir, {"serve", "--config", ServeConfig(dir, sparse)},
+                      testing::kCommandDeadline);
   ExpectOneLineError(r, "serve: objects_file: " + sparse +
                             ": file is 1073741824 bytes, over the 4194304-byte limit");
-  r = RunModelmetrics(
-      dir, {"serve", "--config", ServeConfig(dir, sparse, "max_objects_bytes: 1024\n")}, kDeadline);
+  r = RunModelmetrics(dir,
+                      {"serve", "--config", ServeConfig(dir, sparse, "max_objects_bytes: 1024\n")},
+                      testing::kCommandDeadline);
   ExpectOneLineError(
       r, "serve: objects_file: " + sparse + ": file is 1073741824 bytes, over the 1024-byte limit");
 }
@@ -152,18 +161,19 @@ TEST(BadInputTest, ServeObjectsFileIsBoundedToo) {
 // A kubeconfig is bounded the same way, with --max-config-bytes as its cap.
 TEST(BadInputTest, SnapshotKubeconfigIsBoundedToo) {
   ScratchDir dir;
-  CliResult r = RunModelmetrics(
-      dir, {"snapshot", "chat", "--kubeconfig", "/dev/zero", "--window", "0"}, kDeadline);
+  CliResult r =
+      RunModelmetrics(dir, {"snapshot", "chat", "--kubeconfig", "/dev/zero", "--window", "0"},
+                      testing::kCommandDeadline);
   ExpectOneLineError(r, "modelmetrics snapshot: /dev/zero: not a regular file");
   const std::string sparse = SparseFile(dir);
   r = RunModelmetrics(dir, {"snapshot", "chat", "--kubeconfig", sparse, "--window", "0"},
-                      kDeadline);
+                      testing::kCommandDeadline);
   ExpectOneLineError(r, "modelmetrics snapshot: " + sparse +
                             ": file is 1073741824 bytes, over the 4194304-byte limit");
   const std::string small = dir.Write("kubeconfig", "apiVersion: v1\nkind: Config\n");
   r = RunModelmetrics(
       dir, {"snapshot", "chat", "--kubeconfig", small, "--max-config-bytes", "16", "--window", "0"},
-      kDeadline);
+      testing::kCommandDeadline);
   ExpectOneLineError(
       r, "modelmetrics snapshot: " + small + ": file is 28 bytes, over the 16-byte limit");
 }
@@ -175,8 +185,8 @@ TEST(BadInputTest, ServeConfigAndKubeconfigCapIsMaxConfigBytes) {
   const std::string objects = dir.Write("objects.json", R"({"kind": "List", "items": []})");
   std::string config = ServeConfig(dir, objects);
   const size_t config_bytes = std::filesystem::file_size(config);
-  CliResult r =
-      RunModelmetrics(dir, {"serve", "--config", config, "--max-config-bytes", "64"}, kDeadline);
+  CliResult r = RunModelmetrics(dir, {"serve", "--config", config, "--max-config-bytes", "64"},
+                                testing::kCommandDeadline);
   ExpectOneLineError(r, "serve: " + config + ": file is " + std::to_string(config_bytes) +
                             " bytes, over the 64-byte limit");
   // A kubeconfig instead of the objects file: its own cap, the same flag.
@@ -185,11 +195,11 @@ TEST(BadInputTest, ServeConfigAndKubeconfigCapIsMaxConfigBytes) {
                                        "\ntoken_file: tokens.csv\npolicy_file: policy.yaml\n"
                                        "kubeconfig: " +
                                        sparse + "\n");
-  r = RunModelmetrics(dir, {"serve", "--config", config}, kDeadline);
+  r = RunModelmetrics(dir, {"serve", "--config", config}, testing::kCommandDeadline);
   ExpectOneLineError(
       r, "serve: " + sparse + ": file is 1073741824 bytes, over the 4194304-byte limit");
   r = RunModelmetrics(dir, {"serve", "--config", config, "--max-config-bytes", "2147483648"},
-                      kDeadline);
+                      testing::kCommandDeadline);
   EXPECT_EQ(r.exit_code, 2);  // over the flag's own range (1 GiB)
   EXPECT_THAT(r.err, HasSubstr("--max-config-bytes"));
 }
@@ -222,13 +232,13 @@ TEST(BadInputTest, ServeStopsOnSigtermDuringStartUp) {
       ServeConfig(dir, dir.File("objects.yaml"), "max_objects_bytes: 33554432\n");
   CliProcess process({"serve", "--config", config}, dir.File("out"), dir.File("err"));
   ASSERT_TRUE(process.started());
-  const auto give_up = std::chrono::steady_clock::now() + kDeadline;
+  const auto give_up = std::chrono::steady_clock::now() + testing::kCommandDeadline;
   while (!BlocksSigterm(process.pid()) && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   ASSERT_TRUE(BlocksSigterm(process.pid()));
   process.Signal(SIGTERM);
-  const CliResult r = process.Wait(kDeadline);
+  const CliResult r = process.Wait(testing::kCommandDeadline);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "serve: SIGTERM during start-up, stopping\n");

@@ -29,6 +29,9 @@ extern char** environ;
 
 namespace modelmetrics::testing {
 
+// How long a test waits for a command that must end by itself.
+inline constexpr std::chrono::seconds kCommandDeadline{20};
+
 struct CliResult {
   int exit_code = -1;   // -1: killed by a signal or by the deadline
   int term_signal = 0;  // the signal that ended it, if one did

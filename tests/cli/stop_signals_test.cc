@@ -23,8 +23,6 @@ using ::modelmetrics::testing::ScratchDir;
 using ::modelmetrics::testing::ServeConfig;
 using ::testing::HasSubstr;
 
-constexpr std::chrono::seconds kDeadline{20};
-
 const char* Name(int signal) {
   return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP";
 }
@@ -34,7 +32,7 @@ CliResult StopWith(const ScratchDir& dir, const std::vector<std::string>& args,
                    const std::string& ready, int signal) {
   CliProcess process(args, dir.File("out"), dir.File("err"));
   EXPECT_TRUE(process.started());
-  const auto give_up = std::chrono::steady_clock::now() + kDeadline;
+  const auto give_up = std::chrono::steady_clock::now() + testing::kCommandDeadline;
   while (process.StdoutSoFar().find(ready) == std::string::npos &&
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -42,7 +40,7 @@ CliResult StopWith(const ScratchDir& dir, const std::vector<std::string>& args,
   EXPECT_THAT(process.StdoutSoFar(), HasSubstr(ready));
   const auto sent = std::chrono::steady_clock::now();
   process.Signal(signal);
-  CliResult r = process.Wait(kDeadline);
+  CliResult r = process.Wait(testing::kCommandDeadline);
   EXPECT_FALSE(r.timed_out);
   EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(5)) << args[0];
   return r;
@@ -118,13 +116,13 @@ TEST(StopSignals, ADemoStartedWithSigintIgnoredStillTakesIt) {
                      dir.File("out"), dir.File("err"));
   sigaction(SIGINT, &previous, nullptr);
   ASSERT_TRUE(process.started());
-  const auto give_up = std::chrono::steady_clock::now() + kDeadline;
+  const auto give_up = std::chrono::steady_clock::now() + testing::kCommandDeadline;
   while (process.StdoutSoFar().find("--- round 1 ---") == std::string::npos &&
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   process.Signal(SIGINT);
-  const CliResult r = process.Wait(kDeadline);
+  const CliResult r = process.Wait(testing::kCommandDeadline);
   EXPECT_FALSE(r.timed_out);
   ExpectCleanStop(r, "demo", SIGINT);
 }

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deployment/object_file.h"
+#include "deployment/object_test_files.h"
 #include "net/http_server.h"
 #include "test_paths.h"
 
@@ -30,14 +31,14 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+using ::modelmetrics::testing::ExamplePath;
+using ::modelmetrics::testing::TempDir;
 
 constexpr char kToken[] = "s3cr3t-token";
 constexpr char kChatSelector[] =
     "app.kubernetes.io/name=model-deployment,app.kubernetes.io/instance=chat";
 
 std::string TlsFile(const std::string& name) { return test_paths::Tls(name); }
-
-std::string ExamplePath() { return test_paths::Shared("fixtures/deployment/objects-example.json"); }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -65,26 +66,6 @@ std::string Base64(const std::string& data) {
   }
   return out;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "mm-kube-api-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-
-  const std::string& path() const { return path_; }
-  std::string Write(const std::string& name, const std::string& content) const {
-    std::string file = path_ + "/" + name;
-    std::ofstream(file, std::ios::binary) << content;
-    return file;
-  }
-
- private:
-  std::string path_;
-};
 
 // Sets an environment variable for its lifetime. Only used while no other thread runs.
 class ScopedEnv {

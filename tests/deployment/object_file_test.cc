@@ -1,6 +1,7 @@
 // Tests of the file ObjectSource: the shared example objects as JSON, the same objects as YAML (a
 // List and `---` documents), clear errors for bad files, and Kubernetes' NotFound wording.
 #include "deployment/object_file.h"
+#include "deployment/object_test_files.h"
 #include "test_paths.h"
 
 #include <gtest/gtest.h>
@@ -18,30 +19,9 @@
 namespace modelmetrics::deployment {
 namespace {
 
+using ::modelmetrics::testing::ExamplePath;
+using ::modelmetrics::testing::TempDir;
 using nlohmann::json;
-
-std::string ExamplePath() { return test_paths::Shared("fixtures/deployment/objects-example.json"); }
-
-// A private temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "mm-object-file-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-
-  std::string Write(const std::string& name, const std::string& content) const {
-    std::string file = path_ + "/" + name;
-    std::ofstream(file, std::ios::binary) << content;
-    return file;
-  }
-
- private:
-  std::string path_;
-};
 
 // objects-example.json, written by hand as YAML: unquoted integers and booleans, quoted
 // annotation values, a single-quoted JSON argument, flow and block styles mixed.

@@ -19,12 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "format/test_numbers.h"
 #include "modelmetrics/writer.h"
 
 namespace modelmetrics::format {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using ::modelmetrics::testing::kInf;
 
 // An independent oracle: glibc's strtod in an explicit "C" locale, whatever the global locale is.
 double CStrtod(const std::string& text) {

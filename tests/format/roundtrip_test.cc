@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "format/number.h"
+#include "format/test_numbers.h"
 #include "modelmetrics/exposition.h"
 #include "modelmetrics/parser.h"
 #include "modelmetrics/writer.h"
@@ -40,7 +41,7 @@
 namespace modelmetrics {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using ::modelmetrics::testing::kInf;
 
 // --- Diff printing -------------------------------------------------------------------------
 

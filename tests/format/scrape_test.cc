@@ -6,6 +6,7 @@
 // shared/spec/reference/deployment-metrics-behaviour.md §4.2 ("Expected values derived from the
 // fixtures"), computed the way the reference handler does (Δsum/Δcount in double).
 #include "modelmetrics/scrape.h"
+#include "format/test_numbers.h"
 #include "test_paths.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +22,7 @@
 namespace modelmetrics {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using ::modelmetrics::testing::kInf;
 
 std::string ReadDeployment(const std::string& name) {
   const std::string path = test_paths::Shared("fixtures/deployment/") + name;

@@ -22,12 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "format/test_numbers.h"
 #include "modelmetrics/exposition.h"
 
 namespace modelmetrics {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using ::modelmetrics::testing::kInf;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string Double(double v) {

@@ -556,7 +556,7 @@ TEST(TestServingSpeechMetrics, StreamingSpeechObservesTtfpOnceOnFirstPcmPayload)
 TEST(TestServingSpeechMetrics, SpeechStreamAbortCountedOnceWithoutContinuity) {
   for (bool before_pcm : {true, false}) {
     for (const char* reason : {"cancelled", "engine_dead", "error"}) {
-      SCOPED_TRACE(testing::Message() << reason << " before_pcm=" << before_pcm);
+      SCOPED_TRACE(::testing::Message() << reason << " before_pcm=" << before_pcm);
       Registry registry;
       AudioMetrics metrics(registry, kSpeechModel);
       ASSERT_TRUE(metrics.BeginStream("speech-test", StreamKind::kSpeech));

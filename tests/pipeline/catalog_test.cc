@@ -32,24 +32,19 @@
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/parser.h"
 #include "pipeline/catalog.h"
+#include "pipeline/fixture_text.h"
 #include "test_paths.h"
 
 namespace modelmetrics::pipeline {
 namespace {
 
+using ::modelmetrics::testing::kV1FixturePath;
+using ::modelmetrics::testing::ReadFile;
+
 const std::string kReferencePath =
     test_paths::Shared("spec/reference/pipeline-metrics-behaviour.md");
 const std::string kDesignPath = test_paths::Shared("spec/pipeline-metrics-design.md");
 const std::string kPythonApiPath = test_paths::Shared("spec/reference/vllm-omni-python-api.md");
-const std::string kV1FixturePath =
-    test_paths::Shared("fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt");
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  EXPECT_TRUE(file.good()) << path;
-  return std::string(std::istreambuf_iterator<char>(file), {});
-}
-
 std::vector<std::string> ToStrings(std::span<const std::string_view> views) {
   return {views.begin(), views.end()};
 }

@@ -45,7 +45,8 @@ TEST(ContinuityWorkedValues, ReferenceTable) {
       {{0, 0.3}, {4800, 4800}, mono, 0.5, {0.2, 1, true}},
   };
   for (const WorkedValue& c : cases) {
-    SCOPED_TRACE(testing::Message() << "arrivals[1]=" << c.arrivals[1] << " thr=" << c.threshold_s);
+    SCOPED_TRACE(::testing::Message()
+                 << "arrivals[1]=" << c.arrivals[1] << " thr=" << c.threshold_s);
     const ContinuityStats got = Stats(c.arrivals, c.bytes, c.format, c.threshold_s);
     EXPECT_NEAR(got.max_underrun_s, c.expected.max_underrun_s, 1e-9);
     EXPECT_EQ(got.underrun_event_count, c.expected.underrun_event_count);

@@ -26,26 +26,18 @@
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/parser.h"
 #include "pipeline/catalog.h"
+#include "pipeline/fixture_text.h"
 #include "test_paths.h"
 
 namespace modelmetrics::pipeline {
 namespace {
 
-const std::string kV1FixturePath =
-    test_paths::Shared("fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt");
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  EXPECT_TRUE(file.good()) << path;
-  return std::string(std::istreambuf_iterator<char>(file), {});
-}
+using ::modelmetrics::testing::Contains;
+using ::modelmetrics::testing::kV1FixturePath;
+using ::modelmetrics::testing::ReadFile;
 
 std::vector<std::string_view> Views(const std::vector<std::string>& strings) {
   return {strings.begin(), strings.end()};
-}
-
-bool Contains(const std::string& haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 // ---- Part 1: tests/metrics/test_stat_logger.py ----
@@ -464,7 +456,7 @@ std::vector<LabelPair> At(std::string stage, std::string replica) {
   return {{"stage", std::move(stage)}, {"replica", std::move(replica)}};
 }
 
-std::vector<MetricFamily> Parsed(const Registry& registry, Format format = Format::kText) {
+std::vector<MetricFamily> ParsedFamilies(const Registry& registry, Format format = Format::kText) {
   ParseOptions options;
   options.format = format;
   options.strict = true;
@@ -482,7 +474,7 @@ TEST(EngineStatsLogger, FlatIndexOrderFollowsStageLayout) {
     SchedulerStats s{.num_running_reqs = e + 1};
     ASSERT_TRUE(logger->Record(e, &s, nullptr));
   }
-  const auto families = Parsed(registry);
+  const auto families = ParsedFamilies(registry);
   EXPECT_EQ(Value(families, "vllm:num_requests_running", At("0", "0")), 1);
   EXPECT_EQ(Value(families, "vllm:num_requests_running", At("1", "0")), 2);
   EXPECT_EQ(Value(families, "vllm:num_requests_running", At("1", "1")), 3);
@@ -490,7 +482,7 @@ TEST(EngineStatsLogger, FlatIndexOrderFollowsStageLayout) {
   // The reverse map addresses the same engine.
   IterationStats it{.num_generation_tokens = 5};
   ASSERT_TRUE(logger->Record(StageReplica{1, 1}, nullptr, &it));
-  EXPECT_EQ(Value(Parsed(registry), "vllm:generation_tokens_total", At("1", "1")), 5);
+  EXPECT_EQ(Value(ParsedFamilies(registry), "vllm:generation_tokens_total", At("1", "1")), 5);
 }
 
 TEST(EngineStatsLogger, UnknownEngineFailsFastAndRecordsNothing) {
@@ -592,7 +584,7 @@ TEST_P(EngineStatsRender, EveryFixtureFamilyWithStageAndReplica) {
   }
   ASSERT_EQ(fixture.size(), VllmEngineFamilies().size());
 
-  const std::vector<MetricFamily> ours = Parsed(registry, GetParam());
+  const std::vector<MetricFamily> ours = ParsedFamilies(registry, GetParam());
   std::map<std::string, const MetricFamily*> by_key;
   for (const MetricFamily& f : ours) {
     EXPECT_TRUE(f.name.starts_with("vllm:")) << f.name;
@@ -721,7 +713,8 @@ TEST(EngineStatsLogger, GatedOffRegistersNoVllmFamily) {
   EXPECT_EQ(lines(off_text), 3);  // HELP, TYPE, one sample
   EXPECT_GT(lines(on_text), 40 * lines(off_text));
   for (const Format format : {Format::kText, Format::kOpenMetrics}) {
-    for (const MetricFamily& f : Parsed(*off, format)) EXPECT_FALSE(f.name.starts_with("vllm:"));
+    for (const MetricFamily& f : ParsedFamilies(*off, format))
+      EXPECT_FALSE(f.name.starts_with("vllm:"));
   }
 }
 
@@ -740,7 +733,7 @@ TEST(EngineStatsLogger, ScopedUnregisterKeepsOmniFamilies) {
   IterationStats it{.num_generation_tokens = 7};
   ASSERT_TRUE(first->Record(0, nullptr, &it));  // stale: safe, invisible
   ASSERT_TRUE(second->Record(1, nullptr, &it));
-  const auto families = Parsed(registry);
+  const auto families = ParsedFamilies(registry);
   EXPECT_EQ(Value(families, "vllm:generation_tokens_total", At("0", "0")), 0);
   EXPECT_EQ(Value(families, "vllm:generation_tokens_total", At("1", "0")), 7);
   EXPECT_EQ(Value(families, "vllm_omni:requests_success_total", {{"model_name", "m"}}), 1);
@@ -749,7 +742,7 @@ TEST(EngineStatsLogger, ScopedUnregisterKeepsOmniFamilies) {
   EXPECT_EQ(families.size(), kPlainFamilies + 1);
 
   EXPECT_EQ(registry.RemovePrefix(kEnginePrefix), kPlainFamilies);
-  const auto after = Parsed(registry);
+  const auto after = ParsedFamilies(registry);
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].name, "vllm_omni:requests_success_total");
 }
@@ -767,7 +760,7 @@ TEST(EngineStatsLogger, EveryRecordIsRecorded) {
                      .prefix_cache_stats = {.queries = 10, .hits = 4}};
     ASSERT_TRUE(logger->Record(1, &s, nullptr));  // scheduler stats only
   }
-  const auto families = Parsed(registry);
+  const auto families = ParsedFamilies(registry);
   const auto at = At("1", "0");
   EXPECT_EQ(Value(families, "vllm:num_requests_running", at), 3);
   EXPECT_EQ(Value(families, "vllm:num_requests_waiting", at), 7);
@@ -823,7 +816,7 @@ TEST(EngineStatsLogger, SleepStateAndCacheConfigInfo) {
   auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {2}});
   ASSERT_NE(logger, nullptr);
   EXPECT_TRUE(logger->SetSleepState(1, 1, 1));  // engine (0, 1) offloads its weights
-  auto families = Parsed(registry);
+  auto families = ParsedFamilies(registry);
   auto sleep = [&](std::string replica, std::string state) {
     std::vector<LabelPair> want = At("0", replica);
     want.push_back({"sleep_state", state});
@@ -834,7 +827,7 @@ TEST(EngineStatsLogger, SleepStateAndCacheConfigInfo) {
   EXPECT_EQ(sleep("1", "weights_offloaded"), 1);
   EXPECT_EQ(sleep("1", "discard_all"), 0);
   EXPECT_TRUE(logger->SetSleepState(1, 2));  // every engine
-  families = Parsed(registry);
+  families = ParsedFamilies(registry);
   EXPECT_EQ(sleep("0", "discard_all"), 1);
   EXPECT_EQ(sleep("1", "weights_offloaded"), 0);
   EXPECT_EQ(sleep("1", "discard_all"), 1);
@@ -845,7 +838,7 @@ TEST(EngineStatsLogger, SleepStateAndCacheConfigInfo) {
       {{"kv_cache_size_tokens", "438960"}, {"user_specified_mamba_block_size", "None"}}};
   std::string error;
   ASSERT_TRUE(logger->LogEngineInitialized(info, &error)) << error;
-  families = Parsed(registry);
+  families = ParsedFamilies(registry);
   std::vector<LabelPair> want = At("0", "1");
   want.push_back({"kv_cache_size_tokens", "438960"});
   EXPECT_EQ(Value(families, "vllm:cache_config_info", want), 1);
@@ -877,7 +870,7 @@ TEST(EngineStatsLogger, FinishedRequestEdgeCases) {
                                   .max_tokens_param = 0,
                                   .num_cached_tokens = 9});
   ASSERT_TRUE(logger->Record(0, nullptr, &it));
-  const auto families = Parsed(registry);
+  const auto families = ParsedFamilies(registry);
   const auto at = At("0", "0");
   EXPECT_EQ(Value(families, "vllm:request_prefill_kv_computed_tokens_sum", at), 7);
   EXPECT_EQ(Value(families, "vllm:request_prefill_kv_computed_tokens_count", at), 2);
@@ -910,7 +903,7 @@ TEST(EngineStatsLogger, ConcurrentRecordsAddUp) {
     });
   }
   for (std::thread& t : threads) t.join();
-  const auto families = Parsed(registry);
+  const auto families = ParsedFamilies(registry);
   EXPECT_EQ(Value(families, "vllm:generation_tokens_total", At("0", "0")), 5 * kSteps);
   EXPECT_EQ(Value(families, "vllm:generation_tokens_total", At("2", "0")), kSteps);
   EXPECT_EQ(Value(families, "vllm:time_to_first_token_seconds_count", At("0", "0")), 5 * kSteps);

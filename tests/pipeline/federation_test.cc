@@ -26,24 +26,20 @@
 #include "modelmetrics/parser.h"
 #include "modelmetrics/writer.h"
 #include "net/http_server.h"
+#include "pipeline/fixture_text.h"
 #include "test_paths.h"
 
 namespace modelmetrics::pipeline {
 namespace {
 
+using ::modelmetrics::testing::kV1FixturePath;
+using ::modelmetrics::testing::ReadFile;
+
 using ::modelmetrics::net::HttpRequest;
 using ::modelmetrics::net::HttpResponse;
 using ::modelmetrics::net::HttpServer;
 
-const std::string kFixture =
-    test_paths::Shared("fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt");
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+const std::string& kFixture = kV1FixturePath;
 
 // "name{a="1",b="2"}" with labels sorted by name.
 std::string Key(std::string_view name, std::vector<LabelPair> labels) {

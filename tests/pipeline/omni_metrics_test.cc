@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "modelmetrics/metrics.h"
+#include "pipeline/fixture_text.h"
 
 namespace modelmetrics::pipeline {
 namespace {
+
+using ::modelmetrics::testing::Contains;
 
 constexpr std::string_view kModel = "test-model";
 
@@ -41,10 +44,6 @@ bool HasLine(const std::string& text, std::string_view line) {
     if (l == line) return true;
   }
   return false;
-}
-
-bool Contains(const std::string& text, std::string_view needle) {
-  return text.find(needle) != std::string::npos;
 }
 
 StageMessage Message(uint64_t id, std::string rid, int stage, std::optional<int> replica,
