@@ -90,7 +90,9 @@ int RunUi(const UiArgs& args) {
     duration.emplace();
     base::ParseDuration(args.duration, &*duration);
   }
-  if (!StopPending(signals, "ui")) WaitForStop(signals, duration, "ui");
+  // A signal that came before this point is pending, and WaitForStop takes it at once (a
+  // StopPending check here would call it "during start-up" after the URL was printed).
+  WaitForStop(signals, duration, "ui");
   server.Stop();
   return 0;
 }
