@@ -31,7 +31,7 @@ on_exit() {
 trap on_exit EXIT
 
 # ---- builds ------------------------------------------------------------------------------------
-stage "setup and build (main tree, Python package)" 330
+stage "setup and build (main tree, Python package)" 420
 bash scripts/setup.sh
 
 # The sanitizer trees, one after the other; each writes its name to $work/built when it is ready,
@@ -99,7 +99,7 @@ build/venv/bin/python bench/python/multiprocess_bench.py --repeat 1 --number 200
 stage "real Prometheus scrapes the pipeline simulator" 40
 bash scripts/prometheus_pipeline_check.sh
 
-stage "fleet on Prometheus agents: 512 Pods, 32 deployments, VictoriaMetrics, serve" 150
+stage "fleet on Prometheus agents: 512 Pods, 32 deployments, VictoriaMetrics, serve" 60
 timeout 300 bash scripts/fleet.sh
 
 stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus, the Kubernetes manifests" 90
@@ -124,7 +124,7 @@ stage "Python package (build/venv; tests run from outside the repository)" 120
   -q -p no:cacheprovider "$root/tests/python")
 
 # ---- sanitizers and fuzzing --------------------------------------------------------------------
-stage "ASan + UBSan: waiting for the background build" 120
+stage "ASan + UBSan: waiting for the background build" 180
 await_tree asan
 
 stage "ASan + UBSan (ctest)" 240
