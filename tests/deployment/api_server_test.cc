@@ -1787,10 +1787,12 @@ TEST(ServeCommandTest, StopsCleanlyOnSigterm) {
   TempDir dir;
   ConfigFiles files(dir);
   const std::string config = dir.Write("serve.yaml", kBaseConfig + "port: 0\n");
-  // No --duration: only the signal (sent by `timeout` after 2 s) stops it; exit 0.
-  CommandResult run = RunCommand(
-      "timeout --preserve-status -s TERM 2 " + ModelmetricsBinary() + " serve --config " + config,
-      dir);
+  // No --duration: only the signal (sent by `timeout` after 2 s) stops it; exit 0. One SIGTERM,
+  // as Kubernetes sends: without --foreground, timeout also signals its whole process group,
+  // and that second copy can land after serve has finished and restored its signal mask.
+  CommandResult run = RunCommand("timeout --foreground --preserve-status -s TERM 2 " +
+                                     ModelmetricsBinary() + " serve --config " + config,
+                                 dir);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("serving ModelDeploymentMetrics on https://127.0.0.1:"));
   EXPECT_THAT(run.err, HasSubstr("SIGTERM, stopping"));
