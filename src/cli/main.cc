@@ -28,6 +28,12 @@ namespace {
 
 // ---- flags that several commands share --------------------------------------------------------
 
+// A duration flag (30s, 2m, ...) whose default the help shows.
+void AddDurationFlag(CLI::App* command, const std::string& name, std::string* value,
+                     const std::string& help) {
+  command->add_option(name, *value, help)->capture_default_str()->check(base::CheckDuration);
+}
+
 // --max-config-bytes: the size cap on configuration files (`what` names them in the help).
 void AddMaxConfigBytesFlag(CLI::App* command, size_t* max_bytes, const std::string& what) {
   command
@@ -150,12 +156,9 @@ void AddSimulatePipelineCommand(CLI::App* simulate, int* exit_code) {
       ->capture_default_str();
   pipeline->add_flag("--log-stats,!--no-log-stats", args->options.log_stats,
                      "Record statistics (default on); off: the gated-off exposition");
-  pipeline->add_option("--duration", args->duration, "How long to run (e.g. 60s, 2m)")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
-  pipeline->add_option("--log-interval", args->log_interval, "Print the log tables this often")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
+  AddDurationFlag(pipeline, "--duration", &args->duration, "How long to run (e.g. 60s, 2m)");
+  AddDurationFlag(pipeline, "--log-interval", &args->log_interval,
+                  "Print the log tables this often");
   pipeline->add_option("--seed", args->options.seed, "Workload seed")->capture_default_str();
   pipeline
       ->add_option("--pipeline", args->options.pipelines,
@@ -231,9 +234,7 @@ void AddSimulateDeploymentCommand(CLI::App* simulate, int* exit_code) {
                          "Write the objects (a kubectl get -o json List) here, kept current");
   deployment->add_option("--file-sd-out", args->options.file_sd_file,
                          "Write Prometheus file_sd targets (namespace and pod labels) here");
-  deployment->add_option("--duration", args->duration, "How long to serve (e.g. 30s, 2m)")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
+  AddDurationFlag(deployment, "--duration", &args->duration, "How long to serve (e.g. 30s, 2m)");
   deployment->callback([args, exit_code] { *exit_code = RunSimulateDeployment(*args); });
 }
 
@@ -264,9 +265,7 @@ void AddSimulateFleetCommand(CLI::App* simulate, int* exit_code) {
                     "Write every deployment's objects (a kubectl get -o json List) here");
   fleet->add_option("--file-sd-out", args->options.file_sd_file,
                     "Write every Pod's Prometheus file_sd target (namespace and pod labels) here");
-  fleet->add_option("--duration", args->duration, "How long to serve (e.g. 30s, 2m)")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
+  AddDurationFlag(fleet, "--duration", &args->duration, "How long to serve (e.g. 30s, 2m)");
   fleet->callback([args, exit_code] { *exit_code = RunSimulateFleet(*args); });
 }
 
@@ -334,12 +333,8 @@ void AddDemoCommand(CLI::App& app, int* exit_code) {
       "demo",
       "Run simulated vLLM, SGLang and vLLM-Omni deployments, the pipeline simulator and the "
       "aggregated API on loopback, printing live snapshots");
-  command->add_option("--duration", args->duration, "How long to run (e.g. 20s, 2m)")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
-  command->add_option("--interval", args->interval, "Time between snapshot rounds")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
+  AddDurationFlag(command, "--duration", &args->duration, "How long to run (e.g. 20s, 2m)");
+  AddDurationFlag(command, "--interval", &args->interval, "Time between snapshot rounds");
   command->add_option("--seed", args->seed, "Traffic seed")->capture_default_str();
   command->add_option("-o,--output", args->output, "table or json")
       ->capture_default_str()
@@ -370,9 +365,7 @@ void AddUiCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   command->add_option("--port", args->port, "Port to listen on (0: any free one)")
       ->capture_default_str();
-  command->add_option("--interval", args->interval, "How often each deployment is read")
-      ->capture_default_str()
-      ->check(base::CheckDuration);
+  AddDurationFlag(command, "--interval", &args->interval, "How often each deployment is read");
   command->add_option("--duration", args->duration, "Stop after this long (default: on SIGINT)")
       ->check(base::CheckDuration);
   command->add_option("--ca-file", args->ca_file,
