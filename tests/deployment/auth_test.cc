@@ -15,6 +15,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "test_paths.h"
+
 namespace modelmetrics::deployment {
 namespace {
 
@@ -97,7 +99,7 @@ TEST(TokenFileTest, LoadNamesThePath) {
   std::string error;
   EXPECT_EQ(TokenFileAuthenticator::Load("/no/such/tokens.csv", &error), nullptr);
   EXPECT_THAT(error, HasSubstr("/no/such/tokens.csv"));
-  const std::string path = ::testing::TempDir() + "auth_test_tokens.csv";
+  const std::string path = test_paths::ScratchFile("auth_test_tokens.csv");
   std::ofstream(path) << "x,y\n";
   EXPECT_EQ(TokenFileAuthenticator::Load(path, &error), nullptr);
   EXPECT_THAT(error, HasSubstr(path + ": line 1"));
@@ -363,7 +365,7 @@ TEST(PolicyTest, LoadNamesThePath) {
   std::string error;
   EXPECT_EQ(PolicyAuthorizer::Load("/no/such/policy.yaml", &error), nullptr);
   EXPECT_THAT(error, HasSubstr("/no/such/policy.yaml"));
-  const std::string path = ::testing::TempDir() + "auth_test_policy.yaml";
+  const std::string path = test_paths::ScratchFile("auth_test_policy.yaml");
   std::ofstream(path) << "rules: 3\n";
   EXPECT_EQ(PolicyAuthorizer::Load(path, &error), nullptr);
   EXPECT_EQ(error, path + ": rules: expected a list of rules");

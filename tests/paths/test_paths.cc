@@ -1,5 +1,10 @@
 #include "test_paths.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+
 namespace modelmetrics::test_paths {
 namespace {
 
@@ -19,5 +24,12 @@ std::string Source(std::string_view relative) { return Join(MM_SOURCE_DIR, relat
 std::string Binary(std::string_view relative) { return Join(MM_BINARY_DIR, relative); }
 std::string Modelmetrics() { return MM_MODELMETRICS_BINARY; }
 std::string Tls(std::string_view name) { return Join(MM_SOURCE_DIR "/tests/testdata/tls", name); }
+
+std::string ScratchFile(std::string_view stem) {
+  static std::atomic<unsigned> counter{0};
+  std::string name(stem);
+  name += '.' + std::to_string(getpid()) + '.' + std::to_string(counter.fetch_add(1));
+  return (std::filesystem::temp_directory_path() / name).string();
+}
 
 }  // namespace modelmetrics::test_paths

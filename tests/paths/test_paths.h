@@ -21,5 +21,9 @@ std::string Binary(std::string_view relative);
 std::string Modelmetrics();
 // A file of tests/testdata/tls/ (the test certificates and keys).
 std::string Tls(std::string_view name);
+// A path in the temporary folder no other process and no other call uses: `stem` with this
+// process's id and a per-process counter. ctest runs test processes in parallel (and the sanitizer
+// trees beside the main one), so a fixed name there is a race between them.
+std::string ScratchFile(std::string_view stem);
 
 }  // namespace modelmetrics::test_paths

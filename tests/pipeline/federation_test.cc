@@ -135,7 +135,7 @@ void ExpectPromtoolAccepts(const std::string& text) {
     std::printf("note: no /usr/bin/promtool, exposition not checked by it\n");
     return;
   }
-  const std::string path = ::testing::TempDir() + "federation_promtool.prom";
+  const std::string path = test_paths::ScratchFile("federation_promtool.prom");
   {
     std::ofstream out(path, std::ios::binary);
     out << text;
@@ -147,6 +147,7 @@ void ExpectPromtoolAccepts(const std::string& text) {
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, n);
   const int status = pclose(pipe);
+  std::remove(path.c_str());
   ASSERT_TRUE(WIFEXITED(status)) << output;
   const int rc = WEXITSTATUS(status);
   EXPECT_TRUE(rc == 0 || rc == 3) << "promtool exit " << rc << "\n" << output;

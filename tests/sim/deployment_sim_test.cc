@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "modelmetrics/scrape.h"
 #include "net/http_client.h"
 #include "sim/number_spelling.h"
+#include "test_paths.h"
 
 namespace modelmetrics::sim {
 namespace {
@@ -408,7 +410,7 @@ TEST(DeploymentSimTest, ObjectsDescribeThePods) {
   options.router = "llm-d-router";
   options.kv_cache = true;
   options.faults = {{"chat-prompt-0", PodFault::kUntrustedTls}};
-  options.objects_file = ::testing::TempDir() + "deployment_sim_objects.json";
+  options.objects_file = test_paths::ScratchFile("deployment_sim_objects.json");
   auto sim = Started(options);
 
   deployment::ObjectSet decoded;
@@ -477,6 +479,8 @@ TEST(DeploymentSimTest, ObjectsDescribeThePods) {
   ASSERT_EQ(pods.size(), 3u);
   for (const auto& pod : pods)
     EXPECT_FALSE(pod.metadata.annotations.contains("prometheus.io/scheme"));
+  sim.reset();
+  std::remove(options.objects_file.c_str());
 }
 
 TEST(DeploymentSimTest, PaddingReachesBenchmarkSize) {
