@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/http_client.h"
+#include "object_test_files.h"
 #include "sim/deployment_sim.h"
 #include "test_certificates.h"
 #include "test_paths.h"
@@ -50,28 +51,7 @@ using Json = nlohmann::json;
 
 std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
-// A fresh folder under the test temp dir, removed with the object.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "api_server_test_XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string Write(const std::string& name, const std::string& text) const {
-    const std::string file = path_ + "/" + name;
-    std::ofstream(file, std::ios::binary) << text;
-    return file;
-  }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 struct CommandResult {
   int exit_code = -1;

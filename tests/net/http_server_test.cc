@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -1281,8 +1282,8 @@ TEST(HttpServerTlsTest, SelfSignedCertificateVerifiesForItsNames) {
   EXPECT_FALSE(SelfSignedCertificate("x", {""}, &cert, &key, &error));
   ASSERT_TRUE(
       SelfSignedCertificate("modelmetrics", {"localhost", "127.0.0.1"}, &cert, &key, &error));
-  const std::string dir = ::testing::TempDir();
-  const std::string cert_file = dir + "/self-signed.pem", key_file = dir + "/self-signed-key.pem";
+  const std::string cert_file = test_paths::ScratchFile("self-signed.pem");
+  const std::string key_file = test_paths::ScratchFile("self-signed-key.pem");
   std::ofstream(cert_file) << cert;
   std::ofstream(key_file) << key;
   ServerOptions options;
@@ -1297,6 +1298,8 @@ TEST(HttpServerTlsTest, SelfSignedCertificateVerifiesForItsNames) {
   ctx.set_verify_mode(ssl::verify_peer);
   ctx.set_verify_callback(ssl::host_name_verification("127.0.0.1"));
   EXPECT_TRUE(TlsGet(server.port(), ctx));
+  std::remove(cert_file.c_str());
+  std::remove(key_file.c_str());
   // Its names, and only those.
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(cert.data(), -1), BIO_free);
   std::unique_ptr<X509, decltype(&X509_free)> x509(
