@@ -20,7 +20,7 @@ jobs=${JOBS:-2}
 fuzz_seconds=${FUZZ_SECONDS:-45}
 shared="${MODELMETRICS_SHARED_DIR:-$root/../shared}"
 source scripts/stage_times.sh
-work=$(mktemp -d)
+work=$(mktemp -d)  # scratch for every stage (the pytest folders too), removed at exit
 background=""
 on_exit() {
   local rc=$?
@@ -103,24 +103,24 @@ stage "fleet on Prometheus agents: 512 Pods, 32 deployments, VictoriaMetrics, se
 timeout 300 bash scripts/fleet.sh
 
 stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus, the Kubernetes manifests" 90
-(cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
+(cd "$(mktemp -d -p "$work")" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/deploy")
 
 stage "aggregated API behind a kube-apiserver stand-in: availability, kubectl, delegated auth" 45
-(cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
+(cd "$(mktemp -d -p "$work")" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/kube")
 
 stage "image: buildah (vfs, chroot) builds build/modelmetrics-image.tar and smoke-tests it" 60
 timeout 300 bash scripts/build-image.sh
 
 stage "the web page in headless Chromium (screenshots in build/ui-screenshots)" 120
-(cd "$(mktemp -d)" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" \
+(cd "$(mktemp -d -p "$work")" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" \
   MODELMETRICS_SCREENSHOTS="$root/build/ui-screenshots" timeout 300 /usr/bin/python3 -m pytest \
   -q -p no:cacheprovider "$root/tests/ui")
 
 stage "Python package (build/venv; tests run from outside the repository)" 120
 (cd / && "$root/build/venv/bin/python" -c "import modelmetrics.vllm_omni.metrics.prometheus")
-(cd "$(mktemp -d)" && MODELMETRICS_SHARED_DIR="$shared" "$root/build/venv/bin/python" -m pytest \
+(cd "$(mktemp -d -p "$work")" && MODELMETRICS_SHARED_DIR="$shared" "$root/build/venv/bin/python" -m pytest \
   -q -p no:cacheprovider "$root/tests/python")
 
 # ---- sanitizers and fuzzing --------------------------------------------------------------------
@@ -141,7 +141,7 @@ stage "the Python extension under ASan + UBSan (its C API code: references, buff
 # report the interpreter's own allocations) is off; the real-Prometheus example is left out (the
 # multiprocess tests' uvicorn app is scraped by a real Prometheus here too). Not beside the ctest
 # stage: measured, the two together took longer than one after the other.
-(cd "$(mktemp -d)" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+(cd "$(mktemp -d -p "$work")" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LD_PRELOAD="$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)" \
   PYTHONPATH="$root/build-asan/python" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   -k "not fastapi" "$root/tests/python")

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -52,8 +53,12 @@ class ScratchDir {
  public:
   ScratchDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() / ("mm_cli_" + std::to_string(::getpid()) + "_" +
-                                                      info->test_suite_name() + "_" + info->name());
+    // Parameterised names hold '/' ("Signals/StopTest.Case/0"): flattened, so the directory
+    // removed at the end is the one created, with no parent folder left behind.
+    std::string name =
+        "mm_cli_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    path_ = std::filesystem::temp_directory_path() / name;
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
