@@ -31,7 +31,7 @@ on_exit() {
 trap on_exit EXIT
 
 # ---- builds ------------------------------------------------------------------------------------
-stage "setup and build (main tree, Python package)" 420
+stage "setup and build (main tree, Python package)" 460
 bash scripts/setup.sh
 
 # The sanitizer trees, one after the other; each writes its name to $work/built when it is ready,
@@ -124,7 +124,7 @@ stage "Python package (build/venv; tests run from outside the repository)" 120
   -q -p no:cacheprovider "$root/tests/python")
 
 # ---- sanitizers and fuzzing --------------------------------------------------------------------
-stage "ASan + UBSan: waiting for the background build" 180
+stage "ASan + UBSan: waiting for the background build" 210
 await_tree asan
 
 stage "ASan + UBSan (ctest)" 240
