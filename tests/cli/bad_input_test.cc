@@ -33,7 +33,6 @@ using ::testing::StartsWith;
 
 const std::string kHangYaml = test_paths::Source("fuzz/corpus/yaml/yaml_cpp_0.7_loadall_hang.yaml");
 constexpr long kMaxRssKib = 256 * 1024;
-// Generous: a loaded CI machine must not fail these; a hang still does (it used to run forever).
 
 // A 1 GiB file that takes no disk: only its size is ever looked at.
 std::string SparseFile(const ScratchDir& dir) {

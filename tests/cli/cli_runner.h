@@ -30,7 +30,8 @@ extern char** environ;
 
 namespace modelmetrics::testing {
 
-// How long a test waits for a command that must end by itself.
+// How long a test waits for a command that must end by itself. Generous: a loaded CI machine
+// must not fail a test on it; a hang still does.
 inline constexpr std::chrono::seconds kCommandDeadline{20};
 
 struct CliResult {

@@ -37,8 +37,8 @@
 #include <openssl/x509.h>
 #include <nlohmann/json.hpp>
 
+#include "deployment/object_test_files.h"
 #include "net/http_client.h"
-#include "object_test_files.h"
 #include "sim/deployment_sim.h"
 #include "test_certificates.h"
 #include "test_paths.h"
@@ -51,7 +51,7 @@ using Json = nlohmann::json;
 
 std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
-using testing::TempDir;
+using ::modelmetrics::testing::TempDir;
 
 struct CommandResult {
   int exit_code = -1;
