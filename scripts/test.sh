@@ -40,11 +40,8 @@ bash scripts/setup.sh
 #               the CLI, the Python extension and the four libFuzzer targets (the libraries they
 #               fuzz, format and deployment, at -O1 with coverage instrumentation; the API
 #               server half of deployment, which no fuzzer reaches, at -O0)
-#   TSan        clang, -O0 with line tables (half the compile time of gcc at -O1, and the suites
-#               run as fast): the threaded suites and the CLI they start
-tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests
-  deployment/deployment_tests deployment/deployment_objects_tests deployment/api_server_tests
-  deployment/deployment_integration_tests sim/sim_tests ui/ui_tests)
+#   TSan        the threaded suites and the CLI they start (scripts/tsan_tree.sh)
+source scripts/tsan_tree.sh
 fuzz_targets=(parser_fuzz_test snapshot_fuzz_test objects_fuzz_test yaml_fuzz_test)
 build_sanitizer_trees() {
   CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
@@ -52,14 +49,13 @@ build_sanitizer_trees() {
     -DMODELMETRICS_PYTHON=ON
   ninja -C build-asan -j "$jobs"
   echo asan >>"$work/built"
-  CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DMODELMETRICS_SANITIZE=thread -DMODELMETRICS_BENCH=OFF -DMODELMETRICS_PYTHON=OFF
-  ninja -C build-tsan -j "$jobs" modelmetrics "${tsan_suites[@]##*/}"
+  build_tsan_tree "$jobs"
   echo tsan >>"$work/built"
 }
 touch "$work/built"
 set -m # the background builds get their own process group, so a failure stops all of them
-(nice -n 19 bash -c "$(declare -f build_sanitizer_trees); $(declare -p tsan_suites jobs work)
+(nice -n 19 bash -c "$(declare -f build_sanitizer_trees build_tsan_tree)
+  $(declare -p tsan_suites jobs work)
   set -euo pipefail; build_sanitizer_trees" >"$root/build/sanitizer-builds.log" 2>&1 ||
   echo failed >>"$work/built") &
 background=$!
@@ -152,9 +148,9 @@ await_tree tsan
 stage "TSan (threaded code: net, metrics, pipeline, deployment, simulators, API server)" 180
 # Two suites at a time (one per core); a failing suite prints its log and stops the stage.
 printf '%s\n' "${tsan_suites[@]}" | work="$work" xargs -P "$jobs" -I{} bash -c \
-  'log="$work/tsan-${1//\//-}.log"
-   TSAN_OPTIONS=halt_on_error=1 "./build-tsan/tests/$1" --gtest_brief=1 >"$log" 2>&1 ||
-     { echo "TSan: $1 failed:"; tail -n 60 "$log"; exit 255; }' _ {}
+  "$(declare -f run_tsan_suite)"'
+   log="$work/tsan-${1//\//-}.log"
+   run_tsan_suite "$1" "$log" || { echo "TSan: $1 failed:"; tail -n 60 "$log"; exit 255; }' _ {}
 
 background=""
 

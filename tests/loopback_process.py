@@ -22,7 +22,9 @@ class Process:
             self.lines.put(line.rstrip("\n"))
 
     def until(self, pattern, timeout=30):
-        """Every line read so far once one matches `pattern`; fails after `timeout` s."""
+        """Every line read so far once one matches `pattern`; fails after `timeout` s. Each line
+        is waited for itself (a blocking read, no polling); the default, 3x deadlines.EVENTUALLY,
+        is for `demo`, which starts every simulator and server before its banner."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:

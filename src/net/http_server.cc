@@ -59,6 +59,43 @@ struct X509Free {
 };
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 
+// Fills the caches OpenSSL keeps inside a certificate (SHA-1, key identifiers, purpose and CA
+// flags), which it otherwise fills on the certificate's first use by a handshake or a chain
+// check. Every certificate the connection threads share goes through this before the first of
+// them starts, so from then on they only read it.
+//
+// Why: the first use writes the cache under the certificate's lock, and every later one skips the
+// lock after an acquire load of a "cached" flag that the writer sets with a release store
+// (ossl_x509v3_cache_extensions, crypto/x509/v3_purp.c, OpenSSL 3.0). That is correct, but in an
+// uninstrumented libcrypto ThreadSanitizer sees neither atomic, only the intercepted memcpy that
+// wrote a key identifier and the memcmp that reads it on another thread: two first handshakes
+// at once were reported as a race (issue 35). Filled at start, no handshake writes shared state.
+void FillCertificateCache(X509* cert) {
+  if (cert != nullptr) X509_check_purpose(cert, -1, 0);
+}
+
+void FillCertificateCaches(STACK_OF(X509) * certs) {
+  for (int i = 0; i < sk_X509_num(certs); ++i) FillCertificateCache(sk_X509_value(certs, i));
+}
+
+// Every certificate a server context holds: its own (each key type's) with their chains, and the
+// trust store's, which the handshake uses to build the server's chain and check a client's.
+void FillCertificateCaches(SSL_CTX* ctx) {
+  for (long more = SSL_CTX_set_current_cert(ctx, SSL_CERT_SET_FIRST); more == 1;
+       more = SSL_CTX_set_current_cert(ctx, SSL_CERT_SET_NEXT)) {
+    FillCertificateCache(SSL_CTX_get0_certificate(ctx));
+    STACK_OF(X509)* chain = nullptr;
+    if (SSL_CTX_get0_chain_certs(ctx, &chain) == 1) FillCertificateCaches(chain);
+  }
+  STACK_OF(X509)* extra = nullptr;
+  if (SSL_CTX_get_extra_chain_certs_only(ctx, &extra) == 1) FillCertificateCaches(extra);
+  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+  for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i) {
+    FillCertificateCache(X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objects, i)));
+  }
+  ERR_clear_error();
+}
+
 // Drains OpenSSL's (thread-local) error queue into a message.
 std::string OpenSslErrors() {
   std::string out;
@@ -78,8 +115,10 @@ std::vector<X509Ptr> ParseCertificates(std::string_view pem) {
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(
       BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
   if (!bio) return out;
-  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr))
+  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    FillCertificateCache(cert);  // shared by the connection threads from here on
     out.emplace_back(cert);
+  }
   ERR_clear_error();  // the loop ends on a "no start line" error
   return out;
 }
@@ -90,7 +129,10 @@ bool LoadCertificates(const std::string& path, std::vector<X509Ptr>* out, std::s
     *error = "cannot read " + path + ": " + OpenSslErrors();
     return false;
   }
-  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) out->emplace_back(cert);
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    FillCertificateCache(cert);  // shared by the connection threads from here on
+    out->emplace_back(cert);
+  }
   ERR_clear_error();  // the loop ends on a "no start line" error
   BIO_free(bio);
   if (out->empty()) {
@@ -884,6 +926,7 @@ bool ServerImpl::Start(std::string* error) {
     return false;
   }
   if (options_.tls && !BuildTls(error)) return false;
+  if (ssl_) FillCertificateCaches(ssl_->native_handle());  // before any connection thread
 
   for (int i = 0; i < options_.threads; ++i) iocs_.push_back(std::make_unique<asio::io_context>(1));
   tcp::endpoint endpoint(address, options_.port);

@@ -19,6 +19,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+from deadlines import wait_until  # noqa: E402
 from loopback_process import Process  # noqa: E402
 from standin import StandIn, https_get  # noqa: E402
 
@@ -149,10 +150,9 @@ def test_a_rotated_front_proxy_ca_is_honoured_without_a_restart(cluster):
     assert standin.check_availability("worker.gpustack.ai", "v1")[0]
     # kube-apiserver's front-proxy CA and client certificate change together.
     standin.set_trust("ca.pem", ["test-client"])
-    import time
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and standin.check_availability("worker.gpustack.ai", "v1")[0]:
-        time.sleep(0.1)
+    # The server rereads the ConfigMap every 200 ms (authentication_refresh): EVENTUALLY is 50x.
+    wait_until(lambda: not standin.check_availability("worker.gpustack.ai", "v1")[0],
+               what="the old front-proxy certificate to be refused")
     # The old proxy certificate is refused (the check fails as FailedDiscoveryCheck would)...
     available, message = standin.check_availability("worker.gpustack.ai", "v1")
     assert not available and message.endswith("bad status from /apis/worker.gpustack.ai/v1: 401")
@@ -185,17 +185,19 @@ def test_a_second_group_changes_every_path_and_document(tmp_path, pods):
 
 
 def wait_ready(port, timeout=15):
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        context = ssl.create_default_context(cafile=tls("ca.pem"))
+    """/readyz's answer once it is 200: the informers' first lists and watches of four resources
+    through the stand-in, over TLS; 15 s (kept) is 1.5x EVENTUALLY for those round trips."""
+    context = ssl.create_default_context(cafile=tls("ca.pem"))
+
+    def readyz():
         try:
             with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz?verbose", context=context,
                                         timeout=5) as response:
                 return response.read().decode()
         except urllib.error.HTTPError:
-            time.sleep(0.1)
-    raise AssertionError("the server never became ready")
+            return None
+
+    return wait_until(readyz, timeout, what="the server to become ready")
 
 
 def through(standin, path, token="viewer-token"):
@@ -205,21 +207,18 @@ def through(standin, path, token="viewer-token"):
 
 
 def counter(port, name, labels):
+    """The sum of `name`'s samples that carry `labels` (and any others)."""
     code, body = direct(port, "/metrics", "admin-token")
     assert code == 200, body
-    for line in body.decode().splitlines():
-        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
+    return sum(float(line.rsplit(" ", 1)[1]) for line in body.decode().splitlines()
+               if line.startswith(name + "{") and all(f'{k}="{v}"' in line
+                                                      for k, v in labels.items()))
 
 
 def test_snapshots_come_from_watch_caches_and_an_expired_watch_relists(cluster):
     standin, port, work = cluster
     assert "[+]informer-sync ok" in wait_ready(port)
-    import time
-    deadline = time.monotonic() + 10
-    while standin.watches < 4 and time.monotonic() < deadline:  # one per resource
-        time.sleep(0.05)
+    wait_until(lambda: standin.watches >= 4, what="a watch per resource")
     assert standin.watches == 4, standin.watches
     before = (standin.object_requests, standin.watches)
     for _ in range(100):
@@ -229,22 +228,23 @@ def test_snapshots_come_from_watch_caches_and_an_expired_watch_relists(cluster):
 
     # A Pod deleted in the cluster is gone from the next snapshot (a DELETED event).
     standin.delete("Pod", "demo", "chat-server-1")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        missing = [m["reason"] for m in through(standin, METRICS).get("missing", [])]
-        if any("1 of 2" in reason for reason in missing):
-            break
-        time.sleep(0.1)
-    assert any("1 of 2" in reason for reason in missing), missing
+    missing = []
+
+    def pod_gone():
+        missing[:] = [m["reason"] for m in through(standin, METRICS).get("missing", [])]
+        return any("1 of 2" in reason for reason in missing)
+
+    wait_until(pod_gone, what=lambda: f"a snapshot without the deleted Pod; missing: {missing}")
 
     # History compacted and the watches cut: the next watch gets 410 and the caches relist.
     lists_before = counter(port, "modelmetrics_watch_relists_total", {"reason": "expired"})
     standin.compact()
     standin.drop_watches()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and counter(
-            port, "modelmetrics_watch_relists_total", {"reason": "expired"}) < lists_before + 4:
-        time.sleep(0.1)
+    # Each resource relists after a back-off of 0.8 s doubling: four relists over the resources
+    # within about 2.4 s idle, most of it back-off (wall time, not CPU).
+    wait_until(lambda: counter(port, "modelmetrics_watch_relists_total",
+                               {"reason": "expired"}) >= lists_before + 4,
+               what="4 more expired relists over the four resources")
     assert counter(port, "modelmetrics_watch_relists_total",
                    {"reason": "expired", "resource": "pods"}) >= 1
     assert counter(port, "modelmetrics_watch_cache_objects", {"resource": "pods"}) == 1

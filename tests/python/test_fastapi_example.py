@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port, stop
+from deadlines import wait_until
 
 import modelmetrics
 
@@ -38,24 +39,33 @@ def tail(path: Path) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-20:]) if path.exists() else ""
 
 
-def start_until(argv_for_port, ready_url_for_port, log: Path, env=None, deadline_s=20.0):
+def start_until(argv_for_port, ready_url_for_port, log: Path, env=None, timeout=20.0):
     """Starts argv_for_port(port) on a free port until ready_url answers 200; a child that exits
-    early (most likely another process took the port first) is retried on a new port."""
+    early (most likely another process took the port first) is retried on a new port. 20 s per
+    try, twice EVENTUALLY: the example imports FastAPI, uvicorn and the extension, Prometheus
+    opens its TSDB; CPU-bound starts that a loaded 2-core machine slows most."""
     for _attempt in range(3):
         port = free_port()
         with open(log, "w") as out:
             proc = subprocess.Popen(argv_for_port(port), stdout=out, stderr=subprocess.STDOUT,
                                     env=env, cwd=log.parent)
-        deadline = time.monotonic() + deadline_s
-        while proc.poll() is None and time.monotonic() < deadline:
+
+        def ready_or_exited():
+            if proc.poll() is not None:
+                return "exited"
             try:
-                if http_get(ready_url_for_port(port))[0] == 200:
-                    return proc, port
+                return http_get(ready_url_for_port(port))[0] == 200 and "ready"
             except OSError:
-                pass
-            time.sleep(0.1)
+                return None
+
+        try:
+            state = wait_until(ready_or_exited, timeout, what="an answer")
+        except AssertionError:
+            state = "timed out"
+        if state == "ready":
+            return proc, port
         stop(proc)
-        if time.monotonic() >= deadline:
+        if state == "timed out":
             break
     pytest.fail(f"{argv_for_port(port)[0]} did not become ready:\n{tail(log)}")
 
@@ -114,30 +124,36 @@ def query(prom: str, promql: str) -> list:
 
 def poll_scalar(prom: str, promql: str, deadline: float) -> float:
     """The single sample of an instant query once it is a finite number (rate() needs two scrapes
-    with new observations in its window)."""
+    with new observations in its window), by `deadline` (time.monotonic())."""
     result = []
-    while time.monotonic() < deadline:
-        result = query(prom, promql)
-        if len(result) == 1 and math.isfinite(float(result[0]["value"][1])):
-            return float(result[0]["value"][1])
-        time.sleep(0.5)
-    pytest.fail(f"no finite value for {promql} in time; last answer: {result}")
+
+    def finite():
+        result[:] = query(prom, promql)
+        return len(result) == 1 and math.isfinite(float(result[0]["value"][1]))
+
+    # Checked twice a scrape interval: nothing changes faster.
+    wait_until(finite, max(0.0, deadline - time.monotonic()), poll=0.5,
+               what=lambda: f"a finite value for {promql}; last answer: {result}")
+    return float(result[0]["value"][1])
 
 
 def test_metrics_endpoint_serves_drop_in_and_process_families(example):
     from prometheus_client.parser import text_string_to_metric_families
 
-    # The first RTF is observed when the first simulated response has finished streaming.
-    deadline = time.monotonic() + 20
-    while True:
+    # The first RTF is observed when the first simulated response has finished streaming: 1-5 s
+    # of audio at an RTF of at most 1.5, so within 7.5 s of the first request. Checked twice a
+    # second: each check parses a whole scrape.
+    def observed_rtf():
         status, text = http_get(f"{example}/metrics")
         assert status == 200
         families = {f.name: f for f in text_string_to_metric_families(text)}
         rtf = families.get("vllm_omni:audio_rtf")
         if rtf and any(s.name.endswith("_count") and s.value > 0 for s in rtf.samples):
-            break
-        assert time.monotonic() < deadline, "no vllm_omni:audio_rtf observation within 20 s"
-        time.sleep(0.5)
+            return text, families
+        return None
+
+    text, families = wait_until(observed_rtf, 20, poll=0.5,
+                                what="a vllm_omni:audio_rtf observation")
 
     # Served on /metrics itself, not through Starlette's redirect to /metrics/.
     with urllib.request.urlopen(f"{example}/metrics", timeout=2) as resp:
@@ -170,6 +186,7 @@ def test_metrics_endpoint_serves_drop_in_and_process_families(example):
 
 
 def test_prometheus_scrapes_example_and_answers_rtf_quantile(example, prometheus):
+    # rate() over 30 s needs two 1 s scrapes with new observations in it; 60 s for both queries.
     deadline = time.monotonic() + 60
     p90 = poll_scalar(prometheus, QUANTILE.format(q=0.9), deadline)
     p50 = poll_scalar(prometheus, QUANTILE.format(q=0.5), deadline)

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port, stop
+from deadlines import wait_until
 
 import modelmetrics
 
@@ -176,6 +176,9 @@ def test_sigkill_mid_write_keeps_every_scrape_consistent(tmp_path):
         for p in procs:
             p.start()
         last, scrapes = {}, 0
+        # Workload, not a wait: 0.75 s of writes, then scrapes of the dead writers' values. The
+        # test needs 10 scrapes and 1000 increments: a small part of what even a
+        # sanitizer build does in that time on a loaded core.
         deadline = time.monotonic() + 1.5
         killed = False
         while time.monotonic() < deadline or not killed:
@@ -471,17 +474,26 @@ def _get(url, timeout=5):
         return resp.status, resp.read().decode()
 
 
-def _start(argv, ready_url, log, env, cwd, deadline_s=60):
+def _start(argv, ready_url, log, env, cwd, timeout=60):
+    """Starts `argv` until `ready_url` answers 200. 60 s: four uvicorn workers each import FastAPI
+    and the extension (under ASan too, in scripts/test.sh), seconds of CPU on a loaded 2-core
+    machine; Prometheus opens its TSDB."""
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline and proc.poll() is None:
+
+    def ready_or_exited():
+        if proc.poll() is not None:
+            return "exited"
         try:
-            if _get(ready_url, timeout=2)[0] == 200:
-                return proc
+            return _get(ready_url, timeout=2)[0] == 200 and "ready"
         except OSError:
-            pass
-        time.sleep(0.2)
+            return None
+
+    try:
+        if wait_until(ready_or_exited, timeout, what=f"{argv[0]} to answer") == "ready":
+            return proc
+    except AssertionError:
+        pass
     stop(proc, timeout=10)
     pytest.fail(f"{argv[0]} did not become ready:\n{Path(log).read_text()[-3000:]}")
 
@@ -507,14 +519,10 @@ def test_uvicorn_workers_scraped_by_prometheus_give_the_sums(tmp_path):
                  f"http://127.0.0.1:{port}/work?n=0", tmp_path / "uvicorn.log", env, tmp_path)
     prom = None
     try:
-        # Wait until all four workers are up (each counts itself in a livesum gauge).
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if "app_workers 4.0" in _get(f"http://127.0.0.1:{port}/metrics")[1]:
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail("four uvicorn workers did not come up")
+        # Wait until all four workers are up (each counts itself in a livesum gauge); 60 s as
+        # in _start: the first worker to answer may be the only one that has imported FastAPI.
+        wait_until(lambda: "app_workers 4.0" in _get(f"http://127.0.0.1:{port}/metrics")[1], 60,
+                   what="four uvicorn workers to come up")
         pids, sent = set(), 0
         for i in range(1, 201):
             pids.add(_get(f"http://127.0.0.1:{port}/work?n={i}")[1])
@@ -531,15 +539,18 @@ def test_uvicorn_workers_scraped_by_prometheus_give_the_sums(tmp_path):
                       f"http://127.0.0.1:{prom_port}/-/ready", tmp_path / "prometheus.log",
                       prom_env, tmp_path)
         base = f"http://127.0.0.1:{prom_port}"
-        deadline = time.monotonic() + 60
-        results = {}
-        while time.monotonic() < deadline:
+
+        def scraped():
             results = {q: _query(base, q) for q in (
                 'app_work_total{kind="unit"}', "app_latency_seconds_count", "app_workers",
                 "count(app_work_total)")}
             if all(results.values()) and float(results["app_latency_seconds_count"][0]["value"][1]) > 0:
-                break
-            time.sleep(0.5)
+                return results
+            return None
+
+        # One scrape is due within the 1 s interval; 60 s as in _start. Checked twice a scrape:
+        # each check is four queries.
+        results = wait_until(scraped, 60, poll=0.5, what="Prometheus's first scrape of the app")
         value = lambda q: float(results[q][0]["value"][1])  # noqa: E731
         # Every scrape, whichever worker answered it, is the whole service.
         assert value('app_work_total{kind="unit"}') == sent

@@ -13,7 +13,6 @@ import json
 import os
 import pathlib
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -23,12 +22,19 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from deadlines import wait_until  # noqa: E402
 from loopback_process import Process  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = os.environ.get("MODELMETRICS_BIN", str(ROOT / "build/src/cli/modelmetrics"))
 SHOTS = pathlib.Path(os.environ.get("MODELMETRICS_SCREENSHOTS", ROOT / "build/ui-screenshots"))
 INTERVAL_S = 5  # the demo page's polling interval (ui_server.h's default)
+# A check in the browser is a round trip through chromedriver into the page's main thread, which
+# the render timings below share: those waits check 5 times a second, not at deadlines.POLL.
+PAGE_POLL = 0.2
+# A page's first view (navigation, its script, its first API fetch): Chromium's renderer is the
+# process here that a loaded 2-core machine slows most, so it gets 1.5x EVENTUALLY.
+PAGE_LOAD = 15
 
 
 def split_url(url):
@@ -44,16 +50,6 @@ def api(base, path, token):
         return json.loads(response.read())
 
 
-def wait_until(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def demo():
     process = Process([BIN, "demo", "--duration", "240s", "--interval", "5s", "-o", "json"])
@@ -65,9 +61,12 @@ def demo():
         items = api(base, "/api/v1/deployments", token)["items"]
         times = {item["name"]: item.get("timestamp") for item in items}
         return times if len(times) == 3 and all(times.values()) else None
-    first = wait_until(read_times, 30, "three reads")
+    # 30 s: the demo starts every simulator and the servers in front of them before its first
+    # round of reads.
+    first = wait_until(read_times, 30, what="three reads")
+    # One read every interval: three leave two for a round that load delays.
     wait_until(lambda: (now := read_times()) and all(now[n] != first[n] for n in first),
-               3 * INTERVAL_S, "a second read of every deployment")
+               3 * INTERVAL_S, what="a second read of every deployment")
     yield {"url": url, "base": base, "token": token}
     process.stop()
 
@@ -102,7 +101,8 @@ def screenshot(driver, name):
 
 def open_deployment(driver, demo, name):
     driver.get(f"{demo['base']}/#/d/demo/{name}")
-    wait_until(lambda: driver.find_elements(By.ID, "summary"), 15, f"{name}'s page")
+    wait_until(lambda: driver.find_elements(By.ID, "summary"), PAGE_LOAD, poll=PAGE_POLL,
+               what=f"{name}'s page")
 
 
 def page_values(driver):
@@ -130,7 +130,8 @@ def api_values(snapshot):
 def test_the_list_shows_every_demo_deployment_with_no_console_error(browser, demo):
     browser.get(demo["url"])
     rows = wait_until(lambda: (lambda r: r if len(r) == 3 else None)(
-        browser.find_elements(By.CSS_SELECTOR, "#deployments tbody tr")), 15, "three rows")
+        browser.find_elements(By.CSS_SELECTOR, "#deployments tbody tr")), PAGE_LOAD,
+        poll=PAGE_POLL, what="three rows")
     names = [row.get_attribute("data-deployment") for row in rows]
     assert names == ["demo/assistant", "demo/chat", "demo/voice"]
     # The token left the address bar.
@@ -143,28 +144,32 @@ def test_the_list_shows_every_demo_deployment_with_no_console_error(browser, dem
 @pytest.mark.parametrize("name", ["chat", "assistant", "voice"])
 def test_the_numbers_on_the_page_equal_the_json_api_for_the_same_read(browser, demo, name):
     open_deployment(browser, demo, name)
-    for _ in range(4):
+
+    def same_read():
         page = page_values(browser)
         detail = api(demo["base"], f"/api/v1/deployments/demo/{name}", demo["token"])
-        if detail["snapshot"]["timestamp"] != page["timestamp"]:
-            time.sleep(1)  # the page is one poll behind or ahead of this fetch
-            continue
-        expected = api_values(detail["snapshot"])
-        assert expected, "the read has numbers"
-        assert set(page["values"]) == set(expected)
-        for key, value in expected.items():
-            assert float(page["values"][key]) == value, key
-        break
-    else:
-        pytest.fail("the page and the API never showed the same read")
+        return (page, detail) if detail["snapshot"]["timestamp"] == page["timestamp"] else None
+
+    # The page can be one poll behind or ahead of a fetch; it shows every read within two
+    # polling intervals (the next test).
+    page, detail = wait_until(same_read, 2 * INTERVAL_S, poll=PAGE_POLL,
+                              what="the page and the API to show the same read")
+    expected = api_values(detail["snapshot"])
+    assert expected, "the read has numbers"
+    assert set(page["values"]) == set(expected)
+    for key, value in expected.items():
+        assert float(page["values"][key]) == value, key
     assert console_errors(browser) == []
 
 
 def test_the_page_updates_within_two_polling_intervals(browser, demo):
     open_deployment(browser, demo, "chat")
     first = page_values(browser)["timestamp"]
+    # The bound checked. The page reads the server when it opens and every interval after, and
+    # the server reads the Pods every interval: one interval for the next read to reach the page,
+    # one for a read or a poll that load delays.
     wait_until(lambda: page_values(browser)["timestamp"] not in (None, first),
-               2 * INTERVAL_S, "a newer read on the page")
+               2 * INTERVAL_S, poll=PAGE_POLL, what="a newer read on the page")
     screenshot(browser, "vllm-prefill-decode.png")
     assert console_errors(browser) == []
 
@@ -208,16 +213,20 @@ def test_a_wrong_or_absent_token_gets_no_data(browser, demo):
     # with none at all.
     browser.get("about:blank")
     browser.get(f"{demo['base']}/#token={'0' * 32}")
-    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), 10, "the refusal")
+    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), poll=PAGE_POLL,
+               what="the refusal")
     assert not browser.find_elements(By.ID, "deployments")
     browser.get(f"{demo['base']}/#token={demo['token']}")
-    wait_until(lambda: browser.find_elements(By.ID, "deployments"), 10, "the list")
+    wait_until(lambda: browser.find_elements(By.ID, "deployments"), poll=PAGE_POLL,
+               what="the list")
     browser.get(f"{demo['base']}/#token={'1' * 32}")
-    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), 10, "the refusal")
+    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), poll=PAGE_POLL,
+               what="the refusal")
     assert not browser.find_elements(By.ID, "deployments")
     browser.execute_script("sessionStorage.clear()")
     browser.get(f"{demo['base']}/")
-    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), 10, "the refusal")
+    wait_until(lambda: browser.find_elements(By.ID, "unauthorized"), poll=PAGE_POLL,
+               what="the refusal")
     assert not browser.find_elements(By.ID, "deployments")
     assert "chat" not in browser.find_element(By.TAG_NAME, "main").text
     # The 401/403 answers themselves are logged by Chromium as failed loads; nothing else is.
@@ -229,19 +238,21 @@ def test_fifty_deployments_render_within_a_second(browser, tmp_path):
     fleet = Process([BIN, "simulate", "fleet", "--deployments", "50", "--pods", "2",
                      "--duration", "120s", "--objects-out", str(objects)])
     try:
-        wait_until(lambda: objects.exists(), 20, "the fleet's objects")
+        # 20 s: the fleet starts 100 Pods' servers before it writes its objects.
+        wait_until(lambda: objects.exists(), 20, what="the fleet's objects")
         page = Process([BIN, "ui", "--objects", str(objects), "-n", "fleet", "--interval", "2s",
                         "--duration", "100s"])
         try:
             url = page.match(r"open (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
             base, token = split_url(url)
+            # 30 s: a first round of reads of 100 Pods, after the page's start.
             wait_until(lambda: (lambda items: len(items) == 50 and
                                 all(i.get("timestamp") for i in items))(
-                api(base, "/api/v1/deployments", token)["items"]), 30, "50 reads")
+                api(base, "/api/v1/deployments", token)["items"]), 30, what="50 reads")
             browser.get("about:blank")  # a fresh load, so its clock starts at this navigation
             browser.get(url)
             wait_until(lambda: len(browser.find_elements(
-                By.CSS_SELECTOR, "#deployments tbody tr")) == 50, 10, "50 rows")
+                By.CSS_SELECTOR, "#deployments tbody tr")) == 50, poll=PAGE_POLL, what="50 rows")
             rendered_ms = float(browser.find_element(By.ID, "main").get_attribute(
                 "data-rendered-ms"))
             assert rendered_ms <= 1000, f"50 deployments rendered after {rendered_ms:.0f} ms"
@@ -326,8 +337,9 @@ def hostile(tmp_path_factory):
                     "--duration", "120s"])
     url = page.match(r"open (http://127\.0\.0\.1:\d+/#token=[0-9a-f]+)").group(1)
     base, token = split_url(url)
+    # 20 s: the page's start, then its first round of reads.
     wait_until(lambda: {i["name"]: i for i in api(base, "/api/v1/deployments", token)["items"]}
-               .get("bad", {}).get("status", {}).get("error"), 20, "the bad Pod's read")
+               .get("bad", {}).get("status", {}).get("error"), 20, what="the bad Pod's read")
     yield {"url": url, "base": base, "token": token}
     page.stop()
     for server, _ in servers:
@@ -340,15 +352,17 @@ def test_a_bad_byte_from_one_pod_leaves_every_deployment_on_the_page(browser, ho
     assert set(items) == {"good", "bad", "voice", ODD_NAME}
     assert "\ufffd" in items["bad"]["status"]["error"], items["bad"]
     wait_until(lambda: api(hostile["base"], "/api/v1/deployments/team/good",
-                           hostile["token"])["snapshot"], 10, "the good deployment's read")
+                           hostile["token"])["snapshot"], what="the good deployment's read")
     browser.get("about:blank")
     browser.get(hostile["url"])
     rows = wait_until(lambda: (lambda r: r if len(r) == 4 else None)(
-        browser.find_elements(By.CSS_SELECTOR, "#deployments tbody tr")), 15, "four rows")
+        browser.find_elements(By.CSS_SELECTOR, "#deployments tbody tr")), PAGE_LOAD,
+        poll=PAGE_POLL, what="four rows")
     assert {row.get_attribute("data-deployment") for row in rows} == {
         "team/good", "team/bad", "team/voice", f"team/{ODD_NAME}"}
     browser.get(f"{hostile['base']}/#/d/team/bad")
-    banner = wait_until(lambda: browser.find_elements(By.ID, "stale"), 15, "the bad one's page")
+    banner = wait_until(lambda: browser.find_elements(By.ID, "stale"), PAGE_LOAD,
+                        poll=PAGE_POLL, what="the bad one's page")
     assert "\ufffd" in banner[0].text, banner[0].text
     assert console_errors(browser) == []
 
@@ -356,7 +370,8 @@ def test_a_bad_byte_from_one_pod_leaves_every_deployment_on_the_page(browser, ho
 def test_a_pod_labelled_replica_99999999_draws_only_its_replicas(browser, hostile):
     browser.get("about:blank")
     browser.get(f"{hostile['base']}/#/d/team/voice")
-    grid = wait_until(lambda: browser.find_elements(By.ID, "pipeline-grid"), 10, "the grid")
+    grid = wait_until(lambda: browser.find_elements(By.ID, "pipeline-grid"), poll=PAGE_POLL,
+                      what="the grid")
     cells = grid[0].find_elements(By.CSS_SELECTOR, "[data-cell]")
     names = {c.get_attribute("data-cell") for c in cells}
     assert {"0.0", "0.99999999"} <= names and len(names) < 10, names
@@ -370,9 +385,11 @@ def test_a_name_that_needs_percent_encoding_opens_from_the_list(browser, hostile
     browser.get("about:blank")
     browser.get(hostile["url"])
     link = wait_until(lambda: browser.find_elements(
-        By.CSS_SELECTOR, f'#deployments tr[data-deployment="team/{ODD_NAME}"] a'), 15, "its link")
+        By.CSS_SELECTOR, f'#deployments tr[data-deployment="team/{ODD_NAME}"] a'), PAGE_LOAD,
+        poll=PAGE_POLL, what="its link")
     link[0].click()
-    wait_until(lambda: browser.find_elements(By.ID, "summary"), 15, "its page")
+    wait_until(lambda: browser.find_elements(By.ID, "summary"), PAGE_LOAD, poll=PAGE_POLL,
+               what="its page")
     assert browser.find_element(By.ID, "crumb").text == f"team/{ODD_NAME}"
     assert console_errors(browser) == []
 
@@ -380,6 +397,7 @@ def test_a_name_that_needs_percent_encoding_opens_from_the_list(browser, hostile
 def test_a_malformed_address_shows_an_error_not_an_exception(browser, hostile):
     browser.get("about:blank")
     browser.get(f"{hostile['base']}/#/d/%E0%A4%A/x")
-    error = wait_until(lambda: browser.find_elements(By.ID, "route-error"), 10, "the error")
+    error = wait_until(lambda: browser.find_elements(By.ID, "route-error"), poll=PAGE_POLL,
+                       what="the error")
     assert "not a deployment's address" in error[0].text
     assert console_errors(browser) == []
