@@ -43,8 +43,9 @@ run_one() {
   log="$scratch/$name-$round.log"
   start=$EPOCHREALTIME
   if [[ $suite == tests/python/* ]]; then
-    (cd "$(mktemp -d -p "$scratch")" && "$root/build/venv/bin/python" -m pytest -q \
-      -p no:cacheprovider "$root/$suite" >"$log" 2>&1) || status=$?
+    (cd "$(mktemp -d -p "$scratch")" && timeout --kill-after=10s 600 \
+      "$root/build/venv/bin/python" -m pytest -q -p no:cacheprovider "$root/$suite" \
+      >"$log" 2>&1) || status=$?
   else
     run_tsan_suite "$suite" "$log" || status=$?
   fi

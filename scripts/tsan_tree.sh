@@ -4,7 +4,8 @@
 #   build_tsan_tree JOBS      configures build-tsan (clang, -O0 with line tables: half gcc's -O1
 #                             compile time, and the suites run as fast) and builds the suites and
 #                             the CLI they start
-#   run_tsan_suite SUITE LOG  runs one suite, its output to LOG; stops at the first report
+#   run_tsan_suite SUITE LOG  runs one suite, its output to LOG; stops at the first report, and
+#                             fails a suite that hangs (10 minutes: the slowest takes ~2 under load)
 tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests
   deployment/deployment_tests deployment/deployment_objects_tests deployment/api_server_tests
   deployment/deployment_integration_tests sim/sim_tests ui/ui_tests)
@@ -16,5 +17,6 @@ build_tsan_tree() {
 }
 
 run_tsan_suite() {
-  TSAN_OPTIONS=halt_on_error=1 "./build-tsan/tests/$1" --gtest_brief=1 >"$2" 2>&1
+  TSAN_OPTIONS=halt_on_error=1 timeout --kill-after=10s 600 "./build-tsan/tests/$1" \
+    --gtest_brief=1 >"$2" 2>&1
 }

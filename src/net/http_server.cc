@@ -304,6 +304,7 @@ class ServerImpl {
   bool Start(std::string* error);
   void Stop();
   uint16_t port() const { return port_.load(std::memory_order_acquire); }
+  size_t open_connections() const;
 
   // For connections (read-only after Start unless noted).
   const ServerOptions& options() const { return options_; }
@@ -358,7 +359,7 @@ class ServerImpl {
   size_t next_ioc_ = 0;                            // iocs_[0]'s thread only
   std::vector<std::thread> threads_;
 
-  base::Mutex conns_mu_;
+  mutable base::Mutex conns_mu_;
   std::condition_variable conns_cv_;
   bool stopping_ GUARDED_BY(conns_mu_) = false;
   std::unordered_map<ConnectionBase*, std::shared_ptr<ConnectionBase>> conns_ GUARDED_BY(conns_mu_);
@@ -1042,6 +1043,11 @@ std::shared_ptr<ConnectionBase> ServerImpl::LeastRecentlyActiveIdleLocked() {
   return conns_.at(pick);
 }
 
+size_t ServerImpl::open_connections() const {
+  base::MutexLock lock(&conns_mu_);
+  return conns_.size();
+}
+
 void ServerImpl::Unregister(ConnectionBase* connection) {
   std::shared_ptr<ConnectionBase> keep;  // released outside the lock
   base::MutexLock lock(&conns_mu_);
@@ -1141,6 +1147,8 @@ void HttpServer::RoutePrefixAsync(std::string method, std::string prefix, AsyncH
 bool HttpServer::Start(std::string* error) { return impl_->Start(error); }
 
 uint16_t HttpServer::port() const { return impl_->port(); }
+
+size_t HttpServer::open_connections() const { return impl_->open_connections(); }
 
 void HttpServer::Stop() { impl_->Stop(); }
 

@@ -24,15 +24,17 @@
 
 #include <gtest/gtest.h>
 
+#include "test_deadlines.h"
 #include "test_paths.h"
 
 extern char** environ;
 
 namespace modelmetrics::testing {
 
-// How long a test waits for a command that must end by itself. Generous: a loaded CI machine
-// must not fail a test on it; a hang still does.
-inline constexpr std::chrono::seconds kCommandDeadline{20};
+// How long a test waits for a command to print something or to end by itself: twice kEventually
+// (test_deadlines.h), as a command also starts a process (an ASan binary: a second or more on a
+// loaded machine) before it does anything. A hang still fails the test.
+inline constexpr std::chrono::seconds kCommandDeadline{2 * kEventually};
 
 struct CliResult {
   int exit_code = -1;   // -1: killed by a signal or by the deadline
@@ -136,7 +138,7 @@ class CliProcess {
           result_.exit_code = -1;
           break;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::this_thread::sleep_for(kPollInterval);
       }
       result_.max_rss_kib = usage.ru_maxrss;
       result_.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -155,6 +157,13 @@ class CliProcess {
 
   // What the child has written to stdout so far.
   std::string StdoutSoFar() const { return SlurpFile(out_file_); }
+
+  // Waits until the child's stdout holds `text` (a banner, a round's header); false if it did not
+  // within `timeout`.
+  bool WaitForOutput(const std::string& text,
+                     std::chrono::milliseconds timeout = kCommandDeadline) const {
+    return WaitUntil([&] { return StdoutSoFar().find(text) != std::string::npos; }, timeout);
+  }
 
   void Kill() {
     if (pid_ > 0 && !result_ready_) {
@@ -176,7 +185,7 @@ class CliProcess {
 
 // Runs `modelmetrics <args>` to completion (or the deadline) with output under `dir`.
 inline CliResult RunModelmetrics(const ScratchDir& dir, const std::vector<std::string>& args,
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+                                 std::chrono::milliseconds timeout = kCommandDeadline) {
   static int serial = 0;
   const std::string tag = std::to_string(++serial);
   CliProcess process(args, dir.File("stdout." + tag), dir.File("stderr." + tag));

@@ -460,10 +460,8 @@ TEST(SnapshotWatchTest, RestartedPodGetsAFreshBaseline) {
     return static_cast<size_t>(
         std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
   };
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (rounds_printed() < 2 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ::modelmetrics::testing::WaitUntil([&] { return rounds_printed() >= 2; },
+                                     ::modelmetrics::testing::kCommandDeadline);
   // A baseline round, then a windowed one; a stalled test thread may see one more, which is
   // fine while two rounds are left after the restart.
   const size_t before = rounds_printed();
@@ -474,7 +472,8 @@ TEST(SnapshotWatchTest, RestartedPodGetsAFreshBaseline) {
   ASSERT_TRUE(simulator.SetFault(pod, sim::PodFault::kRestart));
   ASSERT_TRUE(simulator.SetFault(pod, sim::PodFault::kNone));
   ASSERT_NE(simulator.Pods()[0].uid, old_uid);
-  const CliResult r = process.Wait(std::chrono::seconds(25));
+  const CliResult r =  // the rounds left, one a second, and then a command's deadline
+      process.Wait(std::chrono::seconds(kRounds) + ::modelmetrics::testing::kCommandDeadline);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), kRounds) << r.out;

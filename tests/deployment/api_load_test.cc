@@ -117,14 +117,14 @@ TEST(ApiLoad, HealthyDeploymentAnswersBesideAHungOne) {
   }
   sim::LoadReport hammer;
   std::thread hammering([&] { hammer = sim::RunLoad(stack.Load("stuck", 64, 8s)); });
-  std::this_thread::sleep_for(500ms);
+  std::this_thread::sleep_for(500ms);  // the hammer's 64 clients under way (8 s of them)
   int answered = 0;
   std::chrono::milliseconds worst{0};
   for (int i = 0; i < 30; ++i) {
     const net::FetchResult r = ask();
     answered += r.status == 200;
     worst = std::max(worst, r.elapsed);
-    std::this_thread::sleep_for(100ms);
+    std::this_thread::sleep_for(100ms);  // 30 asks spread over 3 s of the hammering
   }
   hammering.join();
   EXPECT_EQ(answered, 30);
@@ -188,6 +188,8 @@ TEST(ApiLoad, RestartedPodStartsAFreshBaselineThroughTheLiveObjectsFile) {
   const auto windows_of = [&](const std::string& body) {
     return body.find("{\"name\":\"ttft\",\"pod\":\"" + pod + "\"") != std::string::npos;
   };
+  // A second of traffic between reads (at least: a loaded machine only lengthens it) gives the
+  // Pod's counters a second sample, so a window.
   read();
   std::this_thread::sleep_for(1s);
   ASSERT_TRUE(windows_of(read()));

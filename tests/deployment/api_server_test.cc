@@ -41,6 +41,7 @@
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
 #include "test_certificates.h"
+#include "test_deadlines.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
@@ -51,7 +52,9 @@ using Json = nlohmann::json;
 
 std::string TlsFile(const char* name) { return test_paths::Tls(name); }
 
+using ::modelmetrics::testing::LetTimePass;
 using ::modelmetrics::testing::TempDir;
+using ::modelmetrics::testing::WaitUntil;
 
 struct CommandResult {
   int exit_code = -1;
@@ -946,7 +949,7 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
       [&](const AccessRequest& request, bool* allowed) {
         if (request.user == "bob") {
           ++stalled;
-          std::this_thread::sleep_for(milliseconds(1500));
+          LetTimePass(milliseconds(2500));  // the review's own time: what the test is about
         }
         *allowed = true;
         return ApiStatus::Ok();
@@ -955,25 +958,26 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
   const ServeConfig config = TestConfig(dir);
   ApiServerOptions options = BuildApiServerOptions(config);
   options.max_in_flight = 2;  // fewer read slots than stalled reviews
-  // A review starts with 1 s of slack (4 s - 3 s); after its 1.5 s less than 3 s is left.
-  options.request_timeout = milliseconds(4000);
-  options.min_read_budget = milliseconds(3000);
+  // A review starts with 1.5 s of slack (10 s - 8.5 s); after its 2.5 s less than 8.5 s is left.
+  // The margins are seconds wide, where a loaded machine delays a thread by tens of ms.
+  options.request_timeout = milliseconds(10000);
+  options.min_read_budget = milliseconds(8500);
   ServerUnderTest server(config, options, std::move(authorizer));
   ASSERT_TRUE(server.started());
   std::vector<net::FetchResult> late;
   std::thread reviewed([&] {
     net::ClientOptions client_options;
     client_options.ca_file = TlsFile("ca.pem");
-    client_options.fetch_timeout = std::chrono::seconds(10);
+    client_options.fetch_timeout = std::chrono::seconds(20);
     net::HttpClient client(client_options);
     std::vector<net::FetchRequest> batch;
     for (const char* name : {"chat", "chat-two", "chat-three"}) {  // distinct: no cached decision
       batch.push_back(net::FetchRequest{server.url(MetricsPath("team", name)),
                                         {{"Authorization", "Bearer bob-token"}}});
     }
-    late = client.FetchAll(batch, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    late = client.FetchAll(batch, std::chrono::steady_clock::now() + std::chrono::seconds(20));
   });
-  for (int i = 0; i < 500 && stalled < 3; ++i) std::this_thread::sleep_for(milliseconds(10));
+  WaitUntil([&] { return stalled == 3; });
   ASSERT_EQ(stalled, 3);
   const net::FetchResult read =
       Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token"));
@@ -984,7 +988,7 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
     EXPECT_EQ(r.status, 503) << r.body;
     EXPECT_EQ(r.retry_after, "1");
     EXPECT_EQ(ParseJson(r.body)["reason"], "ServiceUnavailable");
-    EXPECT_LT(r.elapsed, milliseconds(3500));  // at the review's end, before the 4 s deadline
+    EXPECT_LT(r.elapsed, milliseconds(6000));  // at the review's end (2.5 s), not the deadline
   }
   EXPECT_EQ(server.snapshots.calls, 1);  // only alice's request was read
 }
@@ -1863,20 +1867,23 @@ TEST(ServeCommandTest, RestartedPodGetsAFreshBaselineThroughTheObjectsFile) {
   const auto has_ttft_window = [&](const std::string& body) {
     return body.find("{\"name\":\"ttft\",\"pod\":\"" + pod + "\"") != std::string::npos;
   };
+  // A second of traffic between reads (at least: a loaded machine only lengthens it) gives the
+  // Pod's counters a second sample, so a window.
+  const auto traffic = [] { LetTimePass(std::chrono::seconds(1)); };
   read();
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  traffic();
   EXPECT_TRUE(has_ttft_window(read()));
   const std::string old_uid = simulator.Pods()[0].uid;
   ASSERT_TRUE(simulator.SetFault(pod, sim::PodFault::kRestart));
   ASSERT_TRUE(simulator.SetFault(pod, sim::PodFault::kNone));
   ASSERT_NE(simulator.Pods()[0].uid, old_uid);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  traffic();
   const std::string after = read();
   EXPECT_FALSE(has_ttft_window(after)) << after;
   EXPECT_THAT(after,
               HasSubstr(R"({"pod":"chat-server-0","source":"vllm:time_to_first_token_seconds",)"
                         R"("reason":"awaiting a second counter sample"})"));
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  traffic();
   EXPECT_TRUE(has_ttft_window(read()));
   while (fgets(line, sizeof line, pipe) != nullptr) {
   }

@@ -15,6 +15,7 @@
 #include "deployment/merge.h"
 #include "deployment/object_file.h"
 #include "sim/deployment_sim.h"
+#include "test_deadlines.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -89,8 +90,9 @@ TEST(FaultMatrix, EachFaultHasItsReasonAndTheOtherPodsAreReported) {
 
   ASSERT_TRUE(simulator.SetFault(PodName(8), PodFault::kCounterReset));
   ASSERT_TRUE(simulator.SetFault(PodName(9), PodFault::kRestart));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // traffic between the reads
-  source.Set(simulator.Objects());                               // the restarted Pod has a new UID
+  // Traffic between the reads: at least a second, the shortest window; longer only adds traffic.
+  modelmetrics::testing::LetTimePass(std::chrono::milliseconds(1200));
+  source.Set(simulator.Objects());  // the restarted Pod has a new UID
   const Read second = ReadOnce(&aggregator);
   ASSERT_TRUE(second.status.ok()) << second.status.message;
   EXPECT_LT(second.took, std::chrono::seconds(8));

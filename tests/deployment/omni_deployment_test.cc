@@ -19,6 +19,7 @@
 #include "modelmetrics/metrics.h"
 #include "sim/deployment_sim.h"
 #include "sim/pipeline_sim.h"
+#include "test_deadlines.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -134,7 +135,7 @@ TEST(OmniDeployment, PerStageAndPerEdgeEntriesEqualThePipelineSimulatorsOwnCount
   sim::DeploymentSim sim(options);
   std::string error;
   ASSERT_TRUE(sim.Start(&error)) << error;
-  std::this_thread::sleep_for(1500ms);  // traffic in flight on every stage
+  modelmetrics::testing::LetTimePass(1500ms);  // traffic on every stage; more only adds to it
 
   FileObjectSource source;
   source.Set(sim.Objects());
@@ -144,7 +145,7 @@ TEST(OmniDeployment, PerStageAndPerEdgeEntriesEqualThePipelineSimulatorsOwnCount
   Aggregator aggregator(&source, aggregator_options);
 
   const HeldRead first = ReadHeld(sim, aggregator);
-  std::this_thread::sleep_for(5s);
+  modelmetrics::testing::LetTimePass(5s);  // the window compared; its length is read, not assumed
   const HeldRead second = ReadHeld(sim, aggregator);
   const Snapshot& s = second.snapshot;
 

@@ -34,21 +34,20 @@ class Replica {
       : process_({"serve", "--config", config}, dir.File(fmt::format("serve{}.out", n)),
                  dir.File(fmt::format("serve{}.err", n))) {
     const std::regex serving("serving ModelDeploymentMetrics on (https://127\\.0\\.0\\.1:[0-9]+)");
-    const auto deadline = std::chrono::steady_clock::now() + 15s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch match;
-      const std::string out = process_.StdoutSoFar();
-      if (std::regex_search(out, match, serving)) {
-        base_ = match[1];
-        return;
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    ADD_FAILURE() << "serve did not start: " << process_.Wait(0ms).err;
+    const bool started = modelmetrics::testing::WaitUntil(
+        [&] {
+          std::smatch match;
+          const std::string out = process_.StdoutSoFar();
+          if (!std::regex_search(out, match, serving)) return false;
+          base_ = match[1];
+          return true;
+        },
+        modelmetrics::testing::kCommandDeadline);
+    if (!started) ADD_FAILURE() << "serve did not start: " << process_.Wait(0ms).err;
   }
   ~Replica() {
     process_.Signal(SIGTERM);
-    process_.Wait(10s);
+    process_.Wait(modelmetrics::testing::kCommandDeadline);
   }
 
   // The deployment's snapshot, with its `timestamp` cut out.

@@ -17,6 +17,7 @@
 #include "sim/deployment_sim.h"
 #include "sim/exporter_registry.h"
 #include "sim/toy_sim_exporter.h"
+#include "test_deadlines.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -52,7 +53,8 @@ TEST_F(ToyDeployment, ItsSimulatedPodsAreReadLikeABuiltIn) {
   Aggregator aggregator(&source, aggregator_options);
   Snapshot first;
   ASSERT_TRUE(aggregator.Get("team", "chat", &first).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // traffic between the reads
+  // Traffic between the reads: at least a second, the shortest window; longer only adds traffic.
+  modelmetrics::testing::LetTimePass(std::chrono::milliseconds(1200));
   Snapshot snapshot;
   const ApiStatus status = aggregator.Get("team", "chat", &snapshot);
   ASSERT_TRUE(status.ok()) << status.message;

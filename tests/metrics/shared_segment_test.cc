@@ -25,6 +25,7 @@
 #include "metrics/segment_layout.h"
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/multiprocess.h"
+#include "test_deadlines.h"
 
 namespace modelmetrics {
 namespace {
@@ -137,7 +138,8 @@ TEST(SharedSegment, GaugeModesFollowPrometheusClient) {
   ASSERT_EQ(pipe(go), 0);
   ASSERT_EQ(pipe(done), 0);
   const pid_t child = Child([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a later stamp than the parent
+    // A later stamp than the parent's: a sleep is at least as long as asked, whatever the load.
+    modelmetrics::testing::LetTimePass(std::chrono::milliseconds(5));
     for (auto& [mode, family] : gauges) family->Labels({}).Set(4);
     char c = 'x';
     if (write(done[1], &c, 1) != 1) return 1;
@@ -237,8 +239,8 @@ TEST(SharedSegment, SigkillMidWriteKeepsEveryScrapeConsistent) {
     last_counter = counter;
   };
   for (int i = 0; i < 50; ++i) {
-    check();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    check();  // reads spread over the writers' run; how many fall where does not matter
+    modelmetrics::testing::LetTimePass(std::chrono::milliseconds(1));
   }
   for (pid_t pid : writers) kill(pid, SIGKILL);
   for (pid_t pid : writers) Wait(pid);

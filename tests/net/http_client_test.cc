@@ -47,7 +47,9 @@ std::string Describe(const FetchResult& r) {
 TEST(HttpClientTest, FetchesStatusBodyAndContentType) {
   FaultServer server;
   HttpClient client;
+  const Clock::time_point start = Clock::now();
   FetchResult r = FetchOne(client, server.Url("/ok"));
+  const milliseconds took = Since(start);
   ASSERT_TRUE(r.ok()) << Describe(r);
   EXPECT_EQ(r.error, FetchError::kNone);
   EXPECT_EQ(r.status, 200);
@@ -55,7 +57,7 @@ TEST(HttpClientTest, FetchesStatusBodyAndContentType) {
   EXPECT_EQ(r.content_type, "text/plain; version=0.0.4");
   EXPECT_TRUE(r.message.empty());
   EXPECT_TRUE(r.location.empty());
-  EXPECT_LT(r.elapsed, 1000ms);
+  EXPECT_LE(r.elapsed, took);  // the fetch's own time, inside the caller's
 }
 
 TEST(HttpClientTest, EmptyBatchReturnsNothing) {
@@ -112,9 +114,9 @@ TEST(HttpClientTest, SilentServerTimesOutAtFetchTimeout) {
   milliseconds took = Since(start);
   EXPECT_EQ(r.error, FetchError::kTimeout) << Describe(r);
   EXPECT_EQ(r.status, 0);
+  // kTimeout, not kDeadline, says it ended at fetch_timeout: no upper bound on a loaded machine.
   EXPECT_GE(r.elapsed, 290ms);
-  EXPECT_LT(r.elapsed, 1000ms);
-  EXPECT_LT(took, 1500ms);  // Nowhere near the 5 s deadline.
+  EXPECT_LE(r.elapsed, took);
   EXPECT_FALSE(r.message.empty());
 }
 
@@ -128,22 +130,22 @@ TEST(HttpClientTest, FetchTimeoutCoversATrickledBody) {
   EXPECT_EQ(r.error, FetchError::kTimeout) << Describe(r);
   EXPECT_EQ(r.status, 200);  // The status line had arrived.
   EXPECT_TRUE(r.body.empty());
-  EXPECT_GE(r.elapsed, 290ms);
-  EXPECT_LT(r.elapsed, 1000ms);
+  EXPECT_GE(r.elapsed, 290ms);  // kTimeout: ended by fetch_timeout, not the 5 s deadline
 }
 
 TEST(HttpClientTest, DeadlineCancelsRunningAndQueuedFetches) {
   FaultServer server;
   ClientOptions options;
   options.max_in_flight = 2;
-  options.fetch_timeout = 10s;
+  options.fetch_timeout = 60s;
   HttpClient client(options);
   std::vector<FetchRequest> batch(4, FetchRequest{server.Url("/hang"), {}});
   Clock::time_point start = Clock::now();
   std::vector<FetchResult> results = client.FetchAll(batch, start + 500ms);
   milliseconds took = Since(start);
   EXPECT_GE(took, 500ms);
-  EXPECT_LT(took, 900ms);
+  // Returned at the deadline, not at fetch_timeout: under 10 s (kEventually) on any machine.
+  EXPECT_LT(took, 10s);
   ASSERT_EQ(results.size(), 4u);
   for (const FetchResult& r : results) EXPECT_EQ(r.error, FetchError::kDeadline) << Describe(r);
   // The first two ran until the deadline; the last two never started.
@@ -446,7 +448,6 @@ TEST(HttpClientTest, PerBatchBoundHoldsAndConcurrentBatchesKeepTheirShare) {
   EXPECT_EQ(second_server.MaxConcurrent(), 3);
   EXPECT_GE(first_took, 390ms);
   EXPECT_GE(second_took, 390ms);
-  EXPECT_LT(first_took, 2s);  // never waits on the other caller's requests
 }
 
 TEST(HttpClientTest, OnResultHandsEachResultOverAsItArrives) {

@@ -710,7 +710,7 @@ TEST(FederationTest, FailingEndpointsAreLeftOutAndCounted) {
   const std::string first = registry.Render(Format::kText);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_GE(took, std::chrono::milliseconds(450));  // waited for /hang until the deadline
-  EXPECT_LT(took, std::chrono::milliseconds(3000));
+  EXPECT_LT(took, std::chrono::seconds(10));        // and no longer: /hang never answers
 
   const Parsed got = ParseOutput(first, Format::kText);
   std::multimap<std::string, double> want = Expected(good, Format::kText, "0", "0");

@@ -17,6 +17,7 @@
 #include "modelmetrics/scrape.h"
 #include "net/http_client.h"
 #include "sim/number_spelling.h"
+#include "test_deadlines.h"
 #include "test_paths.h"
 
 namespace modelmetrics::sim {
@@ -24,6 +25,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using modelmetrics::testing::LetTimePass;
+using modelmetrics::testing::WaitUntil;
+// How long an idle simulator is watched for a change: it has no clock-driven numbers, so any
+// length shows it; a quarter second costs little.
+constexpr auto kIdleWatch = 250ms;
 
 net::FetchResult Fetch(const std::string& url, std::chrono::milliseconds timeout = 2000ms) {
   net::ClientOptions options;
@@ -182,7 +188,7 @@ TEST(DeploymentSimTest, SglangIdleAnsweredOnlyItsWarmup) {
   EXPECT_EQ(scrape.Histogram("sglang:time_to_first_token_seconds")->count, 1);
   EXPECT_EQ(scrape.Find("sglang:inter_token_latency_seconds"), nullptr);
   EXPECT_EQ(SumOr(scrape, "sglang:num_running_reqs"), 0);
-  std::this_thread::sleep_for(250ms);
+  LetTimePass(kIdleWatch);
   ScrapePod(*sim, "chat-server-0", &second);
   EXPECT_EQ(first, second);
 }
@@ -299,21 +305,26 @@ TEST(DeploymentSimTest, CountersMoveUnderTrafficAndFreezeWhenIdle) {
   busy_options.requests_per_second = 40;
   auto busy = Started(busy_options);
   Scrape first = ScrapePod(*busy, "chat-server-0");
-  std::this_thread::sleep_for(400ms);
-  Scrape second = ScrapePod(*busy, "chat-server-0");
+  const auto ttft_count = [](const Scrape& scrape) {
+    return scrape.Histogram("vllm:time_to_first_token_seconds")->count;
+  };
+  Scrape second;
+  WaitUntil([&] {  // a request has finished since the first scrape
+    second = ScrapePod(*busy, "chat-server-0");
+    return ttft_count(second) > ttft_count(first);
+  });
   for (const char* name : {"vllm:prefix_cache_queries", "vllm:prefix_cache_hits",
                            "vllm:generation_tokens", "vllm:prompt_tokens"}) {
     EXPECT_GE(SumOr(second, name), SumOr(first, name)) << name;
   }
-  EXPECT_GT(second.Histogram("vllm:time_to_first_token_seconds")->count,
-            first.Histogram("vllm:time_to_first_token_seconds")->count);
+  EXPECT_GT(ttft_count(second), ttft_count(first));
 
   DeploymentSimOptions idle_options;
   idle_options.idle = true;
   auto idle = Started(idle_options);
   std::string a, b;
   Scrape idle_scrape = ScrapePod(*idle, "chat-server-0", &a);
-  std::this_thread::sleep_for(250ms);
+  LetTimePass(kIdleWatch);
   ScrapePod(*idle, "chat-server-0", &b);
   EXPECT_EQ(a, b);
   EXPECT_EQ(SumOr(idle_scrape, "vllm:num_requests_running"), 0);

@@ -22,12 +22,14 @@
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"
+#include "test_deadlines.h"
 #include "test_paths.h"
 
 namespace modelmetrics::ui {
 namespace {
 
 using namespace std::chrono_literals;
+using modelmetrics::testing::WaitUntil;
 
 // The simulator's objects, with a switch that makes every object read fail.
 class FlakySource : public deployment::ObjectSource {
@@ -132,12 +134,10 @@ TEST_F(UiServerTest, EveryPieceOfDataNeedsTheToken) {
 TEST_F(UiServerTest, ServesTheAggregatorsReadsAndGoesStaleWhenTheSourceFails) {
   // Two reads: the second has windows, and the history holds both.
   nlohmann::json detail;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  do {
-    std::this_thread::sleep_for(100ms);
+  WaitUntil([&] {
     detail = Detail();
-  } while ((detail["snapshot"].is_null() || !detail["snapshot"].contains("latency")) &&
-           std::chrono::steady_clock::now() < deadline);
+    return !detail["snapshot"].is_null() && detail["snapshot"].contains("latency");
+  });
   ASSERT_TRUE(detail["snapshot"].contains("latency")) << detail.dump();
   EXPECT_EQ(detail["snapshot"]["kind"], "ModelDeploymentMetrics");
   EXPECT_EQ(detail["engine"], "vllm");
@@ -153,12 +153,14 @@ TEST_F(UiServerTest, ServesTheAggregatorsReadsAndGoesStaleWhenTheSourceFails) {
   EXPECT_EQ(items[0]["namespace"], "team");
   EXPECT_TRUE(items[0]["running"].is_number());
 
-  // The source stops answering: stale within two intervals, the last good read kept.
+  // The source stops answering: stale after two failed intervals, the last good read kept.
   const std::string last = detail["snapshot"]["timestamp"];
   source_->failing = true;
-  std::this_thread::sleep_for(800ms);
-  const nlohmann::json stale = Detail();
-  EXPECT_TRUE(stale["status"]["stale"]);
+  nlohmann::json stale;
+  EXPECT_TRUE(WaitUntil([&] {
+    stale = Detail();
+    return stale["status"]["stale"] == true;
+  })) << stale.dump();
   EXPECT_NE(stale["status"]["error"].get<std::string>().find("the API server is down"),
             std::string::npos)
       << stale.dump();
@@ -166,8 +168,7 @@ TEST_F(UiServerTest, ServesTheAggregatorsReadsAndGoesStaleWhenTheSourceFails) {
   EXPECT_LE(stale["snapshot"]["timestamp"].get<std::string>(), last);
   // And fresh again once it answers.
   source_->failing = false;
-  std::this_thread::sleep_for(800ms);
-  EXPECT_FALSE(Detail()["status"]["stale"]);
+  EXPECT_TRUE(WaitUntil([&] { return Detail()["status"]["stale"] == false; }));
 }
 
 TEST(UiServer, ListensOnLoopbackOnly) {
@@ -231,12 +232,10 @@ class UiThroughTheApi : public ::testing::Test {
 TEST_F(UiThroughTheApi, ShowsTheServersSnapshotsWithItsWindows) {
   StartPage(api_->token());
   nlohmann::json detail;
-  const auto deadline = std::chrono::steady_clock::now() + 15s;
-  do {
-    std::this_thread::sleep_for(200ms);
+  WaitUntil([&] {
     detail = Detail();
-  } while ((detail["snapshot"].is_null() || !detail["snapshot"].contains("latency")) &&
-           std::chrono::steady_clock::now() < deadline);
+    return !detail["snapshot"].is_null() && detail["snapshot"].contains("latency");
+  });
   // The windows are the server's: its second read of the Pods, decoded and shown as it sent them.
   ASSERT_TRUE(detail["snapshot"].contains("latency")) << detail.dump();
   EXPECT_FALSE(detail["status"]["stale"]) << detail.dump();
@@ -257,12 +256,10 @@ TEST_F(UiThroughTheApi, ShowsTheServersSnapshotsWithItsWindows) {
 TEST_F(UiThroughTheApi, AWrongTokenGetsTheApisRefusalAndNoData) {
   StartPage("not-the-token");
   nlohmann::json detail;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  do {
-    std::this_thread::sleep_for(200ms);
+  WaitUntil([&] {
     detail = Detail();
-  } while (detail["status"]["error"].get<std::string>().empty() &&
-           std::chrono::steady_clock::now() < deadline);
+    return !detail["status"]["error"].get<std::string>().empty();
+  });
   EXPECT_TRUE(detail["status"]["stale"]);
   EXPECT_TRUE(detail["snapshot"].is_null());
   EXPECT_NE(detail["status"]["error"].get<std::string>().find("401 Unauthorized"),

@@ -217,6 +217,10 @@ class HttpServer {
   // The bound port, after a successful Start(); 0 before.
   uint16_t port() const;
 
+  // Connections accepted and not yet closed (any thread). Tests wait on it instead of sleeping
+  // until the server has accepted what they opened.
+  size_t open_connections() const;
+
   // Graceful stop (see above); blocks up to about shutdown_timeout. Idempotent.
   void Stop();
 
