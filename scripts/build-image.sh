@@ -65,7 +65,7 @@ setsid "${buildah[@]}" run --isolation chroot --user 65532:65532 \
   >"$work/serve.out" 2>"$work/serve.err" &
 server=$!
 url=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 200); do  # 20 s, as the tests wait for a command (tests/cli/cli_runner.h)
   url=$(sed -n 's/^serving ModelDeploymentMetrics on \(https:[^ ]*\)$/\1/p' "$work/serve.out")
   [ -n "$url" ] && break
   kill -0 "$server" 2>/dev/null || break
