@@ -3,7 +3,7 @@
 # runs under ThreadSanitizer (scripts/tsan_tree.sh) and the Python multiprocess and fork tests,
 # ROUNDS times each, with two CPU-burning processes beside them the whole time. A test that
 # passes only on an idle machine, or a race that shows one run in fifty, fails here instead of in
-# CI. Not part of the test command: it takes about an hour on 2 cores (the README has the figure).
+# CI. Not part of the test command: 34 minutes on 2 cores (the README has the figure).
 #
 # Needs what scripts/test.sh builds (the main tree and build/venv); builds the TSan tree if it is
 # missing or stale. Every run is counted; a failing run's log is kept in build/stress/ and the

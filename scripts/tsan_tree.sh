@@ -5,7 +5,7 @@
 #                             compile time, and the suites run as fast) and builds the suites and
 #                             the CLI they start
 #   run_tsan_suite SUITE LOG  runs one suite, its output to LOG; stops at the first report, and
-#                             fails a suite that hangs (10 minutes: the slowest takes ~2 under load)
+#                             fails a suite that hangs (10 min; the slowest takes 30 s under load)
 tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests
   deployment/deployment_tests deployment/deployment_objects_tests deployment/api_server_tests
   deployment/deployment_integration_tests sim/sim_tests ui/ui_tests)

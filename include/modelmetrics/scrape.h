@@ -37,9 +37,13 @@ struct ScrapeOptions {
   std::vector<std::string> families;  // wanted names; empty: all
 };
 
+// A label matcher with PromQL's meaning: a series without the label reads it as "", so
+// {priority=""} selects the series that carry no priority label or an empty one; with `negate`,
+// the series whose value differs ({streaming!="false"}: every series but the non-streaming ones).
 struct LabelMatch {
   std::string_view name;
   std::string_view value;
+  bool negate = false;
 };
 
 struct HistogramTotals {
@@ -63,15 +67,16 @@ class Scrape {
   // The family `name`, else `name_total`, else (for `x_total`) `x`; null when none was parsed.
   const MetricFamily* Find(std::string_view name) const;
 
-  // Sum of a gauge's or counter's values over the series whose labels include every `match` pair;
-  // tries `name`, then `name_total`, taking the first with at least one valid sample. nullopt
-  // when no valid sample exists.
+  // Sum of a gauge's or counter's values over the series that every `match` selects; tries
+  // `name`, then `name_total`, taking the first with at least one valid sample. nullopt when no
+  // valid sample exists.
   std::optional<double> Sum(std::string_view name, std::span<const LabelMatch> match = {}) const;
 
-  // `_sum`, `_count` and buckets of a histogram summed over all its label sets; nullopt when the
-  // family is absent, not a histogram, has no `_sum`/`_count`, or either total is not finite and
-  // non-negative.
-  std::optional<HistogramTotals> Histogram(std::string_view name) const;
+  // `_sum`, `_count` and buckets of a histogram summed over the label sets that every `match`
+  // selects; nullopt when the family is absent, not a histogram, has no selected `_sum`/`_count`,
+  // or either total is not finite and non-negative.
+  std::optional<HistogramTotals> Histogram(std::string_view name,
+                                           std::span<const LabelMatch> match = {}) const;
 
   // Why Sum() or Histogram() of `name` found nothing though the family is there: the first value
   // that is NaN, infinite or negative (a gauge's or counter's value series, a histogram's

@@ -98,6 +98,14 @@ std::vector<std::string> DanglingReferences(const ExporterProfile& profile) {
     if (!profile.windows[i].pair.empty()) {
       window(fmt::format("windows[{}].pair", i), profile.windows[i].pair);
     }
+    if (profile.windows[i].split != Split::kNone && !profile.windows[i].select.empty()) {
+      out.push_back(fmt::format("windows[{}].select: a split row reads every series", i));
+    }
+  }
+  for (size_t i = 0; i < profile.gauges.size(); ++i) {
+    if (profile.gauges[i].split != Split::kNone && !profile.gauges[i].select.empty()) {
+      out.push_back(fmt::format("gauges[{}].select: a split row reads every series", i));
+    }
   }
   if (profile.error_ratio) {
     window("error_ratio.requests", profile.error_ratio->requests);

@@ -21,10 +21,7 @@
 
 #include "deployment/pod_metrics.h"
 #include "modelmetrics/exposition.h"
-
-namespace modelmetrics {
-class Scrape;
-}
+#include "modelmetrics/scrape.h"
 
 namespace modelmetrics::deployment {
 
@@ -68,15 +65,22 @@ enum class Applies {
 //   kLabel         <split_label>/<value>, e.g. reason/stage_error
 enum class Split { kNone, kStage, kStageReplica, kEdge, kLabel };
 
+// Which series of a family hold a row's value, as PromQL matchers that must all hold; empty: every
+// series. For an exporter that writes a total beside its parts (SGLang's queue gauges: the total
+// under priority="", one series per priority beside it) or splits a quantity into parts the row
+// must not mix. Unsplit rows only.
+using Select = std::vector<LabelMatch>;
+
 struct GaugeRow {
   std::string_view key;     // PodMetrics::gauges key and the snapshot's gauge name
-  std::string_view family;  // read by sum over all series; reported as the source
+  std::string_view family;  // read by sum over the selected series; reported as the source
   std::string_view unit;
   bool queueing = false;  // reported under queueing, else processing
   Applies applies = Applies::kAlways;
   Split split = Split::kNone;
   // The exporter creates the family at its first observation: absence is not a fault.
   bool lazy = false;
+  Select select;
 };
 
 struct WindowRow {
@@ -96,6 +100,7 @@ struct WindowRow {
   // not a fault, and a family or group that appears between two reads of the Pod is windowed from
   // zero.
   bool lazy = false;
+  Select select;
 };
 
 // A ratio of two windows' deltas over the same sampling window, reported under traffic:
@@ -193,8 +198,9 @@ struct ExporterProfile {
 };
 
 // The references between a profile's rows that name nothing: an idle_key, a window's `pair`, an
-// error ratio's or a ratio's windows that are not window keys of the profile, and idle or
-// no-denominator reasons that would set `partial` (they must be not-partial reasons, reasons.h).
+// error ratio's or a ratio's windows that are not window keys of the profile, idle or
+// no-denominator reasons that would set `partial` (they must be not-partial reasons, reasons.h),
+// and a `select` on a split row (which reads every series).
 // One line each ("ratios[0].denominator: no window `x`"); empty for a sound profile. A profile
 // is data the compiler cannot check: tests run this over every registered one.
 std::vector<std::string> DanglingReferences(const ExporterProfile& profile);

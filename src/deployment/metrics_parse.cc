@@ -19,7 +19,7 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
         scoped[ExporterProfile::SplitScope(gauge.split, "", values)] += sum;
       }
       if (!scoped.empty()) out->scoped_gauges.emplace(gauge.key, std::move(scoped));
-    } else if (const std::optional<double> value = scrape.Sum(gauge.family)) {
+    } else if (const std::optional<double> value = scrape.Sum(gauge.family, gauge.select)) {
       out->gauges.emplace(gauge.key, *value);
     } else if (const std::optional<double> bad = scrape.InvalidValue(gauge.family)) {
       out->invalid.emplace(gauge.key, *bad);
@@ -55,10 +55,11 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
       continue;
     }
     if (window.kind == WindowKind::kHistogram) {
-      if (const std::optional<HistogramTotals> totals = scrape.Histogram(window.family)) {
+      if (const std::optional<HistogramTotals> totals =
+              scrape.Histogram(window.family, window.select)) {
         out->windows.emplace(window.key, WindowValue{totals->sum, totals->count});
       }
-    } else if (const std::optional<double> value = scrape.Sum(window.family)) {
+    } else if (const std::optional<double> value = scrape.Sum(window.family, window.select)) {
       out->windows.emplace(window.key, WindowValue{0, *value});
     }
     if (!out->windows.contains(window.key)) {

@@ -27,16 +27,17 @@ bool IsValueSeries(const MetricFamily& family, const MetricSample& s) {
           s.name.ends_with(kTotal));
 }
 
+// PromQL's matching: an absent label reads as "".
 bool Matches(const MetricSample& s, std::span<const LabelMatch> match) {
   for (const LabelMatch& m : match) {
-    bool found = false;
+    std::string_view value;
     for (const auto& [k, v] : s.labels) {
-      if (k == m.name && v == m.value) {
-        found = true;
+      if (k == m.name) {
+        value = v;
         break;
       }
     }
-    if (!found) return false;
+    if ((value == m.value) == m.negate) return false;
   }
   return true;
 }
@@ -214,7 +215,8 @@ std::optional<double> Scrape::InvalidValue(std::string_view name) const {
   return std::nullopt;
 }
 
-std::optional<HistogramTotals> Scrape::Histogram(std::string_view name) const {
+std::optional<HistogramTotals> Scrape::Histogram(std::string_view name,
+                                                 std::span<const LabelMatch> match) const {
   const MetricFamily* f = FindExact(name);
   if (f == nullptr || f->type != MetricType::kHistogram) return std::nullopt;
   const std::string sum_name = f->name + "_sum";
@@ -224,6 +226,7 @@ std::optional<HistogramTotals> Scrape::Histogram(std::string_view name) const {
   bool has_sum = false, has_count = false;
   std::map<double, double> buckets;
   for (const MetricSample& s : f->samples) {
+    if (!Matches(s, match)) continue;
     if (s.name == sum_name) {
       totals.sum += s.value;
       has_sum = true;

@@ -160,6 +160,22 @@ TEST(ScrapeVllmTest, FamilyFilterMaterialisesOnlyWantedFamilies) {
 
 // --- SGLang server -------------------------------------------------------------------------
 
+// A histogram read over the label sets a matcher selects: SGLang's TTFT by is_streaming
+// (sglang_server_busy_first.prom lines 11-14: 59 non-streaming, 58 streaming requests).
+TEST(ScrapeSglangTest, HistogramOfSelectedLabelSets) {
+  const Scrape s = Load("sglang_server_busy_first.prom");
+  const std::string ttft = "sglang:time_to_first_token_seconds";
+  EXPECT_EQ(s.Histogram(ttft)->count, 117);
+  const LabelMatch streaming[] = {{"is_streaming", "true"}};
+  EXPECT_EQ(s.Histogram(ttft, streaming)->count, 58);
+  EXPECT_DOUBLE_EQ(s.Histogram(ttft, streaming)->sum, 1.3266321940018315);
+  const LabelMatch not_streaming[] = {{.name = "is_streaming", .value = "true", .negate = true}};
+  EXPECT_EQ(s.Histogram(ttft, not_streaming)->count, 59);
+  // Nothing selected: absent, as a family that was not there.
+  const LabelMatch none[] = {{"is_streaming", "maybe"}};
+  EXPECT_EQ(s.Histogram(ttft, none), std::nullopt);
+}
+
 TEST(ScrapeSglangTest, GaugesAndLabelSubsetMatching) {
   const Scrape s = Load("sglang_server_busy_first.prom");
   const std::string tokens = "sglang:prefill_effective_tokens_total";
@@ -176,7 +192,17 @@ TEST(ScrapeSglangTest, GaugesAndLabelSubsetMatching) {
   EXPECT_EQ(s.Sum(tokens, std::vector<LabelMatch>{{"mode", "input"}, {"tp_rank", "1"}}),
             std::nullopt);
   EXPECT_EQ(s.Sum(tokens, std::vector<LabelMatch>{{"mode", "INPUT"}}), std::nullopt);
-  EXPECT_EQ(s.Sum(tokens, std::vector<LabelMatch>{{"no_such_label", ""}}), std::nullopt);
+  // PromQL's meaning: a series without the label reads it as "" (SGLang's queue gauges carry
+  // priority="" only with priority scheduling on; {priority=""} reads both kinds of Pod).
+  EXPECT_EQ(SumOr(s, tokens, {{"no_such_label", ""}}), 4180.0 + 14153.0);
+  EXPECT_EQ(s.Sum(tokens, std::vector<LabelMatch>{{"tp_rank", ""}}), std::nullopt);
+  // Negated: every series whose value differs, those without the label included.
+  EXPECT_EQ(SumOr(s, tokens, {{.name = "mode", .value = "input", .negate = true}}), 14153.0);
+  EXPECT_EQ(SumOr(s, tokens, {{.name = "no_such_label", .value = "x", .negate = true}}),
+            4180.0 + 14153.0);
+  EXPECT_EQ(
+      s.Sum(tokens, std::vector<LabelMatch>{{.name = "tp_rank", .value = "0", .negate = true}}),
+      std::nullopt);
   // No match: all four modes.
   EXPECT_EQ(SumOr(s, tokens), 4180.0 + 14153.0);
   // The `_total`-less spelling finds the same family.

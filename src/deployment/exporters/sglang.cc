@@ -85,13 +85,31 @@ SglangTiers DetectSglangTiers(const Pod& pod) {
   return tiers;
 }
 
+// With priority scheduling (--enable-priority-scheduling) SGLang writes each queue gauge's total
+// under priority="" and one series per priority beside it, which a sum would count twice
+// (_log_gauge_queue_count, python/sglang/srt/observability/metrics_collector.py). Without it no
+// series carries the label, and this selects them all. The tokenizer's families (TTFT, ITL) carry
+// one series per request priority, parts of the whole: those are summed.
+const Select kPriorityTotal = {{.name = "priority", .value = ""}};
+
 const ExporterProfile exporters::kSglang{
     .name = kEngineSglang,
     .role = PodRole::kEngine,
-    .gauges = {{"running", "sglang:num_running_reqs", kUnitRequests},
-               {"waiting", "sglang:num_queue_reqs", kUnitRequests, true},
-               {"decode-transfer-waiting", "sglang:num_decode_transfer_queue_reqs", kUnitRequests,
-                true, Applies::kPdDecodeOnly}},
+    .gauges = {{.key = "running",
+                .family = "sglang:num_running_reqs",
+                .unit = kUnitRequests,
+                .select = kPriorityTotal},
+               {.key = "waiting",
+                .family = "sglang:num_queue_reqs",
+                .unit = kUnitRequests,
+                .queueing = true,
+                .select = kPriorityTotal},
+               {.key = "decode-transfer-waiting",
+                .family = "sglang:num_decode_transfer_queue_reqs",
+                .unit = kUnitRequests,
+                .queueing = true,
+                .applies = Applies::kPdDecodeOnly,
+                .select = kPriorityTotal}},
     .windows =
         {
             {"ttft", "sglang:time_to_first_token_seconds", WindowKind::kHistogram, Area::kLatency,
