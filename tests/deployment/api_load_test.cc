@@ -128,9 +128,10 @@ TEST(ApiLoad, HealthyDeploymentAnswersBesideAHungOne) {
   }
   hammering.join();
   EXPECT_EQ(answered, 30);
-  // Its normal latency: a hung neighbour adds no queueing to it.
-  EXPECT_LT(worst, std::max(alone * 5, std::chrono::milliseconds(1000)))
-      << "alone " << alone.count() << " ms";
+  // A hung neighbour adds no queueing to it: queued behind a hung read, it would wait for that
+  // read's 8 s budget (request_timeout). Half of that tells the two apart on a loaded machine,
+  // where its own latency (`alone`, tens of ms) grows by tens of ms, not seconds.
+  EXPECT_LT(worst, std::chrono::milliseconds(4000)) << "alone " << alone.count() << " ms";
   // The hung one is partial but answered, never refused.
   EXPECT_EQ(hammer.Non200(), 0u) << hammer.first_error;
 }

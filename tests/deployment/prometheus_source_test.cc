@@ -41,6 +41,7 @@ using testing::MetricsPDModelDeployment;
 using testing::MetricsRouterPod;
 using testing::SetSample;
 using testing::SGLangPDResponse;
+using testing::SGLangPriorityPDResponse;
 using testing::StoreOptions;
 using testing::T0;
 
@@ -95,6 +96,17 @@ TEST(PrometheusSourceAgreement, SglangPrefillDecodeTransfer) {
                    MetricsEnginePod("chat-prefill-0", "p0", "prompt")},
                   {SGLangPDResponse(1), SGLangPDResponse(1)},
                   {SGLangPDResponse(2), SGLangPDResponse(2)});
+}
+
+// With priority scheduling the store holds the priority="" totals beside the parts: it reads the
+// totals, as a direct read does.
+TEST(PrometheusSourceAgreement, SglangPriorityScheduling) {
+  const ModelDeployment md = MetricsPDModelDeployment("sglang");
+  ExpectAgreement(md,
+                  {MetricsEnginePod("chat-decode-0", "d0", "generation"),
+                   MetricsEnginePod("chat-prefill-0", "p0", "prompt")},
+                  {SGLangPriorityPDResponse(1), SGLangPriorityPDResponse(1)},
+                  {SGLangPriorityPDResponse(2), SGLangPriorityPDResponse(2)});
 }
 
 TEST(PrometheusSourceAgreement, Routers) {

@@ -235,6 +235,34 @@ inline std::string DropLines(const std::string& body, std::string_view needle) {
   return out;
 }
 
+// One SGLang queue gauge as _log_gauge_queue_count writes it with --enable-priority-scheduling
+// (python/sglang/srt/observability/metrics_collector.py, sgl-project/sglang 016d8605): the total
+// under the scheduler's own labels, whose priority is "", then one series per priority seen so
+// far; a priority no longer queued stays, at 0.
+inline std::string SGLangPriorityGauge(std::string_view name, int total,
+                                       const std::vector<std::pair<std::string_view, int>>& parts) {
+  constexpr std::string_view kLabels =
+      R"(engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0")";
+  std::string out = fmt::format("# TYPE {0} gauge\n{0}{{{1},priority=\"\",tp_rank=\"0\"}} {2}\n",
+                                name, kLabels, total);
+  for (const auto& [priority, value] : parts) {
+    out +=
+        fmt::format("{}{{{},priority=\"{}\",tp_rank=\"0\"}} {}\n", name, kLabels, priority, value);
+  }
+  return out;
+}
+
+// A P/D pair's body with priority scheduling on: SGLangPDResponse's series, its queue gauges
+// replaced by the total-and-parts form.
+inline std::string SGLangPriorityPDResponse(int step) {
+  return DropLines(DropLines(DropLines(SGLangPDResponse(step), "sglang:num_running_reqs"),
+                             "sglang:num_queue_reqs"),
+                   "sglang:num_decode_transfer_queue_reqs") +
+         SGLangPriorityGauge("sglang:num_running_reqs", 7, {{"0", 3}, {"5", 4}, {"9", 0}}) +
+         SGLangPriorityGauge("sglang:num_queue_reqs", 5, {{"0", 5}}) +
+         SGLangPriorityGauge("sglang:num_decode_transfer_queue_reqs", 2, {{"1", 2}});
+}
+
 // `body` with the value of every sample line starting with `series` (followed by '{' or ' ')
 // replaced by `value`.
 inline std::string SetSample(const std::string& body, std::string_view series,

@@ -2,11 +2,7 @@
 // bodies written from each exporter's current collector code, read into the snapshot a careful
 // SRE expects. Each body names the upstream file and commit its lines follow.
 #include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "deployment/baseline_store.h"
@@ -18,45 +14,16 @@ namespace modelmetrics::deployment {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::DropLines;
 using testing::FindGauge;
 using testing::MergeReads;
 using testing::MetricsEnginePod;
 using testing::MetricsPDModelDeployment;
 using testing::Parse;
-using testing::SGLangPDResponse;
+using testing::SGLangPriorityPDResponse;
 using testing::T0;
 
-// One SGLang queue gauge as _log_gauge_queue_count writes it with --enable-priority-scheduling
-// (python/sglang/srt/observability/metrics_collector.py, sgl-project/sglang 016d8605): the total
-// under the scheduler's own labels, whose priority is "", then one series per priority seen so
-// far; a priority no longer queued stays, at 0.
-std::string SglangPriorityGauge(std::string_view name, int total,
-                                const std::vector<std::pair<std::string_view, int>>& parts) {
-  constexpr std::string_view kLabels =
-      R"(engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0")";
-  std::string out = fmt::format("# TYPE {0} gauge\n{0}{{{1},priority=\"\",tp_rank=\"0\"}} {2}\n",
-                                name, kLabels, total);
-  for (const auto& [priority, value] : parts) {
-    out +=
-        fmt::format("{}{{{},priority=\"{}\",tp_rank=\"0\"}} {}\n", name, kLabels, priority, value);
-  }
-  return out;
-}
-
-// A P/D pair's body with priority scheduling on: SGLangPDResponse's series, its queue gauges
-// replaced by the total-and-parts form.
-std::string SglangPriorityBody(int step) {
-  return DropLines(DropLines(DropLines(SGLangPDResponse(step), "sglang:num_running_reqs"),
-                             "sglang:num_queue_reqs"),
-                   "sglang:num_decode_transfer_queue_reqs") +
-         SglangPriorityGauge("sglang:num_running_reqs", 7, {{"0", 3}, {"5", 4}, {"9", 0}}) +
-         SglangPriorityGauge("sglang:num_queue_reqs", 5, {{"0", 5}}) +
-         SglangPriorityGauge("sglang:num_decode_transfer_queue_reqs", 2, {{"1", 2}});
-}
-
 TEST(SglangPriorityScheduling, QueueGaugesReadTheTotalOnly) {
-  const PodMetrics read = Parse(SglangPriorityBody(1), exporters::kSglang);
+  const PodMetrics read = Parse(SGLangPriorityPDResponse(1), exporters::kSglang);
   EXPECT_EQ(read.gauges.at("running"), 7);
   EXPECT_EQ(read.gauges.at("waiting"), 5);
   EXPECT_EQ(read.gauges.at("decode-transfer-waiting"), 2);
@@ -69,7 +36,7 @@ TEST(SglangPriorityScheduling, PrefillDecodePairCountsEachRequestOnce) {
   const Pod generation = MetricsEnginePod("generation-pod", "generation-uid", "generation");
   BaselineStore store;
   auto read = [&](WallTime at, int step) {
-    const PodMetrics body = Parse(SglangPriorityBody(step), exporters::kSglang);
+    const PodMetrics body = Parse(SGLangPriorityPDResponse(step), exporters::kSglang);
     return MergeReads(md, &store, at, {{generation, body}, {prompt, body}});
   };
   read(T0(), 1);
