@@ -89,24 +89,16 @@ TEST(PrometheusSourceAgreement, SglangServer) {
                   {Fixture("sglang_server_busy_second.prom")});
 }
 
+// A P/D pair, and the same with priority scheduling, where the store holds the priority=""
+// totals beside the parts: it reads the totals, as a direct read does.
 TEST(PrometheusSourceAgreement, SglangPrefillDecodeTransfer) {
   const ModelDeployment md = MetricsPDModelDeployment("sglang");
-  ExpectAgreement(md,
-                  {MetricsEnginePod("chat-decode-0", "d0", "generation"),
-                   MetricsEnginePod("chat-prefill-0", "p0", "prompt")},
-                  {SGLangPDResponse(1), SGLangPDResponse(1)},
-                  {SGLangPDResponse(2), SGLangPDResponse(2)});
-}
-
-// With priority scheduling the store holds the priority="" totals beside the parts: it reads the
-// totals, as a direct read does.
-TEST(PrometheusSourceAgreement, SglangPriorityScheduling) {
-  const ModelDeployment md = MetricsPDModelDeployment("sglang");
-  ExpectAgreement(md,
-                  {MetricsEnginePod("chat-decode-0", "d0", "generation"),
-                   MetricsEnginePod("chat-prefill-0", "p0", "prompt")},
-                  {SGLangPriorityPDResponse(1), SGLangPriorityPDResponse(1)},
-                  {SGLangPriorityPDResponse(2), SGLangPriorityPDResponse(2)});
+  for (const auto body : {&SGLangPDResponse, &SGLangPriorityPDResponse}) {
+    ExpectAgreement(md,
+                    {MetricsEnginePod("chat-decode-0", "d0", "generation"),
+                     MetricsEnginePod("chat-prefill-0", "p0", "prompt")},
+                    {body(1), body(1)}, {body(2), body(2)});
+  }
 }
 
 TEST(PrometheusSourceAgreement, Routers) {
