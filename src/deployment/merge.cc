@@ -262,6 +262,14 @@ bool SnapshotBuilder::MergeWindow(const PodContext& pod, const WindowRow& def,
     // this process's).
     previous.sample = BaselineSample{0, 0, {pod.at.wall, idle->second.start}};
   }
+  if (const auto pair = deltas.find({std::string(def.pair), ""});
+      !previous.sample && def.kind == WindowKind::kCounter && !def.pair.empty() && scope.empty() &&
+      pair != deltas.end()) {
+    // A labelled counter first exported since the previous read (a process's first error): it
+    // was unexported then beside its pair, which is zero (the labelled-counter rule), and the
+    // pair's delta proves that read is this process's. Windowed from zero over the pair's window.
+    previous.sample = BaselineSample{0, 0, {pod.at.wall, pair->second.start}};
+  }
   if (!previous.sample) {
     AddMissing(pod.name, source, std::string(reason::kAwaiting));
     return false;

@@ -3,6 +3,7 @@
 // SRE expects. Each body names the upstream file and commit its lines follow.
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "deployment/baseline_store.h"
@@ -15,9 +16,14 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::FindGauge;
+using testing::FindWindow;
+using testing::M;
+using testing::MergeMetricsWindow;
 using testing::MergeReads;
 using testing::MetricsEnginePod;
+using testing::MetricsModelDeployment;
 using testing::MetricsPDModelDeployment;
+using testing::MetricsRouterPod;
 using testing::Parse;
 using testing::SGLangPriorityPDResponse;
 using testing::T0;
@@ -61,6 +67,70 @@ TEST(SglangPriorityScheduling, WithoutItEverySeriesIsRead) {
       "sglang:num_running_reqs{dp_rank=\"1\",model_name=\"m\",tp_rank=\"0\"} 4\n",
       exporters::kSglang);
   EXPECT_EQ(read.gauges.at("running"), 7);
+}
+
+// An llm-d router's body as llm-d-router writes it (pkg/epp/metrics/llm_d_router_metrics.go,
+// llm-d/llm-d-router ebab6879): every request family labelled model_name, target_model_name,
+// fairness_id and priority; TTFT also by `streaming`. `errors` < 0: no error yet, and the error
+// counter, a labelled CounterVec, has no series at all.
+std::string CurrentLlmdRouterBody(double requests, double errors, double streamed) {
+  constexpr std::string_view kR4 =
+      R"(model_name="m",target_model_name="m",fairness_id="default",priority="0")";
+  std::string body = fmt::format(
+      "# TYPE llm_d_epp_request_running gauge\nllm_d_epp_request_running{{{0}}} 1\n"
+      "# TYPE llm_d_epp_ready_endpoints gauge\nllm_d_epp_ready_endpoints{{name=\"pool\"}} 2\n"
+      "# TYPE llm_d_epp_request_total counter\nllm_d_epp_request_total{{{0}}} {1}\n"
+      "# TYPE llm_d_epp_request_ttft_seconds histogram\n"
+      "llm_d_epp_request_ttft_seconds_bucket{{{0},streaming=\"true\",le=\"+Inf\"}} {2}\n"
+      "llm_d_epp_request_ttft_seconds_sum{{{0},streaming=\"true\"}} {3}\n"
+      "llm_d_epp_request_ttft_seconds_count{{{0},streaming=\"true\"}} {2}\n"
+      "# TYPE llm_d_epp_request_streaming_tpot_seconds histogram\n"
+      "llm_d_epp_request_streaming_tpot_seconds_bucket{{{0},le=\"+Inf\"}} {2}\n"
+      "llm_d_epp_request_streaming_tpot_seconds_sum{{{0}}} {4}\n"
+      "llm_d_epp_request_streaming_tpot_seconds_count{{{0}}} {2}\n",
+      kR4, requests, streamed, 0.04 * streamed, 0.01 * streamed);
+  if (errors >= 0) {
+    body += fmt::format(
+        "# TYPE llm_d_epp_request_error_total counter\n"
+        "llm_d_epp_request_error_total{{{},error_code=\"ModelServerError\"}} {}\n",
+        kR4, errors);
+  }
+  return body;
+}
+
+// A process's first error appears between two reads, beside a request counter that moved: it is
+// counted from zero over the request counter's window, as the labelled-counter rule says it was
+// zero at the first read; not "awaiting a second counter sample", not partial.
+TEST(LlmdRouterErrors, AProcesssFirstErrorIsCountedFromZero) {
+  ModelDeployment md = MetricsModelDeployment();
+  md.router = Router{.name = "llm-d-router", .replicas = 1};
+  const Pod router = MetricsRouterPod("chat-router", "router-uid", "llm-d-router");
+  const Snapshot first_error = MergeMetricsWindow(
+      md, router, Parse(CurrentLlmdRouterBody(10, -1, 10), exporters::kLlmdRouter),
+      Parse(CurrentLlmdRouterBody(40, 3, 40), exporters::kLlmdRouter));
+  const Window* errors = FindWindow(first_error.traffic, "chat-router", "request-errors");
+  ASSERT_NE(errors, nullptr);
+  EXPECT_EQ(errors->samples, 3);
+  EXPECT_EQ(errors->value, 0.1);  // 3 errors in the requests' 30 s window
+  EXPECT_EQ(errors->window_seconds,
+            FindWindow(first_error.traffic, "chat-router", "requests")->window_seconds);
+  EXPECT_EQ(first_error.missing, std::vector<Missing>{});
+  EXPECT_FALSE(first_error.partial);
+
+  // Before it, the unexported counter is the reference's not-partial case (§4.1 case 23).
+  const Snapshot no_error = MergeMetricsWindow(
+      md, router, Parse(CurrentLlmdRouterBody(10, -1, 10), exporters::kLlmdRouter),
+      Parse(CurrentLlmdRouterBody(40, -1, 40), exporters::kLlmdRouter));
+  EXPECT_EQ(no_error.missing,
+            (std::vector<Missing>{M("chat-router", "llm_d_epp_request_error_total",
+                                    reason::kLabeledCounterUnexported)}));
+  EXPECT_FALSE(no_error.partial);
+
+  // Without a request counter that moved, nothing proves the first read was this process's.
+  const Snapshot first_read =
+      MergeMetricsWindow(md, router, Parse("", exporters::kLlmdRouter),
+                         Parse(CurrentLlmdRouterBody(40, 3, 40), exporters::kLlmdRouter));
+  EXPECT_TRUE(first_read.partial);
 }
 
 }  // namespace
