@@ -101,6 +101,7 @@ std::vector<std::string> DanglingReferences(const ExporterProfile& profile) {
     if (profile.windows[i].split != Split::kNone && !profile.windows[i].select.empty()) {
       out.push_back(fmt::format("windows[{}].select: a split row reads every series", i));
     }
+    not_partial(fmt::format("windows[{}].lazy_reason", i), profile.windows[i].lazy_reason);
   }
   for (size_t i = 0; i < profile.gauges.size(); ++i) {
     if (profile.gauges[i].split != Split::kNone && !profile.gauges[i].select.empty()) {

@@ -101,6 +101,8 @@ struct WindowRow {
   // zero.
   bool lazy = false;
   Select select;
+  // A lazy row's missing[] reason while absent (a not-partial one); "": reason::kNotYetObserved.
+  std::string_view lazy_reason;
 };
 
 // A ratio of two windows' deltas over the same sampling window, reported under traffic:

@@ -95,14 +95,21 @@ void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, ReadTime 
 namespace {
 
 // Why an unsplit row's key is absent from the read: its series hold no valid value (say which),
-// or the family is not there.
-Reason AbsentReason(const PodMetrics& read, std::string_view key, bool lazy) {
+// or else `absent` (the family, or the series the row selects, are not there).
+Reason AbsentReason(const PodMetrics& read, std::string_view key, std::string_view absent) {
   if (const auto bad = read.invalid.find(key); bad != read.invalid.end()) {
     std::string value;
     AppendDouble(&value, bad->second);  // as the exposition spells it: NaN, +Inf, -1
     return fmt::format(fmt::runtime(reason::kInvalidValue), value);
   }
-  return lazy ? reason::kNotYetObserved : reason::kAbsent;
+  return absent;
+}
+
+// What an absent window row reports when nothing else explains it: a lazy row's own reason (by
+// default vLLM-Omni's), else a plain absence.
+std::string_view Unexported(const WindowRow& def) {
+  if (!def.lazy) return reason::kAbsent;
+  return def.lazy_reason.empty() ? reason::kNotYetObserved : def.lazy_reason;
 }
 
 }  // namespace
@@ -125,7 +132,9 @@ void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read)
     }
     const auto value = read.gauges.find(gauge.key);
     if (value == read.gauges.end()) {
-      AddMissing(pod.name, std::string(gauge.family), AbsentReason(read, gauge.key, gauge.lazy));
+      AddMissing(
+          pod.name, std::string(gauge.family),
+          AbsentReason(read, gauge.key, gauge.lazy ? reason::kNotYetObserved : reason::kAbsent));
       continue;
     }
     AddGauge(pod, gauge, pod.scope, value->second);
@@ -177,8 +186,7 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
       const auto scoped = read.scoped_windows.find(def.key);
       if (scoped == read.scoped_windows.end()) {
         if (!def.lazy) failed.emplace(def.key);
-        AddMissing(pod.name, std::string(def.family),
-                   std::string(def.lazy ? reason::kNotYetObserved : reason::kAbsent));
+        AddMissing(pod.name, std::string(def.family), std::string(Unexported(def)));
         continue;
       }
       for (const auto& [scope, value] : scoped->second) {
@@ -188,7 +196,7 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
     }
     const auto value = read.windows.find(def.key);
     if (value == read.windows.end()) {
-      std::string_view why = def.lazy ? reason::kNotYetObserved : reason::kAbsent;
+      std::string_view why = Unexported(def);
       if (!def.pair.empty()) {
         if (def.kind == WindowKind::kHistogram) {
           const auto pair = deltas.find({std::string(def.pair), ""});
@@ -200,9 +208,8 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
         }
       }
       if (!def.lazy) failed.emplace(def.key);
-      AddMissing(
-          pod.name, std::string(def.family),
-          read.invalid.contains(def.key) ? AbsentReason(read, def.key, def.lazy) : Reason(why));
+      AddMissing(pod.name, std::string(def.family),
+                 read.invalid.contains(def.key) ? AbsentReason(read, def.key, why) : Reason(why));
       continue;  // an absent series leaves its baseline untouched
     }
     if (!MergeWindow(pod, def, "", value->second, deltas)) failed.emplace(def.key);

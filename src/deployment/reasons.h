@@ -81,6 +81,12 @@ inline constexpr std::string_view kNoSpeechStreams =
 inline constexpr std::string_view kNoAudioFinished =
     "no streamed audio request finished in the sampling window";
 
+// Not upstream's: the llm-d router's profile (exporters/llmd_router.cc) reads TTFT and TPOT from
+// streaming requests only, and a router that has served none exports neither.
+inline constexpr std::string_view kLlmdNoStreamingRequest =
+    "not exported before the router's first streaming request: a non-streaming request's TTFT is "
+    "its whole duration and it records no TPOT, so both are read from streaming requests only";
+
 inline constexpr std::string_view kNotPartialReasons[] = {
     kLabeledCounterUnexported, kLabeledHistogramUnexported,
     kVllmRouterPdNoProcessing, kVllmNoKvConnector,
@@ -88,7 +94,7 @@ inline constexpr std::string_view kNotPartialReasons[] = {
     kSglangNoStorageTier,      kIdleWindow,
     kNotYetObserved,           kOmniIdleWindow,
     kRatioIncomplete,          kNoSpeechStreams,
-    kNoAudioFinished};
+    kNoAudioFinished,          kLlmdNoStreamingRequest};
 }  // namespace reason
 
 // False for every reason that sets `partial` (all but kNotPartialReasons).

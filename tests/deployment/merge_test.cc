@@ -1356,6 +1356,10 @@ TEST(SnapshotMerge, ReasonStringsAreByteExact) {
       "a part of the ratio has no value in this sampling window (see its own entry)",
       "no Speech API stream ended in the sampling window",
       "no streamed audio request finished in the sampling window",
+      // The llm-d router profile's (not upstream's).
+      "not exported before the router's first streaming request: a non-streaming request's TTFT "
+      "is its whole duration and it records no TPOT, so both are read from streaming requests "
+      "only",
   };
   ASSERT_EQ(std::size(reason::kNotPartialReasons), std::size(kExempt));
   for (size_t i = 0; i < std::size(kExempt); ++i) {

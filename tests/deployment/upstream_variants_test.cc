@@ -2,6 +2,9 @@
 // bodies written from each exporter's current collector code, read into the snapshot a careful
 // SRE expects. Each body names the upstream file and commit its lines follow.
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -69,45 +72,115 @@ TEST(SglangPriorityScheduling, WithoutItEverySeriesIsRead) {
   EXPECT_EQ(read.gauges.at("running"), 7);
 }
 
+// What an llm-d router has served since it started.
+struct LlmdTraffic {
+  double streamed = 0;      // streaming requests: TTFT is the first token's time
+  double non_streamed = 0;  // non-streaming ones: TTFT is the whole request's duration
+  double errors = -1;       // < 0: no error yet
+};
+
 // An llm-d router's body as llm-d-router writes it (pkg/epp/metrics/llm_d_router_metrics.go,
 // llm-d/llm-d-router ebab6879): every request family labelled model_name, target_model_name,
-// fairness_id and priority; TTFT also by `streaming`. `errors` < 0: no error yet, and the error
-// counter, a labelled CounterVec, has no series at all.
-std::string CurrentLlmdRouterBody(double requests, double errors, double streamed) {
+// fairness_id and priority; TTFT also by `streaming`. Its families are labelled Vecs, which have
+// no series (nor TYPE line) before their first observation: TTFT's streaming="true" series and
+// the TPOT family come with the first streaming request, the error counter with the first error.
+// Streaming TTFT 0.038 s, non-streaming 0.5 s, TPOT 0.01 s.
+std::string CurrentLlmdRouterBody(const LlmdTraffic& t) {
   constexpr std::string_view kR4 =
       R"(model_name="m",target_model_name="m",fairness_id="default",priority="0")";
   std::string body = fmt::format(
       "# TYPE llm_d_epp_request_running gauge\nllm_d_epp_request_running{{{0}}} 1\n"
       "# TYPE llm_d_epp_ready_endpoints gauge\nllm_d_epp_ready_endpoints{{name=\"pool\"}} 2\n"
-      "# TYPE llm_d_epp_request_total counter\nllm_d_epp_request_total{{{0}}} {1}\n"
-      "# TYPE llm_d_epp_request_ttft_seconds histogram\n"
-      "llm_d_epp_request_ttft_seconds_bucket{{{0},streaming=\"true\",le=\"+Inf\"}} {2}\n"
-      "llm_d_epp_request_ttft_seconds_sum{{{0},streaming=\"true\"}} {3}\n"
-      "llm_d_epp_request_ttft_seconds_count{{{0},streaming=\"true\"}} {2}\n"
-      "# TYPE llm_d_epp_request_streaming_tpot_seconds histogram\n"
-      "llm_d_epp_request_streaming_tpot_seconds_bucket{{{0},le=\"+Inf\"}} {2}\n"
-      "llm_d_epp_request_streaming_tpot_seconds_sum{{{0}}} {4}\n"
-      "llm_d_epp_request_streaming_tpot_seconds_count{{{0}}} {2}\n",
-      kR4, requests, streamed, 0.04 * streamed, 0.01 * streamed);
-  if (errors >= 0) {
+      "# TYPE llm_d_epp_request_total counter\nllm_d_epp_request_total{{{0}}} {1}\n",
+      kR4, t.streamed + t.non_streamed);
+  if (t.streamed + t.non_streamed > 0) body += "# TYPE llm_d_epp_request_ttft_seconds histogram\n";
+  for (const auto& [streaming, count, mean] :
+       {std::tuple{"true", t.streamed, 0.038}, std::tuple{"false", t.non_streamed, 0.5}}) {
+    if (count == 0) continue;
+    body += fmt::format(
+        "llm_d_epp_request_ttft_seconds_bucket{{{0},streaming=\"{1}\",le=\"+Inf\"}} {2}\n"
+        "llm_d_epp_request_ttft_seconds_sum{{{0},streaming=\"{1}\"}} {3}\n"
+        "llm_d_epp_request_ttft_seconds_count{{{0},streaming=\"{1}\"}} {2}\n",
+        kR4, streaming, count, mean * count);
+  }
+  if (t.streamed > 0) {
+    body += fmt::format(
+        "# TYPE llm_d_epp_request_streaming_tpot_seconds histogram\n"
+        "llm_d_epp_request_streaming_tpot_seconds_bucket{{{0},le=\"+Inf\"}} {1}\n"
+        "llm_d_epp_request_streaming_tpot_seconds_sum{{{0}}} {2}\n"
+        "llm_d_epp_request_streaming_tpot_seconds_count{{{0}}} {1}\n",
+        kR4, t.streamed, 0.01 * t.streamed);
+  }
+  if (t.errors >= 0) {
     body += fmt::format(
         "# TYPE llm_d_epp_request_error_total counter\n"
         "llm_d_epp_request_error_total{{{},error_code=\"ModelServerError\"}} {}\n",
-        kR4, errors);
+        kR4, t.errors);
   }
   return body;
+}
+
+ModelDeployment LlmdDeployment() {
+  ModelDeployment md = MetricsModelDeployment();
+  md.router = Router{.name = "llm-d-router", .replicas = 1};
+  return md;
+}
+
+// Two reads of one router, 30 s apart.
+Snapshot LlmdWindow(const LlmdTraffic& first, const LlmdTraffic& second) {
+  return MergeMetricsWindow(LlmdDeployment(),
+                            MetricsRouterPod("chat-router", "router-uid", "llm-d-router"),
+                            Parse(CurrentLlmdRouterBody(first), exporters::kLlmdRouter),
+                            Parse(CurrentLlmdRouterBody(second), exporters::kLlmdRouter));
+}
+
+// A mixed workload: TTFT is the streaming requests' first-token latency, 0.038 s, not 0.27 s
+// with the non-streaming requests' whole durations mixed in.
+TEST(LlmdRouterTtft, ReadsStreamingRequestsOnly) {
+  const Snapshot mixed =
+      LlmdWindow({.streamed = 10, .non_streamed = 10}, {.streamed = 40, .non_streamed = 40});
+  const Window* ttft = FindWindow(mixed.latency, "chat-router", "ttft");
+  ASSERT_NE(ttft, nullptr);
+  EXPECT_NEAR(ttft->value, 0.038, 1e-12);
+  EXPECT_EQ(ttft->samples, 30);
+  EXPECT_NEAR(FindWindow(mixed.latency, "chat-router", "tpot")->value, 0.01, 1e-12);
+  EXPECT_EQ(FindWindow(mixed.traffic, "chat-router", "requests")->samples, 60);
+  EXPECT_FALSE(mixed.partial);
+}
+
+// A router that has served only non-streaming requests exports no streaming TTFT series and no
+// TPOT family: both absent, for a reason that says so, and not partial (it was before: TPOT read
+// as an absent required source, for ever).
+TEST(LlmdRouterTtft, ANonStreamingRouterIsNotPartial) {
+  const Snapshot snapshot = LlmdWindow({.non_streamed = 10}, {.non_streamed = 40});
+  EXPECT_TRUE(snapshot.latency.empty());
+  EXPECT_EQ(FindWindow(snapshot.traffic, "chat-router", "requests")->samples, 30);
+  EXPECT_EQ(
+      snapshot.missing,
+      (std::vector<Missing>{
+          M("chat-router", "llm_d_epp_request_error_total", reason::kLabeledCounterUnexported),
+          M("chat-router", "llm_d_epp_request_streaming_tpot_seconds",
+            reason::kLlmdNoStreamingRequest),
+          M("chat-router", "llm_d_epp_request_ttft_seconds", reason::kLlmdNoStreamingRequest)}));
+  EXPECT_FALSE(snapshot.partial);
+}
+
+// A router from before the `streaming` label: its TTFT series carry none, and are read.
+TEST(LlmdRouterTtft, ARouterWithoutTheLabelIsReadAsBefore) {
+  const std::string labelled = CurrentLlmdRouterBody({.streamed = 4});
+  std::string unlabelled = labelled;
+  for (size_t at; (at = unlabelled.find(",streaming=\"true\"")) != std::string::npos;) {
+    unlabelled.erase(at, std::string_view(",streaming=\"true\"").size());
+  }
+  ASSERT_NE(unlabelled, labelled);
+  EXPECT_EQ(Parse(unlabelled, exporters::kLlmdRouter).windows.at("ttft").count, 4);
 }
 
 // A process's first error appears between two reads, beside a request counter that moved: it is
 // counted from zero over the request counter's window, as the labelled-counter rule says it was
 // zero at the first read; not "awaiting a second counter sample", not partial.
 TEST(LlmdRouterErrors, AProcesssFirstErrorIsCountedFromZero) {
-  ModelDeployment md = MetricsModelDeployment();
-  md.router = Router{.name = "llm-d-router", .replicas = 1};
-  const Pod router = MetricsRouterPod("chat-router", "router-uid", "llm-d-router");
-  const Snapshot first_error = MergeMetricsWindow(
-      md, router, Parse(CurrentLlmdRouterBody(10, -1, 10), exporters::kLlmdRouter),
-      Parse(CurrentLlmdRouterBody(40, 3, 40), exporters::kLlmdRouter));
+  const Snapshot first_error = LlmdWindow({.streamed = 10}, {.streamed = 40, .errors = 3});
   const Window* errors = FindWindow(first_error.traffic, "chat-router", "request-errors");
   ASSERT_NE(errors, nullptr);
   EXPECT_EQ(errors->samples, 3);
@@ -118,18 +191,17 @@ TEST(LlmdRouterErrors, AProcesssFirstErrorIsCountedFromZero) {
   EXPECT_FALSE(first_error.partial);
 
   // Before it, the unexported counter is the reference's not-partial case (§4.1 case 23).
-  const Snapshot no_error = MergeMetricsWindow(
-      md, router, Parse(CurrentLlmdRouterBody(10, -1, 10), exporters::kLlmdRouter),
-      Parse(CurrentLlmdRouterBody(40, -1, 40), exporters::kLlmdRouter));
+  const Snapshot no_error = LlmdWindow({.streamed = 10}, {.streamed = 40});
   EXPECT_EQ(no_error.missing,
             (std::vector<Missing>{M("chat-router", "llm_d_epp_request_error_total",
                                     reason::kLabeledCounterUnexported)}));
   EXPECT_FALSE(no_error.partial);
 
   // Without a request counter that moved, nothing proves the first read was this process's.
-  const Snapshot first_read =
-      MergeMetricsWindow(md, router, Parse("", exporters::kLlmdRouter),
-                         Parse(CurrentLlmdRouterBody(40, 3, 40), exporters::kLlmdRouter));
+  const Snapshot first_read = MergeMetricsWindow(
+      LlmdDeployment(), MetricsRouterPod("chat-router", "router-uid", "llm-d-router"),
+      Parse("", exporters::kLlmdRouter),
+      Parse(CurrentLlmdRouterBody({.streamed = 40, .errors = 3}), exporters::kLlmdRouter));
   EXPECT_TRUE(first_read.partial);
 }
 
