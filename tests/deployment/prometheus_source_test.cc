@@ -31,6 +31,7 @@ namespace modelmetrics::deployment {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::CurrentLlmdRouterBody;
 using testing::DropLines;
 using testing::FakeStore;
 using testing::Fixture;
@@ -114,6 +115,15 @@ TEST(PrometheusSourceAgreement, Routers) {
     md.router = Router{.name = router, .replicas = 1};
     ExpectAgreement(md, {MetricsRouterPod("chat-router-a", "r0", router)}, {first}, {second});
   }
+}
+
+// The llm-d router: TTFT read from streaming requests only, and a first error between the reads.
+TEST(PrometheusSourceAgreement, LlmdRouter) {
+  ModelDeployment md = MetricsModelDeployment();
+  md.router = Router{.name = "llm-d-router", .replicas = 1};
+  ExpectAgreement(md, {MetricsRouterPod("chat-router-a", "r0", "llm-d-router")},
+                  {CurrentLlmdRouterBody({.streamed = 10, .non_streamed = 10})},
+                  {CurrentLlmdRouterBody({.streamed = 40, .non_streamed = 40, .errors = 2})});
 }
 
 TEST(PrometheusSourceAgreement, CounterResetBetweenTheTwoScrapes) {

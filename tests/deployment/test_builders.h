@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -261,6 +262,54 @@ inline std::string SGLangPriorityPDResponse(int step) {
          SGLangPriorityGauge("sglang:num_running_reqs", 7, {{"0", 3}, {"5", 4}, {"9", 0}}) +
          SGLangPriorityGauge("sglang:num_queue_reqs", 5, {{"0", 5}}) +
          SGLangPriorityGauge("sglang:num_decode_transfer_queue_reqs", 2, {{"1", 2}});
+}
+
+// What an llm-d router has served since it started.
+struct LlmdTraffic {
+  double streamed = 0;      // streaming requests: TTFT is the first token's time
+  double non_streamed = 0;  // non-streaming ones: TTFT is the whole request's duration
+  double errors = -1;       // < 0: no error yet
+};
+
+// An llm-d router's body as llm-d-router writes it (pkg/epp/metrics/llm_d_router_metrics.go,
+// llm-d/llm-d-router ebab6879): every request family labelled model_name, target_model_name,
+// fairness_id and priority; TTFT also by `streaming`. Its families are labelled Vecs, which have
+// no series (nor TYPE line) before their first observation: TTFT's streaming="true" series and
+// the TPOT family come with the first streaming request, the error counter with the first error.
+// Streaming TTFT 0.038 s, non-streaming 0.5 s, TPOT 0.01 s.
+inline std::string CurrentLlmdRouterBody(const LlmdTraffic& t) {
+  constexpr std::string_view kR4 =
+      R"(model_name="m",target_model_name="m",fairness_id="default",priority="0")";
+  std::string body = fmt::format(
+      "# TYPE llm_d_epp_request_running gauge\nllm_d_epp_request_running{{{0}}} 1\n"
+      "# TYPE llm_d_epp_ready_endpoints gauge\nllm_d_epp_ready_endpoints{{name=\"pool\"}} 2\n"
+      "# TYPE llm_d_epp_request_total counter\nllm_d_epp_request_total{{{0}}} {1}\n",
+      kR4, t.streamed + t.non_streamed);
+  if (t.streamed + t.non_streamed > 0) body += "# TYPE llm_d_epp_request_ttft_seconds histogram\n";
+  for (const auto& [streaming, count, mean] :
+       {std::tuple{"true", t.streamed, 0.038}, std::tuple{"false", t.non_streamed, 0.5}}) {
+    if (count == 0) continue;
+    body += fmt::format(
+        "llm_d_epp_request_ttft_seconds_bucket{{{0},streaming=\"{1}\",le=\"+Inf\"}} {2}\n"
+        "llm_d_epp_request_ttft_seconds_sum{{{0},streaming=\"{1}\"}} {3}\n"
+        "llm_d_epp_request_ttft_seconds_count{{{0},streaming=\"{1}\"}} {2}\n",
+        kR4, streaming, count, mean * count);
+  }
+  if (t.streamed > 0) {
+    body += fmt::format(
+        "# TYPE llm_d_epp_request_streaming_tpot_seconds histogram\n"
+        "llm_d_epp_request_streaming_tpot_seconds_bucket{{{0},le=\"+Inf\"}} {1}\n"
+        "llm_d_epp_request_streaming_tpot_seconds_sum{{{0}}} {2}\n"
+        "llm_d_epp_request_streaming_tpot_seconds_count{{{0}}} {1}\n",
+        kR4, t.streamed, 0.01 * t.streamed);
+  }
+  if (t.errors >= 0) {
+    body += fmt::format(
+        "# TYPE llm_d_epp_request_error_total counter\n"
+        "llm_d_epp_request_error_total{{{},error_code=\"ModelServerError\"}} {}\n",
+        kR4, t.errors);
+  }
+  return body;
 }
 
 // `body` with the value of every sample line starting with `series` (followed by '{' or ' ')
