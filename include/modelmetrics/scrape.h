@@ -78,10 +78,12 @@ class Scrape {
   std::optional<HistogramTotals> Histogram(std::string_view name,
                                            std::span<const LabelMatch> match = {}) const;
 
-  // Why Sum() or Histogram() of `name` found nothing though the family is there: the first value
-  // that is NaN, infinite or negative (a gauge's or counter's value series, a histogram's
-  // `_sum`/`_count`). nullopt when there is no such value.
-  std::optional<double> InvalidValue(std::string_view name) const;
+  // Why Sum() or Histogram() of `name` (with the same `match`) found nothing though the family is
+  // there: the first value that is NaN, infinite or negative among the selected series (a gauge's
+  // or counter's value series, a histogram's `_sum`/`_count`). nullopt when there is no such
+  // value.
+  std::optional<double> InvalidValue(std::string_view name,
+                                     std::span<const LabelMatch> match = {}) const;
 
   // Sum() and Histogram() per distinct tuple of the `by` labels' values (in `by` order); a series
   // lacking one of them is skipped. Histogram groups carry no buckets; a group whose `_sum` or

@@ -21,7 +21,7 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
       if (!scoped.empty()) out->scoped_gauges.emplace(gauge.key, std::move(scoped));
     } else if (const std::optional<double> value = scrape.Sum(gauge.family, gauge.select)) {
       out->gauges.emplace(gauge.key, *value);
-    } else if (const std::optional<double> bad = scrape.InvalidValue(gauge.family)) {
+    } else if (const std::optional<double> bad = scrape.InvalidValue(gauge.family, gauge.select)) {
       out->invalid.emplace(gauge.key, *bad);
     }
   }
@@ -63,7 +63,7 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
       out->windows.emplace(window.key, WindowValue{0, *value});
     }
     if (!out->windows.contains(window.key)) {
-      if (const std::optional<double> bad = scrape.InvalidValue(window.family)) {
+      if (const std::optional<double> bad = scrape.InvalidValue(window.family, window.select)) {
         out->invalid.emplace(window.key, *bad);
       }
     }

@@ -196,11 +196,12 @@ std::optional<double> Scrape::Sum(std::string_view name, std::span<const LabelMa
   return std::nullopt;
 }
 
-std::optional<double> Scrape::InvalidValue(std::string_view name) const {
+std::optional<double> Scrape::InvalidValue(std::string_view name,
+                                           std::span<const LabelMatch> match) const {
   if (const MetricFamily* f = FindExact(name); f != nullptr && f->type == MetricType::kHistogram) {
     for (const MetricSample& s : f->samples) {
       const bool total = s.name == f->name + "_sum" || s.name == f->name + "_count";
-      if (total && !Valid(s.value)) return s.value;
+      if (total && !Valid(s.value) && Matches(s, match)) return s.value;
     }
     return std::nullopt;
   }
@@ -209,7 +210,7 @@ std::optional<double> Scrape::InvalidValue(std::string_view name) const {
       continue;
     }
     for (const MetricSample& s : f->samples) {
-      if (IsValueSeries(*f, s) && !Valid(s.value)) return s.value;
+      if (IsValueSeries(*f, s) && !Valid(s.value) && Matches(s, match)) return s.value;
     }
   }
   return std::nullopt;

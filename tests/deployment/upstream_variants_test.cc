@@ -118,6 +118,17 @@ TEST(LlmdRouterTtft, ANonStreamingRouterIsNotPartial) {
   EXPECT_FALSE(snapshot.partial);
 }
 
+// A broken value in a series the row does not read (a non-streaming TTFT) is not the row's: the
+// row is absent for its own reason, not "no valid value".
+TEST(LlmdRouterTtft, AnInvalidValueTheRowDoesNotReadIsNotItsReason) {
+  const std::string body = CurrentLlmdRouterBody({.non_streamed = 4});
+  const std::string broken = testing::SetSample(body, "llm_d_epp_request_ttft_seconds_sum", "NaN");
+  ASSERT_NE(broken, body);
+  const PodMetrics read = Parse(broken, exporters::kLlmdRouter);
+  EXPECT_FALSE(read.windows.contains("ttft"));
+  EXPECT_FALSE(read.invalid.contains("ttft"));
+}
+
 // A router from before the `streaming` label: its TTFT series carry none, and are read.
 TEST(LlmdRouterTtft, ARouterWithoutTheLabelIsReadAsBefore) {
   const std::string labelled = CurrentLlmdRouterBody({.streamed = 4});
