@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "deployment/objects.h"
 #include "reasons.h"
 
 namespace modelmetrics::deployment {
@@ -78,6 +79,21 @@ std::string ExporterProfile::SplitScope(Split split, std::string_view split_labe
 std::string_view FlagName(std::string_view entry) {
   const size_t eq = entry.find('=');
   return eq == std::string_view::npos ? entry : entry.substr(0, eq);
+}
+
+bool PassesFlag(const Pod& pod, std::string_view flag) {
+  for (const Container& container : pod.containers) {
+    for (const std::vector<std::string>* argv : {&container.command, &container.args}) {
+      for (const std::string& entry : *argv) {
+        if (FlagName(entry) == flag) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool ExporterProfile::WritesRankCopies(const Pod& pod) const {
+  return rank_copies && PassesFlag(pod, rank_copies->flag);
 }
 
 std::vector<std::string> DanglingReferences(const ExporterProfile& profile) {

@@ -37,6 +37,10 @@ inline constexpr std::string_view kUnitErrorsPerSecond = "errors/second";
 // The flag name of an argv entry: cut at the first '=' (for profiles' Pod checks).
 std::string_view FlagName(std::string_view entry);
 
+// Whether a container of the Pod passes `flag` (exactly, bare or as `flag=value`) in its command or
+// arguments.
+bool PassesFlag(const Pod& pod, std::string_view flag);
+
 // Which Pods of a deployment a profile reads.
 enum class PodRole { kEngine, kRouter };
 
@@ -156,6 +160,16 @@ struct ReaderFamily {
   MetricType type = MetricType::kCounter;
 };
 
+// A mode in which the exporter writes one copy of each value per rank, switched on by a Pod
+// argument (SGLang's --enable-metrics-for-all-schedulers: every attention-TP rank logs the batch
+// they all run). In that mode, of the series that differ only in `labels`, the one whose `order`
+// label is numerically lowest is read: the copy the exporter writes with the mode off.
+struct RankCopies {
+  std::string_view flag;
+  std::vector<std::string_view> labels;
+  std::string_view order;
+};
+
 struct ErrorRatio {
   std::string_view requests;  // window keys
   std::string_view errors;
@@ -185,6 +199,10 @@ struct ExporterProfile {
 
   Reader reader = nullptr;
   std::vector<ReaderFamily> reader_families;  // the families the reader needs parsed
+
+  std::optional<RankCopies> rank_copies;
+  // Whether the Pod runs the exporter in its rank-copies mode.
+  bool WritesRankCopies(const Pod& pod) const;
 
   // Every family name the rows and the reader read, each once, in row order.
   std::vector<std::string> Families() const;

@@ -6,10 +6,16 @@
 #include <optional>
 
 #include "modelmetrics/scrape.h"
+#include "rank_copies.h"
 
 namespace modelmetrics::deployment {
 
-void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out) {
+void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out,
+                    const Pod* pod) {
+  if (pod != nullptr && profile.WritesRankCopies(*pod)) {
+    ReadPodMetrics(OneCopyPerRank(scrape, *profile.rank_copies), profile, out);
+    return;
+  }
   *out = PodMetrics{};
   for (const GaugeRow& gauge : profile.gauges) {
     if (gauge.split != Split::kNone) {
@@ -90,7 +96,7 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
 }
 
 bool ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodMetrics* out,
-                     std::string* error) {
+                     std::string* error, const Pod* pod) {
   *out = PodMetrics{};
   ScrapeOptions options;
   if (profile != nullptr) options.families = profile->Families();
@@ -101,7 +107,7 @@ bool ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodM
     *error = "parse Prometheus metrics: " + parse_error;
     return false;
   }
-  if (profile != nullptr) ReadPodMetrics(scrape, *profile, out);
+  if (profile != nullptr) ReadPodMetrics(scrape, *profile, out, pod);
   return true;
 }
 

@@ -25,11 +25,14 @@ namespace modelmetrics::deployment {
 // Parses `body` (text format, or OpenMetrics when it ends in `# EOF`) strictly, keeping only the
 // profile's families (null `profile`: reads nothing, still checks the syntax). On a syntax error
 // returns false with `*error` = "parse Prometheus metrics: <line:column: message>".
+// `pod`, when given, is the Pod the body came from: its arguments choose the exporter's mode
+// (ExporterProfile::rank_copies).
 bool ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodMetrics* out,
-                     std::string* error);
+                     std::string* error, const Pod* pod = nullptr);
 
-// The profile's rows and reader over an already built scrape model.
-void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out);
+// The profile's rows and reader over an already built scrape model (of `pod`, as above).
+void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out,
+                    const Pod* pod = nullptr);
 
 }  // namespace modelmetrics::deployment
 

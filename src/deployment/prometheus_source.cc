@@ -220,7 +220,7 @@ struct Chunk {
 };
 
 // The Pod's metrics at T1 and its baselines at T0, from one copy of its series.
-PodRead ReadMetrics(std::span<const StoreSeries* const> own, const Chunk& chunk,
+PodRead ReadMetrics(std::span<const StoreSeries* const> own, const Chunk& chunk, const Pod& pod,
                     std::span<const std::string> target_labels, int64_t t0, int64_t t1) {
   std::set<std::string, std::less<>> resets;
   for (const StoreSeries* s : own) {
@@ -243,11 +243,11 @@ PodRead ReadMetrics(std::span<const StoreSeries* const> own, const Chunk& chunk,
   read.outcome = "ok";
   read.at = ReadTime::Replay(FromMs(t1));
   read.metrics.emplace();
-  ReadPodMetrics(last, *chunk.profile, &*read.metrics);
+  ReadPodMetrics(last, *chunk.profile, &*read.metrics, &pod);
   std::optional<PodMetrics> first;
   if (t0 < t1) {
     first.emplace();
-    ReadPodMetrics(first_scrape, *chunk.profile, &*first);
+    ReadPodMetrics(first_scrape, *chunk.profile, &*first, &pod);
   }
   read.baselines = std::make_unique<RangeBaselines>(
       *chunk.profile, std::move(first), ReadTime::Replay(FromMs(t0)), std::move(resets));
@@ -255,8 +255,8 @@ PodRead ReadMetrics(std::span<const StoreSeries* const> own, const Chunk& chunk,
 }
 
 // One Pod's read from its series in the answer (see the header for T0, T1 and the reasons).
-PodRead ReadPod(std::span<const StoreSeries* const> all, const Chunk& chunk, int64_t now_ms,
-                const PrometheusSourceOptions& options) {
+PodRead ReadPod(std::span<const StoreSeries* const> all, const Chunk& chunk, const Pod& pod,
+                int64_t now_ms, const PrometheusSourceOptions& options) {
   PodCopy copy;
   const CopyRules rules{options.replica_labels, chunk.exporter_labels, options.namespace_label,
                         options.pod_label};
@@ -294,7 +294,7 @@ PodRead ReadPod(std::span<const StoreSeries* const> all, const Chunk& chunk, int
   if (chunk.profile == nullptr) {  // merged as an unsupported engine or router
     return {.metrics = PodMetrics{}, .outcome = "ok", .at = ReadTime::Replay(FromMs(t1))};
   }
-  return ReadMetrics(own, chunk, copy.target_labels, t0, t1);
+  return ReadMetrics(own, chunk, pod, copy.target_labels, t0, t1);
 }
 
 // Base64 for HTTP basic authentication.
@@ -468,7 +468,7 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
       const auto found = by_pod.find(pods[i].metadata.name);
       reads[i] = found == by_pod.end()
                      ? PodRead{.error = NoSampleText(range), .outcome = "no_sample"}
-                     : ReadPod(found->second, chunk, now_ms, options_);
+                     : ReadPod(found->second, chunk, pods[i], now_ms, options_);
     }
   };
   client_->FetchAll(requests, deadline, on_result);

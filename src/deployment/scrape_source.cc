@@ -134,7 +134,7 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
         SelectExporter(md, !pods[i].metadata.Label(kLabelRouter).empty());
     PodMetrics read;
     std::string error;
-    const bool parsed = ParsePodMetrics(result.body, profile, &read, &error);
+    const bool parsed = ParsePodMetrics(result.body, profile, &read, &error, &pods[i]);
     std::string().swap(result.body);  // the body is no longer needed: free it now
     if (!parsed) {
       reads[i].error = error;

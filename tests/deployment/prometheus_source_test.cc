@@ -40,9 +40,11 @@ using testing::MetricsEnginePod;
 using testing::MetricsModelDeployment;
 using testing::MetricsPDModelDeployment;
 using testing::MetricsRouterPod;
+using testing::MetricsServerPod;
 using testing::SetSample;
 using testing::SGLangPDResponse;
 using testing::SGLangPriorityPDResponse;
+using testing::SGLangSchedulersBody;
 using testing::StoreOptions;
 using testing::T0;
 
@@ -100,6 +102,21 @@ TEST(PrometheusSourceAgreement, SglangPrefillDecodeTransfer) {
                      MetricsEnginePod("chat-prefill-0", "p0", "prompt")},
                     {body(1), body(1)}, {body(2), body(2)});
   }
+}
+
+// SGLang with --enable-metrics-for-all-schedulers: the store holds every rank's copy, and reads
+// one per attention-DP group from the Pod's arguments, as a direct read does.
+TEST(PrometheusSourceAgreement, SglangAllSchedulers) {
+  ModelDeployment md = MetricsModelDeployment();
+  md.engine = "sglang";
+  Pod pod = MetricsServerPod(
+      "chat-0", {"python3", "-m", "sglang.launch_server", "--enable-metrics-for-all-schedulers"});
+  auto body = [](int n) {
+    return SGLangSchedulersBody({{.tp_rank = 0, .running = 3, .input_tokens = 10 * n},
+                                 {.tp_rank = 1, .running = 3, .input_tokens = 10 * n}},
+                                4 * n);
+  };
+  ExpectAgreement(md, {pod}, {body(1)}, {body(2)});
 }
 
 TEST(PrometheusSourceAgreement, Routers) {

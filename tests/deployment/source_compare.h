@@ -55,7 +55,7 @@ inline Snapshot DirectReads(const ModelDeployment& md, const std::vector<Pod>& p
       std::string error;
       const bool router = !pods[i].metadata.Label(kLabelRouter).empty();
       EXPECT_TRUE(ParsePodMetrics(round == 0 ? first[i] : second[i], SelectExporter(md, router),
-                                  &read, &error))
+                                  &read, &error, &pods[i]))
           << error;
       builder.MergePod(pods[i], read, ReadTime::Replay(round == 0 ? t0[i] : t1[i]));
     }

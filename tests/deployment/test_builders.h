@@ -264,6 +264,56 @@ inline std::string SGLangPriorityPDResponse(int step) {
          SGLangPriorityGauge("sglang:num_decode_transfer_queue_reqs", 2, {{"1", 2}});
 }
 
+// One scheduler of an SGLang engine, as its metrics collector labels it.
+struct SGLangRank {
+  int tp_rank = 0;
+  int dp_rank = 0;
+  int running = 0;  // the running and waiting requests of its attention-DP group's batch
+  int waiting = 0;
+  int input_tokens = 0;  // its group's prefill_effective_tokens_total{mode="input"}
+  int device_hits = 0;
+};
+
+// An SGLang engine's body as the schedulers in `ranks` write it (SchedulerMetricsCollector,
+// python/sglang/srt/observability/metrics_collector.py, sgl-project/sglang 016d8605): each
+// scheduler's queue gauges and effective-token counters under its own tp_rank, moe_ep_rank (here
+// the tp_rank, as with expert parallelism across the TP group) and dp_rank; the tokenizer's TTFT
+// once, without rank labels. With --enable-metrics-for-all-schedulers every rank of a group
+// writes; without it only each group's attention-TP rank 0.
+inline std::string SGLangSchedulersBody(const std::vector<SGLangRank>& ranks, int ttft_count) {
+  auto labels = [](const SGLangRank& r) {
+    return fmt::format(
+        R"(dp_rank="{1}",engine_type="unified",model_name="m",moe_ep_rank="{0}",pp_rank="0",)"
+        R"(priority="",tp_rank="{0}")",
+        r.tp_rank, r.dp_rank);
+  };
+  std::string running = "# TYPE sglang:num_running_reqs gauge\n";
+  std::string waiting = "# TYPE sglang:num_queue_reqs gauge\n";
+  std::string tokens = "# TYPE sglang:prefill_effective_tokens_total counter\n";
+  for (const SGLangRank& r : ranks) {
+    running += fmt::format("sglang:num_running_reqs{{{}}} {}\n", labels(r), r.running);
+    waiting += fmt::format("sglang:num_queue_reqs{{{}}} {}\n", labels(r), r.waiting);
+    for (const auto& [mode, value] :
+         std::vector<std::pair<std::string_view, int>>{{"input", r.input_tokens},
+                                                       {"device_hit", r.device_hits},
+                                                       {"host_hit", 0},
+                                                       {"storage_hit", 0}}) {
+      tokens += fmt::format("sglang:prefill_effective_tokens_total{{mode=\"{}\",{}}} {}\n", mode,
+                            labels(r), value);
+    }
+  }
+  return running + waiting + tokens +
+         fmt::format(
+             "# TYPE sglang:time_to_first_token_seconds histogram\n"
+             "sglang:time_to_first_token_seconds_bucket{{is_streaming=\"true\",le=\"+Inf\","
+             "model_name=\"m\"}} {0}\n"
+             "sglang:time_to_first_token_seconds_sum{{is_streaming=\"true\",model_name=\"m\"}} "
+             "{1}\n"
+             "sglang:time_to_first_token_seconds_count{{is_streaming=\"true\",model_name=\"m\"}} "
+             "{0}\n",
+             ttft_count, 0.05 * ttft_count);
+}
+
 // What an llm-d router has served since it started.
 struct LlmdTraffic {
   double streamed = 0;      // streaming requests: TTFT is the first token's time

@@ -28,8 +28,11 @@ using testing::MetricsEnginePod;
 using testing::MetricsModelDeployment;
 using testing::MetricsPDModelDeployment;
 using testing::MetricsRouterPod;
+using testing::MetricsServerPod;
 using testing::Parse;
 using testing::SGLangPriorityPDResponse;
+using testing::SGLangRank;
+using testing::SGLangSchedulersBody;
 using testing::T0;
 
 TEST(SglangPriorityScheduling, QueueGaugesReadTheTotalOnly) {
@@ -70,6 +73,85 @@ TEST(SglangPriorityScheduling, WithoutItEverySeriesIsRead) {
       "sglang:num_running_reqs{dp_rank=\"0\",model_name=\"m\",tp_rank=\"0\"} 3\n"
       "sglang:num_running_reqs{dp_rank=\"1\",model_name=\"m\",tp_rank=\"0\"} 4\n",
       exporters::kSglang);
+  EXPECT_EQ(read.gauges.at("running"), 7);
+}
+
+// An SGLang engine of two attention-DP groups of two TP ranks each (tp_size 4, dp_size 2 with
+// DP attention): group 0 runs 3 requests and has 2 waiting, group 1 runs 5 with 1 waiting.
+std::vector<SGLangRank> TwoGroups(bool every_rank) {
+  std::vector<SGLangRank> ranks;
+  for (int tp = 0; tp < 4; ++tp) {
+    if (!every_rank && tp % 2 != 0) continue;  // only attention-TP rank 0 writes by default
+    const int dp = tp / 2;
+    ranks.push_back({.tp_rank = tp,
+                     .dp_rank = dp,
+                     .running = dp == 0 ? 3 : 5,
+                     .waiting = dp == 0 ? 2 : 1,
+                     .input_tokens = dp == 0 ? 100 : 60,
+                     .device_hits = dp == 0 ? 40 : 20});
+  }
+  return ranks;
+}
+
+Pod SglangPod(bool all_schedulers) {
+  std::vector<std::string> command = {"python3",   "-m", "sglang.launch_server", "--tp-size", "4",
+                                      "--dp-size", "2",  "--enable-dp-attention"};
+  if (all_schedulers) command.emplace_back("--enable-metrics-for-all-schedulers");
+  return MetricsServerPod("sglang-0", command);
+}
+
+PodMetrics ParseFrom(const std::string& body, const Pod& pod) {
+  PodMetrics read;
+  std::string error;
+  EXPECT_TRUE(ParsePodMetrics(body, &exporters::kSglang, &read, &error, &pod)) << error;
+  return read;
+}
+
+// With the flag every rank writes its group's batch: the snapshot reads one copy per group and
+// sums the groups, the numbers SGLang writes without the flag.
+TEST(SglangAllSchedulers, EachGroupsBatchIsReadOnce) {
+  const PodMetrics every_rank =
+      ParseFrom(SGLangSchedulersBody(TwoGroups(true), 9), SglangPod(true));
+  const PodMetrics rank_zero =
+      ParseFrom(SGLangSchedulersBody(TwoGroups(false), 9), SglangPod(false));
+  EXPECT_EQ(every_rank.gauges.at("running"), 8);
+  EXPECT_EQ(every_rank.gauges.at("waiting"), 3);
+  EXPECT_EQ(every_rank.cache.at("device-prefix").hits, 60);
+  EXPECT_EQ(every_rank.cache.at("device-prefix").queries, 220);
+  EXPECT_EQ(every_rank.windows.at("ttft").count, 9);  // the tokenizer's, written once
+  EXPECT_EQ(every_rank.gauges, rank_zero.gauges);
+  EXPECT_EQ(every_rank.windows.at("ttft").sum, rank_zero.windows.at("ttft").sum);
+  for (const char* scope : {"device-prefix", "host-prefix", "storage-prefix"}) {
+    EXPECT_EQ(every_rank.cache.at(scope).hits, rank_zero.cache.at(scope).hits) << scope;
+    EXPECT_EQ(every_rank.cache.at(scope).queries, rank_zero.cache.at(scope).queries) << scope;
+  }
+}
+
+// The Pod's arguments decide: without the flag every series is its own scheduler's and summed
+// (a body from a Pod without it never holds two ranks of one group), so a flag set another way
+// (a --config file) is not seen; docs/deployment-metrics.md says so.
+TEST(SglangAllSchedulers, ThePodsArgumentsDecide) {
+  const PodMetrics read = ParseFrom(SGLangSchedulersBody(TwoGroups(true), 9), SglangPod(false));
+  EXPECT_EQ(read.gauges.at("running"), 16);
+  const PodMetrics rank_zero =
+      ParseFrom(SGLangSchedulersBody(TwoGroups(false), 9), SglangPod(true));
+  EXPECT_EQ(rank_zero.gauges.at("running"), 8);  // the mode reads a flag-off body unchanged
+}
+
+// With priority scheduling too, each rank's copy holds the priority="" total beside its parts:
+// one copy per group, then the total.
+TEST(SglangAllSchedulers, WithPrioritiesReadsOneCopyOfEachTotal) {
+  std::string body;
+  for (int tp = 0; tp < 2; ++tp) {
+    for (const auto& [priority, value] : {std::pair{"", 7}, {"0", 3}, {"5", 4}}) {
+      body += fmt::format(
+          "sglang:num_running_reqs{{model_name=\"m\",moe_ep_rank=\"{0}\",priority=\"{1}\","
+          "tp_rank=\"{0}\"}} {2}\n",
+          tp, priority, value);
+    }
+  }
+  const PodMetrics read =
+      ParseFrom("# TYPE sglang:num_running_reqs gauge\n" + body, SglangPod(true));
   EXPECT_EQ(read.gauges.at("running"), 7);
 }
 

@@ -1,6 +1,12 @@
 // SGLang's engine metrics (reference §3): request gauges, the device/host/storage prefix tiers
 // (one shared denominator, read by ReadTiers), TTFT/ITL, and on a P/D pair the KV transfer
 // histograms and failures on the prefill half and the transfer queue on the decode half.
+//
+// TTFT is read over both its `is_streaming` series: SGLang now hands a non-streaming request's
+// first token to the tokenizer as soon as it exists and records the same first-token latency as
+// for a streaming one (its test TestNonstreamMetrics.test_first_payload_records_ttft_without_
+// notifying_client). Older SGLang flushed a non-streaming request's output every 50 tokens, so
+// its non-streaming TTFT was the time to 50 tokens; docs/deployment-metrics.md says so.
 #include <algorithm>
 #include <iterator>
 
@@ -92,6 +98,18 @@ SglangTiers DetectSglangTiers(const Pod& pod) {
 // one series per request priority, parts of the whole: those are summed.
 const Select kPriorityTotal = {{.name = "priority", .value = ""}};
 
+// By default only each attention-TP group's rank 0 writes the scheduler's families; with
+// --enable-metrics-for-all-schedulers every scheduler process does, each logging the batch its
+// whole group runs, so a gauge or token counter comes out once per rank (init_new and
+// SchedulerMetricsReporter, python/sglang/srt/observability/metrics_collector.py and
+// metrics_reporter.py, sgl-project/sglang 016d8605). The copies differ in tp_rank and
+// moe_ep_rank only; the lowest tp_rank of each group (dp_rank, pp_rank, priority and the rest
+// kept apart) is the attention-TP rank 0 that writes alone without the flag. The tokenizer's
+// families carry no rank label and are read whole.
+const RankCopies kAllSchedulers{.flag = "--enable-metrics-for-all-schedulers",
+                                .labels = {"tp_rank", "moe_ep_rank"},
+                                .order = "tp_rank"};
+
 const ExporterProfile exporters::kSglang{
     .name = kEngineSglang,
     .role = PodRole::kEngine,
@@ -134,6 +152,7 @@ const ExporterProfile exporters::kSglang{
     .scope_check = CheckScope,
     .reader = ReadTiers,
     .reader_families = {{kEffectiveTokens, MetricType::kCounter}},
+    .rank_copies = kAllSchedulers,
 };
 
 }  // namespace modelmetrics::deployment

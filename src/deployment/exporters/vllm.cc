@@ -21,16 +21,7 @@ std::optional<std::string_view> CheckScope(std::string_view scope, const Counter
 
 }  // namespace
 
-bool RendersKvConnector(const Pod& pod) {
-  for (const Container& container : pod.containers) {
-    for (const std::vector<std::string>* argv : {&container.command, &container.args}) {
-      for (const std::string& entry : *argv) {
-        if (FlagName(entry) == "--kv-transfer-config") return true;
-      }
-    }
-  }
-  return false;
-}
+bool RendersKvConnector(const Pod& pod) { return PassesFlag(pod, "--kv-transfer-config"); }
 
 const ExporterProfile exporters::kVllm{
     .name = kEngineVllm,
