@@ -17,14 +17,23 @@ std::vector<std::string> ExporterProfile::Families() const {
       names.emplace_back(name);
     }
   };
-  for (const GaugeRow& row : gauges) add(row.family);
+  for (const GaugeRow& row : gauges) {
+    add(row.family);
+    for (const OlderName& older : row.older) add(older.family);
+  }
   for (const CacheRow& row : cache) {
     if (row.from_reader) continue;
     add(row.hits);
     add(row.queries);
+    for (const OlderCounters& older : row.older) {
+      add(older.hits);
+      add(older.queries);
+    }
   }
   for (const WindowRow& row : windows) {
-    if (!row.from_reader) add(row.family);
+    if (row.from_reader) continue;
+    add(row.family);
+    for (const OlderName& older : row.older) add(older.family);
   }
   for (const ReaderFamily& family : reader_families) add(family.name);
   return names;
@@ -81,6 +90,14 @@ std::string_view FlagName(std::string_view entry) {
   return eq == std::string_view::npos ? entry : entry.substr(0, eq);
 }
 
+std::string AbsentUnderAnyName(std::string_view family, const std::vector<OlderName>& older) {
+  std::string names(family);
+  for (const OlderName& name : older) {
+    names += fmt::format(", then {} ({})", name.family, name.until);
+  }
+  return fmt::format(fmt::runtime(reason::kAbsentUnderAnyName), names);
+}
+
 bool PassesFlag(const Pod& pod, std::string_view flag) {
   for (const Container& container : pod.containers) {
     for (const std::vector<std::string>* argv : {&container.command, &container.args}) {
@@ -117,11 +134,17 @@ std::vector<std::string> DanglingReferences(const ExporterProfile& profile) {
     if (profile.windows[i].split != Split::kNone && !profile.windows[i].select.empty()) {
       out.push_back(fmt::format("windows[{}].select: a split row reads every series", i));
     }
+    if (profile.windows[i].split != Split::kNone && !profile.windows[i].older.empty()) {
+      out.push_back(fmt::format("windows[{}].older: a split row has one name", i));
+    }
     not_partial(fmt::format("windows[{}].lazy_reason", i), profile.windows[i].lazy_reason);
   }
   for (size_t i = 0; i < profile.gauges.size(); ++i) {
     if (profile.gauges[i].split != Split::kNone && !profile.gauges[i].select.empty()) {
       out.push_back(fmt::format("gauges[{}].select: a split row reads every series", i));
+    }
+    if (profile.gauges[i].split != Split::kNone && !profile.gauges[i].older.empty()) {
+      out.push_back(fmt::format("gauges[{}].older: a split row has one name", i));
     }
   }
   if (profile.error_ratio) {

@@ -75,6 +75,15 @@ enum class Split { kNone, kStage, kStageReplica, kEdge, kLabel };
 // must not mix. Unsplit rows only.
 using Select = std::vector<LabelMatch>;
 
+// A name a row's family had in older versions of the exporter (vLLM's
+// vllm:time_per_output_token_seconds, llm-d's inference_pool_ready_pods): read only when no series
+// of the current name is there, so an exporter that writes both during a deprecation is read once,
+// by the current name. Where neither is there, the missing[] reason names both.
+struct OlderName {
+  std::string_view family;
+  std::string_view until;  // the versions that write it, e.g. "vLLM before 0.9.2"
+};
+
 struct GaugeRow {
   std::string_view key;     // PodMetrics::gauges key and the snapshot's gauge name
   std::string_view family;  // read by sum over the selected series; reported as the source
@@ -85,6 +94,7 @@ struct GaugeRow {
   // The exporter creates the family at its first observation: absence is not a fault.
   bool lazy = false;
   Select select;
+  std::vector<OlderName> older;  // unsplit rows only
 };
 
 struct WindowRow {
@@ -107,6 +117,7 @@ struct WindowRow {
   Select select;
   // A lazy row's missing[] reason while absent (a not-partial one); "": reason::kNotYetObserved.
   std::string_view lazy_reason;
+  std::vector<OlderName> older;  // unsplit rows only
 };
 
 // A ratio of two windows' deltas over the same sampling window, reported under traffic:
@@ -122,12 +133,21 @@ struct RatioRow {
   std::string_view no_denominator;  // the missing[] reason when the denominator did not move
 };
 
+// The names a cache scope's counters had in older versions of the exporter (OlderName's rule:
+// read only when neither current counter is there).
+struct OlderCounters {
+  std::string_view hits;
+  std::string_view queries;
+  std::string_view until;
+};
+
 struct CacheRow {
   std::string_view scope;    // PodMetrics::cache key and the snapshot's scope
   std::string_view hits;     // counter families; with from_reader, the families the reader uses
   std::string_view queries;  //   (named so a store source can detect their resets)
   std::string_view source;   // the snapshot's `source` for this scope
   bool from_reader = false;
+  std::vector<OlderCounters> older;
 };
 
 // A missing[] entry every Pod of the profile reports (a series the exporter cannot provide).
@@ -216,6 +236,10 @@ struct ExporterProfile {
   // Whether a row applies to a Pod of this shape and role kind.
   static bool AppliesTo(Applies applies, bool pd, bool prefill, bool decode);
 };
+
+// The missing[] reason of an absent row that has older names: "metric is absent: looked for
+// <family>, then <older> (<until>), ...". `family` may name two ("a and b").
+std::string AbsentUnderAnyName(std::string_view family, const std::vector<OlderName>& older);
 
 // The references between a profile's rows that name nothing: an idle_key, a window's `pair`, an
 // error ratio's or a ratio's windows that are not window keys of the profile, idle or

@@ -107,9 +107,29 @@ Reason AbsentReason(const PodMetrics& read, std::string_view key, std::string_vi
 
 // What an absent window row reports when nothing else explains it: a lazy row's own reason (by
 // default vLLM-Omni's), else a plain absence.
-std::string_view Unexported(const WindowRow& def) {
-  if (!def.lazy) return reason::kAbsent;
-  return def.lazy_reason.empty() ? reason::kNotYetObserved : def.lazy_reason;
+std::string Unexported(const WindowRow& def) {
+  if (def.lazy) {
+    return std::string(def.lazy_reason.empty() ? reason::kNotYetObserved : def.lazy_reason);
+  }
+  return def.older.empty() ? std::string(reason::kAbsent)
+                           : AbsentUnderAnyName(def.family, def.older);
+}
+
+// Why no cache scope of the Pod has counters: a plain absence, or, when a scope's counters were
+// renamed, every name looked for.
+std::string NoCacheCounters(const ExporterProfile& profile) {
+  for (const CacheRow& row : profile.cache) {
+    if (row.older.empty()) continue;
+    std::vector<OlderName> older;
+    std::vector<std::string> names;  // keeps the joined names alive for `older`
+    names.reserve(row.older.size());
+    for (const OlderCounters& counters : row.older) {
+      names.push_back(fmt::format("{} and {}", counters.hits, counters.queries));
+      older.push_back({names.back(), counters.until});
+    }
+    return AbsentUnderAnyName(fmt::format("{} and {}", row.hits, row.queries), older);
+  }
+  return std::string(reason::kAbsent);
 }
 
 }  // namespace
@@ -132,9 +152,11 @@ void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read)
     }
     const auto value = read.gauges.find(gauge.key);
     if (value == read.gauges.end()) {
-      AddMissing(
-          pod.name, std::string(gauge.family),
-          AbsentReason(read, gauge.key, gauge.lazy ? reason::kNotYetObserved : reason::kAbsent));
+      const std::string absent = gauge.lazy ? std::string(reason::kNotYetObserved)
+                                 : gauge.older.empty()
+                                     ? std::string(reason::kAbsent)
+                                     : AbsentUnderAnyName(gauge.family, gauge.older);
+      AddMissing(pod.name, std::string(gauge.family), AbsentReason(read, gauge.key, absent));
       continue;
     }
     AddGauge(pod, gauge, pod.scope, value->second);
@@ -186,7 +208,7 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
       const auto scoped = read.scoped_windows.find(def.key);
       if (scoped == read.scoped_windows.end()) {
         if (!def.lazy) failed.emplace(def.key);
-        AddMissing(pod.name, std::string(def.family), std::string(Unexported(def)));
+        AddMissing(pod.name, std::string(def.family), Unexported(def));
         continue;
       }
       for (const auto& [scope, value] : scoped->second) {
@@ -196,7 +218,7 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
     }
     const auto value = read.windows.find(def.key);
     if (value == read.windows.end()) {
-      std::string_view why = Unexported(def);
+      std::string why = Unexported(def);
       if (!def.pair.empty()) {
         if (def.kind == WindowKind::kHistogram) {
           const auto pair = deltas.find({std::string(def.pair), ""});
@@ -411,7 +433,7 @@ void SnapshotBuilder::MergeRatios(const PodContext& pod, const Deltas& deltas,
 void SnapshotBuilder::MergeCacheHits(const PodContext& pod, const PodMetrics& read, bool idle) {
   if (!pod.profile.cache_on_pd_decode && pod.pd && pod.decode) return;
   if (read.cache.empty()) {
-    AddMissing(pod.name, "cache-hit counters", std::string(reason::kAbsent));
+    AddMissing(pod.name, "cache-hit counters", NoCacheCounters(pod.profile));
     return;
   }
   const PodView view{

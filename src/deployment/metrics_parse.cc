@@ -9,6 +9,39 @@
 #include "rank_copies.h"
 
 namespace modelmetrics::deployment {
+namespace {
+
+// The name a row's value is read by: its family when the scrape has it, else the first older
+// name it has (the family when it has none of them, so the absence is the family's).
+std::string_view NameRead(const Scrape& scrape, std::string_view family,
+                          const std::vector<OlderName>& older) {
+  if (older.empty() || scrape.Find(family) != nullptr) return family;
+  for (const OlderName& name : older) {
+    if (scrape.Find(name.family) != nullptr) return name.family;
+  }
+  return family;
+}
+
+// A cache row's counters, by the names the scrape has (OlderCounters' rule).
+std::optional<CounterPair> ReadCounters(const Scrape& scrape, const CacheRow& row) {
+  std::string_view hits = row.hits;
+  std::string_view queries = row.queries;
+  if (scrape.Find(hits) == nullptr && scrape.Find(queries) == nullptr) {
+    for (const OlderCounters& older : row.older) {
+      if (scrape.Find(older.hits) != nullptr || scrape.Find(older.queries) != nullptr) {
+        hits = older.hits;
+        queries = older.queries;
+        break;
+      }
+    }
+  }
+  const std::optional<double> hit_sum = scrape.Sum(hits);
+  const std::optional<double> query_sum = scrape.Sum(queries);
+  if (!hit_sum || !query_sum) return std::nullopt;
+  return CounterPair{*hit_sum, *query_sum};
+}
+
+}  // namespace
 
 void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out,
                     const Pod* pod) {
@@ -25,17 +58,20 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
         scoped[ExporterProfile::SplitScope(gauge.split, "", values)] += sum;
       }
       if (!scoped.empty()) out->scoped_gauges.emplace(gauge.key, std::move(scoped));
-    } else if (const std::optional<double> value = scrape.Sum(gauge.family, gauge.select)) {
+      continue;
+    }
+    const std::string_view family = NameRead(scrape, gauge.family, gauge.older);
+    if (const std::optional<double> value = scrape.Sum(family, gauge.select)) {
       out->gauges.emplace(gauge.key, *value);
-    } else if (const std::optional<double> bad = scrape.InvalidValue(gauge.family, gauge.select)) {
+    } else if (const std::optional<double> bad = scrape.InvalidValue(family, gauge.select)) {
       out->invalid.emplace(gauge.key, *bad);
     }
   }
   for (const CacheRow& pair : profile.cache) {
     if (pair.from_reader) continue;
-    const std::optional<double> hits = scrape.Sum(pair.hits);
-    const std::optional<double> queries = scrape.Sum(pair.queries);
-    if (hits && queries) out->cache.emplace(pair.scope, CounterPair{*hits, *queries});
+    if (const std::optional<CounterPair> counters = ReadCounters(scrape, pair)) {
+      out->cache.emplace(pair.scope, *counters);
+    }
   }
   for (const WindowRow& window : profile.windows) {
     if (window.from_reader) continue;
@@ -60,16 +96,16 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
       if (!scoped.empty()) out->scoped_windows.emplace(window.key, std::move(scoped));
       continue;
     }
+    const std::string_view family = NameRead(scrape, window.family, window.older);
     if (window.kind == WindowKind::kHistogram) {
-      if (const std::optional<HistogramTotals> totals =
-              scrape.Histogram(window.family, window.select)) {
+      if (const std::optional<HistogramTotals> totals = scrape.Histogram(family, window.select)) {
         out->windows.emplace(window.key, WindowValue{totals->sum, totals->count});
       }
-    } else if (const std::optional<double> value = scrape.Sum(window.family, window.select)) {
+    } else if (const std::optional<double> value = scrape.Sum(family, window.select)) {
       out->windows.emplace(window.key, WindowValue{0, *value});
     }
     if (!out->windows.contains(window.key)) {
-      if (const std::optional<double> bad = scrape.InvalidValue(window.family, window.select)) {
+      if (const std::optional<double> bad = scrape.InvalidValue(family, window.select)) {
         out->invalid.emplace(window.key, *bad);
       }
     }

@@ -34,40 +34,53 @@ using SeriesRoles = std::unordered_map<std::string, SeriesRole>;
 SeriesRoles RolesOf(const ExporterProfile* profile) {
   SeriesRoles roles;
   if (profile == nullptr) return roles;
-  auto counter = [&roles](std::string_view family) {
-    const std::string id(family);
-    roles.try_emplace(id, SeriesRole{id, MetricType::kCounter, id});
-    roles.try_emplace(id + std::string(kTotal),
-                      SeriesRole{id + std::string(kTotal), MetricType::kCounter, id});
+  // `family` read under the row family `id` (its current name, which keys its resets).
+  auto counter = [&roles](std::string_view family, std::string_view row) {
+    const std::string name(family), id(row);
+    roles.try_emplace(name, SeriesRole{name, MetricType::kCounter, id});
+    roles.try_emplace(name + std::string(kTotal),
+                      SeriesRole{name + std::string(kTotal), MetricType::kCounter, id});
     if (family.ends_with(kTotal)) {
       const std::string bare(family.substr(0, family.size() - kTotal.size()));
       roles.try_emplace(bare, SeriesRole{bare, MetricType::kCounter, id});
     }
   };
-  auto histogram = [&roles](std::string_view family) {
-    const std::string id(family);
+  auto histogram = [&roles](std::string_view family, std::string_view row) {
+    const std::string name(family), id(row);
     for (const char* suffix : {"_sum", "_count"}) {
-      roles.try_emplace(id + suffix, SeriesRole{id, MetricType::kHistogram, id});
+      roles.try_emplace(name + suffix, SeriesRole{name, MetricType::kHistogram, id});
     }
   };
+  auto gauge = [&roles](std::string_view family) {
+    roles.try_emplace(std::string(family), SeriesRole{std::string(family), MetricType::kGauge, ""});
+  };
   for (const GaugeRow& row : profile->gauges) {
-    roles.try_emplace(std::string(row.family),
-                      SeriesRole{std::string(row.family), MetricType::kGauge, ""});
+    gauge(row.family);
+    for (const OlderName& older : row.older) gauge(older.family);
   }
   for (const WindowRow& row : profile->windows) {
     if (row.from_reader) continue;
-    row.kind == WindowKind::kHistogram ? histogram(row.family) : counter(row.family);
+    auto add = [&](std::string_view family) {
+      row.kind == WindowKind::kHistogram ? histogram(family, row.family)
+                                         : counter(family, row.family);
+    };
+    add(row.family);
+    for (const OlderName& older : row.older) add(older.family);
   }
   for (const CacheRow& row : profile->cache) {
     if (row.from_reader) continue;
-    counter(row.hits);
-    counter(row.queries);
+    counter(row.hits, row.hits);
+    counter(row.queries, row.queries);
+    for (const OlderCounters& older : row.older) {
+      counter(older.hits, row.hits);
+      counter(older.queries, row.queries);
+    }
   }
   for (const ReaderFamily& family : profile->reader_families) {
     if (family.type == MetricType::kHistogram) {
-      histogram(family.name);
+      histogram(family.name, family.name);
     } else if (family.type == MetricType::kCounter) {
-      counter(family.name);
+      counter(family.name, family.name);
     } else {
       roles.try_emplace(std::string(family.name),
                         SeriesRole{std::string(family.name), family.type, ""});

@@ -15,6 +15,8 @@ namespace reason {
 inline constexpr std::string_view kNoOwnedPod = "no owned metrics Pod";
 inline constexpr std::string_view kPodLimit = "Pod count exceeds the bounded scrape limit";
 inline constexpr std::string_view kAbsent = "metric is absent";
+// Ours: kAbsent for a row with older names, naming every family looked for, in order.
+inline constexpr std::string_view kAbsentUnderAnyName = "metric is absent: looked for {}";
 inline constexpr std::string_view kAwaiting = "awaiting a second counter sample";
 inline constexpr std::string_view kCounterReset = "counter reset";
 inline constexpr std::string_view kCacheReset = "counter reset or incompatible denominator";

@@ -239,9 +239,18 @@ TEST(SnapshotUpstream, UnexportedErrorCounterIsNotPartial) {
   EXPECT_FALSE(unexported.partial);
 
   const Snapshot absent = MergeMetricsWindow(md, router, read(2, false), read(5, false));
+  // The reference's "metric is absent", naming the older names looked for too (issue 36).
   EXPECT_EQ(absent.missing,
-            (Missings{M("chat-router", "llm_d_epp_request_error_total", "metric is absent"),
-                      M("chat-router", "llm_d_epp_request_total", "metric is absent")}));
+            (Missings{M("chat-router", "llm_d_epp_request_error_total",
+                        "metric is absent: looked for llm_d_epp_request_error_total, then "
+                        "inference_objective_request_error_total (llm-d router before June "
+                        "2026), then inference_model_request_error_total (inference extension "
+                        "before September 2025)"),
+                      M("chat-router", "llm_d_epp_request_total",
+                        "metric is absent: looked for llm_d_epp_request_total, then "
+                        "inference_objective_request_total (llm-d router before June 2026), then "
+                        "inference_model_request_total (inference extension before September "
+                        "2025)")}));
   EXPECT_TRUE(absent.partial);
 }
 
@@ -1383,7 +1392,12 @@ TEST(SnapshotMerge, CacheHitCountersAbsent) {
   read.cache.clear();
   const Snapshot s =
       MergeOnce(MetricsModelDeployment(), &store, T0(), MetricsServerPod("server"), read);
-  EXPECT_EQ(s.missing[0], M("server", "cache-hit counters", "metric is absent"));
+  // The reference's "metric is absent", naming the counters looked for (issue 36: the source is
+  // generic, so the reason says which names a Pod of any vLLM version would have).
+  EXPECT_EQ(s.missing[0], M("server", "cache-hit counters",
+                            "metric is absent: looked for vllm:prefix_cache_hits and "
+                            "vllm:prefix_cache_queries, then vllm:gpu_prefix_cache_hits and "
+                            "vllm:gpu_prefix_cache_queries (vLLM before 0.9.2)"));
 
   PodMetrics decode_read = Parse(MetricsSGLangFixture(), exporters::kSglang);
   decode_read.cache.clear();

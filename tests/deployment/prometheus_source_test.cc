@@ -119,6 +119,18 @@ TEST(PrometheusSourceAgreement, SglangAllSchedulers) {
   ExpectAgreement(md, {pod}, {body(1)}, {body(2)});
 }
 
+// Exporters that write their older names: the store reads them as a direct read does, under the
+// current names' resets and baselines.
+TEST(PrometheusSourceAgreement, OlderNames) {
+  ExpectAgreement(MetricsModelDeployment(), {MetricsEnginePod("chat-0", "u0")},
+                  {testing::OlderVllmBody(Fixture("vllm_server_busy_first.prom"))},
+                  {testing::OlderVllmBody(Fixture("vllm_server_busy_second.prom"))});
+  ModelDeployment md = MetricsModelDeployment();
+  md.router = Router{.name = "llm-d-router", .replicas = 1};
+  ExpectAgreement(md, {MetricsRouterPod("chat-router-a", "r0", "llm-d-router")},
+                  {testing::OlderLlmdRouterBody(10, 1)}, {testing::OlderLlmdRouterBody(70, 4)});
+}
+
 TEST(PrometheusSourceAgreement, Routers) {
   for (const auto& [router, first, second] :
        std::vector<std::tuple<std::string, std::string, std::string>>{

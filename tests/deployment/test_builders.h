@@ -362,6 +362,37 @@ inline std::string CurrentLlmdRouterBody(const LlmdTraffic& t) {
   return body;
 }
 
+// `body` with every `from` replaced by `to` (an exporter's older names).
+inline std::string Renamed(std::string body, std::string_view from, std::string_view to) {
+  for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size())) {
+    body.replace(at, from.size(), to);
+  }
+  return body;
+}
+
+// The busy vLLM fixture as vLLM before 0.9.2 names its series: prefix cache counters with a gpu_
+// prefix, the ITL histogram as vllm:time_per_output_token_seconds (vllm/v1/metrics/loggers.py).
+inline std::string OlderVllmBody(const std::string& body) {
+  return Renamed(Renamed(body, "vllm:prefix_cache_", "vllm:gpu_prefix_cache_"),
+                 "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds");
+}
+
+// An llm-d router from before the llm_d_epp_ names (pkg/epp/metrics/metrics.go, the families it
+// still writes beside the new ones at llm-d-router ebab6879): running requests by model_name,
+// requests and errors by model and target model, the pool's ready Pods.
+inline std::string OlderLlmdRouterBody(double requests, double errors) {
+  constexpr std::string_view kModels = R"(model_name="m",target_model_name="m")";
+  return fmt::format(
+      "# TYPE inference_objective_running_requests gauge\n"
+      "inference_objective_running_requests{{model_name=\"m\"}} 1\n"
+      "# TYPE inference_pool_ready_pods gauge\ninference_pool_ready_pods{{name=\"pool\"}} 2\n"
+      "# TYPE inference_objective_request_total counter\n"
+      "inference_objective_request_total{{{0}}} {1}\n"
+      "# TYPE inference_objective_request_error_total counter\n"
+      "inference_objective_request_error_total{{{0},error_code=\"Internal\"}} {2}\n",
+      kModels, requests, errors);
+}
+
 // `body` with the value of every sample line starting with `series` (followed by '{' or ' ')
 // replaced by `value`.
 inline std::string SetSample(const std::string& body, std::string_view series,

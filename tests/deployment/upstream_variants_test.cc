@@ -253,3 +253,98 @@ TEST(LlmdRouterErrors, AProcesssFirstErrorIsCountedFromZero) {
 
 }  // namespace
 }  // namespace modelmetrics::deployment
+
+namespace modelmetrics::deployment {
+namespace {
+
+using testing::Fixture;
+using testing::MetricsServerPod;
+using testing::OlderLlmdRouterBody;
+using testing::OlderVllmBody;
+
+// vLLM before 0.9.2 reads by its older names: the same numbers as the fixture by today's names.
+TEST(OlderNames, VllmBeforeTheRenamesReadsTheSameNumbers) {
+  const Pod pod = MetricsServerPod("server");
+  const std::string first = Fixture("vllm_server_busy_first.prom");
+  const std::string second = Fixture("vllm_server_busy_second.prom");
+  const Snapshot today =
+      MergeMetricsWindow(MetricsModelDeployment(), pod, Parse(first, exporters::kVllm),
+                         Parse(second, exporters::kVllm));
+  const Snapshot older = MergeMetricsWindow(MetricsModelDeployment(), pod,
+                                            Parse(OlderVllmBody(first), exporters::kVllm),
+                                            Parse(OlderVllmBody(second), exporters::kVllm));
+  ASSERT_NE(FindWindow(older.latency, "server", "itl"), nullptr);
+  EXPECT_EQ(FindWindow(older.latency, "server", "itl")->samples, 11210);  // the reference's golden
+  EXPECT_EQ(FindWindow(older.latency, "server", "itl")->value,
+            FindWindow(today.latency, "server", "itl")->value);
+  EXPECT_EQ(FindWindow(older.latency, "server", "itl")->source, "vllm:inter_token_latency_seconds");
+  ASSERT_EQ(older.cache_hits.size(), today.cache_hits.size());
+  for (size_t i = 0; i < older.cache_hits.size(); ++i) {
+    EXPECT_EQ(older.cache_hits[i].scope, today.cache_hits[i].scope);
+    EXPECT_EQ(older.cache_hits[i].rate, today.cache_hits[i].rate);
+    EXPECT_EQ(older.cache_hits[i].hits, today.cache_hits[i].hits);
+  }
+  EXPECT_EQ(older.missing, today.missing);
+  EXPECT_EQ(older.partial, today.partial);
+}
+
+// vLLM 0.11 writes the ITL histogram under both names: the current one is read, once.
+TEST(OlderNames, BothNamesAreReadOnceByTheCurrentOne) {
+  const std::string body = Fixture("vllm_server_busy_first.prom");
+  const std::string with_twin =
+      body +
+      "# TYPE vllm:time_per_output_token_seconds histogram\n"
+      "vllm:time_per_output_token_seconds_sum{engine=\"0\",model_name=\"m\"} 999\n"
+      "vllm:time_per_output_token_seconds_count{engine=\"0\",model_name=\"m\"} 9\n"
+      "# TYPE vllm:gpu_prefix_cache_hits counter\n"
+      "vllm:gpu_prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 1\n"
+      "# TYPE vllm:gpu_prefix_cache_queries counter\n"
+      "vllm:gpu_prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 1\n";
+  const PodMetrics today = Parse(body, exporters::kVllm);
+  const PodMetrics read = Parse(with_twin, exporters::kVllm);
+  EXPECT_EQ(read.windows.at("itl").sum, today.windows.at("itl").sum);
+  EXPECT_EQ(read.windows.at("itl").count, today.windows.at("itl").count);
+  EXPECT_EQ(read.cache.at("local-prefix").hits, today.cache.at("local-prefix").hits);
+  EXPECT_EQ(read.cache.at("local-prefix").queries, today.cache.at("local-prefix").queries);
+}
+
+// Neither name: the reason names every family looked for, so a rename is told from a broken Pod.
+TEST(OlderNames, NeitherNameIsReportedByEveryNameLookedFor) {
+  const Pod pod = MetricsServerPod("server");
+  auto body = [](const char* name) {
+    return testing::DropLines(Fixture(name), "vllm:inter_token_latency_seconds");
+  };
+  const Snapshot s = MergeMetricsWindow(
+      MetricsModelDeployment(), pod, Parse(body("vllm_server_busy_first.prom"), exporters::kVllm),
+      Parse(body("vllm_server_busy_second.prom"), exporters::kVllm));
+  EXPECT_EQ(s.missing,
+            (std::vector<Missing>{M("server", "external-store", reason::kVllmNoKvConnector),
+                                  M("server", "vllm:inter_token_latency_seconds",
+                                    "metric is absent: looked for "
+                                    "vllm:inter_token_latency_seconds, then "
+                                    "vllm:time_per_output_token_seconds (vLLM before "
+                                    "0.11)")}));
+  EXPECT_TRUE(s.partial);
+}
+
+// An llm-d router from before June 2026 (or a Gateway API Inference Extension EPP) writes only
+// the inference_objective_ and inference_pool_ names: every row reads, the error ratio too.
+TEST(OlderNames, LlmdRouterBeforeTheLlmdEppNames) {
+  ModelDeployment md = MetricsModelDeployment();
+  md.router = Router{.name = "llm-d-router", .replicas = 1};
+  const Pod router = MetricsRouterPod("chat-router", "router-uid", "llm-d-router");
+  const Snapshot s =
+      MergeMetricsWindow(md, router, Parse(OlderLlmdRouterBody(10, 0), exporters::kLlmdRouter),
+                         Parse(OlderLlmdRouterBody(70, 3), exporters::kLlmdRouter));
+  ASSERT_NE(FindGauge(s.processing, "router-running", "router"), nullptr);
+  EXPECT_EQ(FindGauge(s.processing, "router-running", "router")->value, 1);
+  ASSERT_NE(FindGauge(s.processing, "router-backends", "router"), nullptr);
+  EXPECT_EQ(FindGauge(s.processing, "router-backends", "router")->value, 2);
+  ASSERT_NE(FindWindow(s.traffic, "chat-router", "requests"), nullptr);
+  EXPECT_EQ(FindWindow(s.traffic, "chat-router", "requests")->value, 2);  // 60 requests in 30 s
+  ASSERT_NE(FindWindow(s.traffic, "chat-router", "request-errors"), nullptr);
+  EXPECT_EQ(FindWindow(s.traffic, "chat-router", "request-errors")->value, 0.1);
+}
+
+}  // namespace
+}  // namespace modelmetrics::deployment

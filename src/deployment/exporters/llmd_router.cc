@@ -13,12 +13,30 @@
 #include "reasons.h"
 
 namespace modelmetrics::deployment {
+namespace {
+
+// The router's names before it wrote every family under llm_d_epp_ (llm-d-router 9ccacb734, June
+// 2026; it still writes the inference_objective_ and inference_pool_ twins beside, which the
+// current names win over), and the Gateway API Inference Extension's before it renamed
+// inference_model_ to inference_objective_ (53132d7d9, September 2025). TTFT and TPOT had no
+// older name in the router's core.
+constexpr std::string_view kBeforeLlmdEpp = "llm-d router before June 2026";
+constexpr std::string_view kBeforeObjectives = "inference extension before September 2025";
+
+}  // namespace
 
 const ExporterProfile exporters::kLlmdRouter{
     .name = kRouterLlmd,
     .role = PodRole::kRouter,
-    .gauges = {{"router-running", "llm_d_epp_request_running", kUnitRequests},
-               {"router-backends", "llm_d_epp_ready_endpoints", "backends"}},
+    .gauges = {{.key = "router-running",
+                .family = "llm_d_epp_request_running",
+                .unit = kUnitRequests,
+                .older = {{"inference_objective_running_requests", kBeforeLlmdEpp},
+                          {"inference_model_running_requests", kBeforeObjectives}}},
+               {.key = "router-backends",
+                .family = "llm_d_epp_ready_endpoints",
+                .unit = "backends",
+                .older = {{"inference_pool_ready_pods", kBeforeLlmdEpp}}}},
     .windows =
         {
             {.key = "ttft",
@@ -32,10 +50,21 @@ const ExporterProfile exporters::kLlmdRouter{
              .unit = kUnitSeconds,
              .lazy = true,
              .lazy_reason = reason::kLlmdNoStreamingRequest},
-            {"requests", "llm_d_epp_request_total", WindowKind::kCounter, Area::kTraffic,
-             kUnitRequestsPerSecond},
-            {"request-errors", "llm_d_epp_request_error_total", WindowKind::kCounter,
-             Area::kTraffic, kUnitErrorsPerSecond, "requests"},
+            {.key = "requests",
+             .family = "llm_d_epp_request_total",
+             .kind = WindowKind::kCounter,
+             .area = Area::kTraffic,
+             .unit = kUnitRequestsPerSecond,
+             .older = {{"inference_objective_request_total", kBeforeLlmdEpp},
+                       {"inference_model_request_total", kBeforeObjectives}}},
+            {.key = "request-errors",
+             .family = "llm_d_epp_request_error_total",
+             .kind = WindowKind::kCounter,
+             .area = Area::kTraffic,
+             .unit = kUnitErrorsPerSecond,
+             .pair = "requests",
+             .older = {{"inference_objective_request_error_total", kBeforeLlmdEpp},
+                       {"inference_model_request_error_total", kBeforeObjectives}}},
         },
     .idle_key = "ttft",
 };

@@ -1,5 +1,10 @@
 // vLLM's engine metrics (reference §3): request gauges, the local and external prefix caches, and
 // the TTFT/TPOT/ITL histograms.
+//
+// Older names (vllm/v1/metrics/loggers.py): the ITL histogram was
+// vllm:time_per_output_token_seconds until 0.11 renamed it (written beside the new name in 0.11,
+// hidden in 0.12, removed after), and the prefix cache counters carried a gpu_ prefix before 0.9.2.
+// vllm:gpu_cache_usage_perc (now kv_cache_usage_perc) is not read.
 #include "deployment/objects.h"
 #include "exporters/builtin.h"
 #include "reasons.h"
@@ -34,12 +39,19 @@ const ExporterProfile exporters::kVllm{
              kUnitSeconds},
             {"tpot", "vllm:request_time_per_output_token_seconds", WindowKind::kHistogram,
              Area::kLatency, kUnitSeconds, "", Applies::kUnlessPdPrefill},
-            {"itl", "vllm:inter_token_latency_seconds", WindowKind::kHistogram, Area::kLatency,
-             kUnitSeconds, "", Applies::kUnlessPdPrefill},
+            {.key = "itl",
+             .family = "vllm:inter_token_latency_seconds",
+             .unit = kUnitSeconds,
+             .applies = Applies::kUnlessPdPrefill,
+             .older = {{"vllm:time_per_output_token_seconds", "vLLM before 0.11"}}},
         },
     .idle_key = "ttft",
-    .cache = {{"local-prefix", "vllm:prefix_cache_hits", "vllm:prefix_cache_queries",
-               "vllm:prefix_cache"},
+    .cache = {{.scope = "local-prefix",
+               .hits = "vllm:prefix_cache_hits",
+               .queries = "vllm:prefix_cache_queries",
+               .source = "vllm:prefix_cache",
+               .older = {{"vllm:gpu_prefix_cache_hits", "vllm:gpu_prefix_cache_queries",
+                          "vLLM before 0.9.2"}}},
               {"external-store", "vllm:external_prefix_cache_hits",
                "vllm:external_prefix_cache_queries", "vllm:external_prefix_cache"}},
     .scope_check = CheckScope,
