@@ -98,9 +98,9 @@ bash scripts/prometheus_pipeline_check.sh
 stage "fleet on Prometheus agents: 512 Pods, 32 deployments, VictoriaMetrics, serve" 60
 timeout 300 bash scripts/fleet.sh
 
-stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus, the Kubernetes manifests" 90
+stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus, the Kubernetes manifests; scripts/" 90
 (cd "$(mktemp -d -p "$work")" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/deploy")
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/deploy" "$root/tests/scripts")
 
 stage "aggregated API behind a kube-apiserver stand-in: availability, kubectl, delegated auth" 45
 (cd "$(mktemp -d -p "$work")" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \

@@ -7,12 +7,14 @@
 // builds the tests make. Here it is compiled once.
 #include <CLI/CLI.hpp>
 
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "base/duration.h"
 #include "demo_command.h"
+#include "deployment/exporter_catalog.h"
 #include "object_source_flags.h"
 #include "parse_command.h"
 #include "read_limit_flags.h"
@@ -373,6 +375,14 @@ void AddUiCommand(CLI::App& app, int* exit_code) {
   command->callback([args, exit_code] { *exit_code = RunUi(*args); });
 }
 
+// The exporter catalog: what the snapshot reads from each exporter (exporter_catalog.h).
+void AddExportersCommand(CLI::App& app) {
+  CLI::App* command = app.add_subcommand("exporters",
+                                         "Print, as JSON, the metric families the snapshot reads "
+                                         "from each engine and router exporter");
+  command->callback([] { std::cout << deployment::ExporterCatalog().dump(2) << "\n"; });
+}
+
 }  // namespace
 }  // namespace modelmetrics::cli
 
@@ -387,6 +397,7 @@ int main(int argc, char** argv) {
   cli::AddServeCommand(app, &exit_code);
   cli::AddDemoCommand(app, &exit_code);
   cli::AddUiCommand(app, &exit_code);
+  cli::AddExportersCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

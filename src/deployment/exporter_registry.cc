@@ -55,6 +55,8 @@ bool ShapeMatches(DeploymentShape shape, bool prefill_decode) {
 
 }  // namespace
 
+std::span<const ExporterProfile* const> BuiltinExporters() { return kBuiltin; }
+
 const ExporterProfile* SelectExporter(PodRole role, std::string_view name, bool prefill_decode) {
   const ExporterProfile* found = nullptr;
   TheRegistry().ForEach([&](const ExporterProfile& profile) {

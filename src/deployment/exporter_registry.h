@@ -15,6 +15,7 @@
 #ifndef MODELMETRICS_DEPLOYMENT_EXPORTER_REGISTRY_H_
 #define MODELMETRICS_DEPLOYMENT_EXPORTER_REGISTRY_H_
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,9 @@ const ExporterProfile* SelectExporter(const ModelDeployment& md, bool router);
 
 // The names profiles carry for `role`, each once, in registry order: "vllm, sglang, vllm-omni".
 std::string ExporterNames(PodRole role);
+
+// The built-in profiles, in registry order.
+std::span<const ExporterProfile* const> BuiltinExporters();
 
 // Adds `profile` (which must outlive its registration) ahead of the built-ins; Unregister()
 // removes it again.
