@@ -66,6 +66,9 @@ sim::DeploymentSimOptions SglangBehindGateway(uint64_t seed) {
   options.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = 2}};
   options.router = "sglang-gateway";
   options.kv_cache = true;
+  // As SGLang runs with priority scheduling and every scheduler logging its metrics: the
+  // snapshot reads each request once.
+  options.variants = {sim::SimVariant::kPriority, sim::SimVariant::kAllSchedulers};
   options.seed = seed + 1;
   options.requests_per_second = 6;
   return options;

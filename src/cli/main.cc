@@ -209,6 +209,16 @@ void AddSimulatedDeploymentShape(CLI::App* deployment, SimulateDeploymentArgs* a
   deployment->add_flag("--kv-connector", args->options.kv_connector,
                        "vLLM: render --kv-transfer-config even without a pool");
   deployment->add_option("--fault", args->faults, "POD=FAULT, repeatable")->check(CheckPodFault);
+  std::map<std::string, sim::SimVariant> variants;
+  for (const sim::SimVariant variant : sim::kSimVariants) {
+    variants.emplace(sim::SimVariantName(variant), variant);
+  }
+  deployment
+      ->add_option("--variant", args->options.variants,
+                   "An upstream variant the exporters write, repeatable: priority and "
+                   "all-schedulers (SGLang), non-streaming, older-names (vLLM, llm-d router)")
+      ->transform(CLI::CheckedTransformer(variants).description(""))
+      ->type_name("VARIANT");
 }
 
 void AddSimulateDeploymentCommand(CLI::App* simulate, int* exit_code) {

@@ -650,6 +650,7 @@ void DeploymentSim::Impl::ConfigurePods(const DeploymentSimOptions& o) {
     c.warm_seconds = o.warm_seconds;
     c.prefill_decode = pd;
     c.kv_pool = o.kv_cache;
+    c.variants = o.variants;
     const SimRole* role = nullptr;
     for (const SimRole& r : o.roles) {
       if (!pod->router && r.name == pod->component) role = &r;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "deployment/objects.h"
+#include "sim/sim_variant.h"
 #include "sim_histogram.h"
 #include "traffic.h"
 
@@ -50,8 +51,10 @@ struct ExporterConfig {
   uint64_t seed = 1;
   uint64_t pod_key = 0;  // distinguishes the random streams of Pods sharing a seed
   bool idle = false;
-  double warm_seconds = 30;  // busy Pods' history before the simulation starts
+  double warm_seconds = 30;          // busy Pods' history before the simulation starts
+  std::vector<SimVariant> variants;  // the deployment's upstream variants (sim_variant.h)
 
+  bool Has(SimVariant variant) const { return HasVariant(variants, variant); }
   // This Pod is the prefill (decode) half of a P/D pair.
   bool PrefillHalf() const { return prefill_decode && role == RoleKind::kPrefill; }
   bool DecodeHalf() const { return prefill_decode && role == RoleKind::kDecode; }

@@ -14,6 +14,27 @@ FleetSim::FleetSim(FleetSimOptions options) : options_(std::move(options)) {}
 
 FleetSim::~FleetSim() { Stop(); }
 
+namespace {
+
+// The upstream variants deployment `d` of the fleet writes, so that a fleet run reads each one
+// through a real store: SGLang with priority scheduling and every scheduler logging, an llm-d
+// router whose clients never stream, and the older names of vLLM and the llm-d router.
+std::vector<SimVariant> VariantsOf(int d) {
+  switch (d % 8) {
+    case 1:
+      return {SimVariant::kPriority, SimVariant::kAllSchedulers};
+    case 2:
+    case 7:
+      return {SimVariant::kOlderNames};
+    case 3:
+      return {SimVariant::kNonStreaming};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
 bool FleetSim::Start(std::string* error) {
   if (options_.deployments < 1 || options_.pods < 1) {
     *error = "a fleet needs at least one deployment of at least one Pod";
@@ -34,6 +55,7 @@ bool FleetSim::Start(std::string* error) {
     const int engines = pods - (o.router.empty() ? 0 : 1);
     o.roles = {{.name = "server", .kind = deployment::RoleKind::kServer, .replicas = engines}};
     o.seed = options_.seed + static_cast<uint64_t>(d);
+    if (!extra) o.variants = VariantsOf(d);
     o.requests_per_second = options_.requests_per_second;
     sims_.push_back(std::make_unique<DeploymentSim>(o));
     if (!sims_.back()->Start(error)) {

@@ -47,7 +47,8 @@ void PodModel::Step(uint64_t tick) {
   const bool prefill = config.PrefillHalf();
   double busy_seconds = 0;  // request-seconds started this tick, for the running gauges
   for (int r = 0; r < requests; ++r) {
-    const RequestDraw q = DrawRequest(rng, prefill, config.DecodeHalf());
+    RequestDraw q = DrawRequest(rng, prefill, config.DecodeHalf());
+    if (config.Has(SimVariant::kNonStreaming)) q.streaming = false;
     busy_seconds += q.e2e;
     model_->Record(q, rng);
   }

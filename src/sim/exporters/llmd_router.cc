@@ -96,20 +96,28 @@ std::string LlmdRouterModel::Render() const {
                           {"target_model_name", model}};
   // Labeled vectors export nothing, not even HELP/TYPE, before their first observation.
   auto histogram = [&](const char* name, const char* help, const SimHistogram& h) {
-    if (!h.observed) return;
+    if (!h.observed || config_.Has(SimVariant::kOlderNames)) return;
     w.Family(name, "histogram", help);
     w.Histogram(name, request, h);
   };
   RenderPool(&w);
+  // A router before the llm_d_epp_ names (pkg/epp/metrics/metrics.go): the families the
+  // snapshot reads by their inference_objective_/inference_pool_ names, no TTFT or TPOT.
+  const bool older = config_.Has(SimVariant::kOlderNames);
+  auto name = [older](const char* current, const char* legacy) { return older ? legacy : current; };
   histogram("llm_d_epp_request_duration_seconds",
             "[ALPHA] End-to-end request latency distribution in seconds.", k_.duration);
   if (!k_.errors.empty()) {  // labeled: nothing before the first error
-    w.Family("llm_d_epp_request_error_total", "counter",
+    const char* errors =
+        name("llm_d_epp_request_error_total", "inference_objective_request_error_total");
+    w.Family(errors, "counter",
              "[ALPHA] Counter of inference model requests errors broken out for each model and "
              "target model.");
     for (const auto& [code, value] : k_.errors) {
-      w.Sample("llm_d_epp_request_error_total",
-               {{"error_code", code}, {"model_name", model}, {"target_model_name", model}}, value);
+      w.Sample(errors,
+               With(older ? Labels{{"model_name", model}, {"target_model_name", model}} : request,
+                    {{"error_code", code}}),
+               value);
     }
   }
   histogram("llm_d_epp_request_input_tokens", "[ALPHA] Input token count distribution per request.",
@@ -120,9 +128,9 @@ std::string LlmdRouterModel::Render() const {
             k_.ntpot);
   histogram("llm_d_epp_request_output_tokens",
             "[ALPHA] Output token count distribution per request.", k_.output_tokens);
-  w.Family("llm_d_epp_request_running", "gauge",
-           "[ALPHA] Current number of active running requests.");
-  w.Sample("llm_d_epp_request_running", request, g_.running);
+  const char* running = name("llm_d_epp_request_running", "inference_objective_running_requests");
+  w.Family(running, "gauge", "[ALPHA] Current number of active running requests.");
+  w.Sample(running, older ? Labels{{"model_name", model}} : request, g_.running);
   histogram("llm_d_epp_request_streaming_itl_seconds",
             "[ALPHA] Inter-token latency in seconds for streaming requests, measured as the time "
             "between consecutive response body chunks.",
@@ -130,9 +138,11 @@ std::string LlmdRouterModel::Render() const {
   histogram("llm_d_epp_request_streaming_tpot_seconds",
             "[ALPHA] Time per output token in seconds for streaming requests.", k_.tpot);
   if (k_.requests > 0) {
-    w.Family("llm_d_epp_request_total", "counter", "[ALPHA] Total number of processed requests.");
-    w.Sample("llm_d_epp_request_total", request, k_.requests);
+    const char* requests = name("llm_d_epp_request_total", "inference_objective_request_total");
+    w.Family(requests, "counter", "[ALPHA] Total number of processed requests.");
+    w.Sample(requests, request, k_.requests);
   }
+  if (older) return std::move(w.out());
   if (k_.ttft.observed || k_.ttft_streaming.observed) {
     w.Family("llm_d_epp_request_ttft_seconds", "histogram",
              "[ALPHA] Time to first token in seconds, measured from request received to first "
@@ -155,15 +165,23 @@ std::string LlmdRouterModel::Render() const {
 void LlmdRouterModel::RenderPool(Writer* out) const {
   Writer& w = *out;
   const Labels pool = {{"name", config_.pool_name}};
-  w.Family("llm_d_epp_average_kv_cache_utilization", "gauge",
-           "[ALPHA] The average kv cache utilization for an inference server pool.");
-  w.Sample("llm_d_epp_average_kv_cache_utilization", pool, g_.avg_kv);
-  w.Family("llm_d_epp_average_queue_size", "gauge",
-           "[ALPHA] The average number of requests pending in the model server queue.");
-  w.Sample("llm_d_epp_average_queue_size", pool, g_.avg_queue);
-  w.Family("llm_d_epp_average_running_requests", "gauge",
-           "[ALPHA] The average number of running requests across model servers in the pool.");
-  w.Sample("llm_d_epp_average_running_requests", pool, g_.avg_running);
+  const bool older = config_.Has(SimVariant::kOlderNames);
+  const std::string prefix = older ? "inference_pool_" : "llm_d_epp_";
+  auto gauge = [&](const std::string& name, const char* help, double value) {
+    w.Family(name, "gauge", help);
+    w.Sample(name, pool, value);
+  };
+  gauge(prefix + "average_kv_cache_utilization",
+        "[ALPHA] The average kv cache utilization for an inference server pool.", g_.avg_kv);
+  gauge(prefix + "average_queue_size",
+        "[ALPHA] The average number of requests pending in the model server queue.", g_.avg_queue);
+  gauge(prefix + "average_running_requests",
+        "[ALPHA] The average number of running requests across model servers in the pool.",
+        g_.avg_running);
+  gauge(older ? "inference_pool_ready_pods" : "llm_d_epp_ready_endpoints",
+        "[ALPHA] The number of ready endpoints in the inference server pool.",
+        static_cast<double>(config_.workers.size()));
+  if (older) return;
   w.Family("llm_d_epp_info", "gauge",
            "[ALPHA] General information of the current build of Inference Extension.");
   w.Sample("llm_d_epp_info", {{"build_ref", ""}, {"commit", "unknown"}}, 1);
@@ -174,9 +192,6 @@ void LlmdRouterModel::RenderPool(Writer* out) const {
     w.Sample("llm_d_epp_per_endpoint_queue_size",
              With(pool, {{"model_server_endpoint", worker.url}}), 0);
   }
-  w.Family("llm_d_epp_ready_endpoints", "gauge",
-           "[ALPHA] The number of ready endpoints in the inference server pool.");
-  w.Sample("llm_d_epp_ready_endpoints", pool, static_cast<double>(config_.workers.size()));
 }
 
 void Container(const SimPodContext& pod, SimContainer* c, ExporterConfig*) {

@@ -109,38 +109,76 @@ class SglangModel : public ExporterModelOf<SglangModel, Counters, Gauges> {
   std::string Render() const override;
 
  private:
-  void RenderTransfer(Writer* w, const Labels& scheduler) const;
+  // The labels of every scheduler process that writes the scheduler's families: attention-TP
+  // rank 0 alone, or with --enable-metrics-for-all-schedulers each rank of a TP-2 group, every
+  // one logging the batch the group runs (metrics_collector.py, sgl-project/sglang 016d8605).
+  std::vector<Labels> SchedulerRanks(const std::string& engine_type) const;
+  void RenderSchedulerGauges(Writer* w, const std::vector<Labels>& ranks) const;
+  void RenderTransfer(Writer* w, const std::vector<Labels>& ranks) const;
 };
+
+std::vector<Labels> SglangModel::SchedulerRanks(const std::string& engine_type) const {
+  const int ranks = config_.Has(SimVariant::kAllSchedulers) ? 2 : 1;
+  std::vector<Labels> out;
+  for (int rank = 0; rank < ranks; ++rank) {
+    Labels labels = {{"engine_type", engine_type},
+                     {"model_name", config_.model},
+                     {"moe_ep_rank", std::to_string(rank)},
+                     {"pp_rank", "0"}};
+    // With priority scheduling every scheduler series carries the label, "" but on the parts.
+    if (config_.Has(SimVariant::kPriority)) labels.emplace_back("priority", "");
+    labels.emplace_back("tp_rank", std::to_string(rank));
+    out.push_back(std::move(labels));
+  }
+  return out;
+}
+
+void SglangModel::RenderSchedulerGauges(Writer* out, const std::vector<Labels>& ranks) const {
+  Writer& w = *out;
+  auto gauge = [&](const char* name, const char* help, double value) {
+    w.Family(name, "gauge", help);
+    for (const Labels& rank : ranks) w.Sample(name, rank, value);
+  };
+  // A queue gauge: with priority scheduling, the total under priority="" and then one series
+  // per priority seen (_log_gauge_queue_count): here priorities 0 and 5 share the queue.
+  auto queue = [&](const char* name, const char* help, double value) {
+    gauge(name, help, value);
+    if (!config_.Has(SimVariant::kPriority)) return;
+    const double high = std::floor(value / 3);
+    for (const Labels& rank : ranks) {
+      for (const auto& [priority, part] : {std::pair{"0", value - high}, std::pair{"5", high}}) {
+        Labels labels = rank;
+        for (auto& [label, v] : labels) {
+          if (label == "priority") v = priority;
+        }
+        w.Sample(name, labels, part);
+      }
+    }
+  };
+  queue("sglang:num_running_reqs", "The number of running requests", g_.running);
+  gauge("sglang:num_used_tokens", "The number of used tokens", g_.used_tokens);
+  gauge("sglang:token_usage", "The token usage", g_.token_usage);
+  gauge("sglang:gen_throughput", "The generation throughput (token/s)", g_.gen_throughput);
+  queue("sglang:num_queue_reqs", "The number of requests in the waiting queue", g_.queue);
+  gauge("sglang:cache_hit_rate", "The prefix cache hit rate", g_.cache_hit_rate);
+  queue("sglang:num_prefill_prealloc_queue_reqs",
+        "The number of requests in the prefill prealloc queue.", g_.prefill_prealloc);
+  queue("sglang:num_prefill_inflight_queue_reqs",
+        "The number of requests in the prefill inflight queue.", g_.prefill_inflight);
+  queue("sglang:num_decode_prealloc_queue_reqs",
+        "The number of requests in the decode prealloc queue.", g_.decode_prealloc);
+  queue("sglang:num_decode_transfer_queue_reqs",
+        "The number of requests in the decode transfer queue.", g_.decode_transfer);
+}
 
 std::string SglangModel::Render() const {
   Writer w(Style::kPython, false);
   const bool prefill = config_.PrefillHalf();
   const std::string engine_type = prefill ? "prefill" : config_.DecodeHalf() ? "decode" : "unified";
   // Scheduler series carry the parallel ranks; tokenizer series do not.
-  const Labels scheduler = {{"engine_type", engine_type},
-                            {"model_name", config_.model},
-                            {"moe_ep_rank", "0"},
-                            {"pp_rank", "0"},
-                            {"tp_rank", "0"}};
+  const std::vector<Labels> ranks = SchedulerRanks(engine_type);
   const Labels tokenizer = {{"engine_type", engine_type}, {"model_name", config_.model}};
-  auto gauge = [&](const char* name, const char* help, double value) {
-    w.Family(name, "gauge", help);
-    w.Sample(name, scheduler, value);
-  };
-  gauge("sglang:num_running_reqs", "The number of running requests", g_.running);
-  gauge("sglang:num_used_tokens", "The number of used tokens", g_.used_tokens);
-  gauge("sglang:token_usage", "The token usage", g_.token_usage);
-  gauge("sglang:gen_throughput", "The generation throughput (token/s)", g_.gen_throughput);
-  gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue", g_.queue);
-  gauge("sglang:cache_hit_rate", "The prefix cache hit rate", g_.cache_hit_rate);
-  gauge("sglang:num_prefill_prealloc_queue_reqs",
-        "The number of requests in the prefill prealloc queue.", g_.prefill_prealloc);
-  gauge("sglang:num_prefill_inflight_queue_reqs",
-        "The number of requests in the prefill inflight queue.", g_.prefill_inflight);
-  gauge("sglang:num_decode_prealloc_queue_reqs",
-        "The number of requests in the decode prealloc queue.", g_.decode_prealloc);
-  gauge("sglang:num_decode_transfer_queue_reqs",
-        "The number of requests in the decode transfer queue.", g_.decode_transfer);
+  RenderSchedulerGauges(&w, ranks);
   w.Family("sglang:prefill_effective_tokens_total", "counter",
            "Prefill tokens by where they came from: computed (input) or hit on the device, in "
            "host memory or in the storage backend.");
@@ -148,10 +186,12 @@ std::string SglangModel::Render() const {
                                                   {"device_hit", k_.device_hit},
                                                   {"host_hit", k_.host_hit},
                                                   {"storage_hit", k_.storage_hit}};
-  for (const auto& [mode, value] : modes) {
-    w.Sample("sglang:prefill_effective_tokens_total", With(scheduler, {{"mode", mode}}), value);
+  for (const Labels& rank : ranks) {
+    for (const auto& [mode, value] : modes) {
+      w.Sample("sglang:prefill_effective_tokens_total", With(rank, {{"mode", mode}}), value);
+    }
   }
-  if (prefill) RenderTransfer(&w, scheduler);
+  if (prefill) RenderTransfer(&w, ranks);
   auto counter = [&](const char* name, const char* help, double value) {
     w.Family(name, "counter", help);
     w.Sample(name, tokenizer, value);
@@ -185,12 +225,12 @@ std::string SglangModel::Render() const {
 }
 
 // The prefill half's KV transfer series (labeled: nothing before the first transfer).
-void SglangModel::RenderTransfer(Writer* out, const Labels& scheduler) const {
+void SglangModel::RenderTransfer(Writer* out, const std::vector<Labels>& ranks) const {
   Writer& w = *out;
   auto transfer = [&](const char* name, const char* help, const SimHistogram& h) {
     if (!h.observed) return;
     w.Family(name, "histogram", help);
-    w.Histogram(name, scheduler, h);
+    for (const Labels& rank : ranks) w.Histogram(name, rank, h);
   };
   transfer("sglang:kv_transfer_latency_ms", "The transfer latency of the KV cache in ms.",
            k_.transfer_ms);
@@ -201,7 +241,9 @@ void SglangModel::RenderTransfer(Writer* out, const Labels& scheduler) const {
   if (k_.transfer_failed) {
     w.Family("sglang:num_transfer_failed_reqs_total", "counter",
              "The number of transfer failed requests.");
-    w.Sample("sglang:num_transfer_failed_reqs_total", scheduler, *k_.transfer_failed);
+    for (const Labels& rank : ranks) {
+      w.Sample("sglang:num_transfer_failed_reqs_total", rank, *k_.transfer_failed);
+    }
   }
 }
 
@@ -220,6 +262,12 @@ void Container(const SimPodContext& pod, SimContainer* c, ExporterConfig* config
     // The operator renders a host tier and the pool's storage backend.
     c->args.insert(c->args.end(),
                    {"--enable-hierarchical-cache", "--hicache-storage-backend", "mooncake"});
+  }
+  if (HasVariant(o.variants, SimVariant::kPriority)) {
+    c->args.emplace_back("--enable-priority-scheduling");
+  }
+  if (HasVariant(o.variants, SimVariant::kAllSchedulers)) {
+    c->args.insert(c->args.end(), {"--tp-size", "2", "--enable-metrics-for-all-schedulers"});
   }
   AppendRoleArgs(pod, c);
   config->host_tier = HasArg(c->args, "--enable-hierarchical-cache") ||

@@ -125,10 +125,13 @@ std::string VllmModel::Render() const {
   w.Sample("vllm:engine_sleep_state", labels({{"sleep_state", "weights_offloaded"}}), 0);
   w.Sample("vllm:engine_sleep_state", labels({{"sleep_state", "discard_all"}}), 0);
   gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", g_.kv_usage);
-  counter("vllm:prefix_cache_queries_total",
+  // vLLM before 0.9.2 named the prefix cache counters with a gpu_ prefix, and before 0.11 the
+  // inter-token latency histogram time_per_output_token_seconds (vllm/v1/metrics/loggers.py).
+  const bool older = config_.Has(SimVariant::kOlderNames);
+  counter(older ? "vllm:gpu_prefix_cache_queries_total" : "vllm:prefix_cache_queries_total",
           "Prefix cache queries, in terms of number of queried tokens.", k_.prefix_queries);
-  counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
-          k_.prefix_hits);
+  counter(older ? "vllm:gpu_prefix_cache_hits_total" : "vllm:prefix_cache_hits_total",
+          "Prefix cache hits, in terms of number of cached tokens.", k_.prefix_hits);
   counter("vllm:external_prefix_cache_queries_total",
           "External prefix cache queries from KV connector cross-instance cache sharing, in "
           "terms of number of queried tokens.",
@@ -154,8 +157,8 @@ std::string VllmModel::Render() const {
             k_.iteration);
   histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
             k_.ttft);
-  histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-            k_.itl);
+  histogram(older ? "vllm:time_per_output_token_seconds" : "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.", k_.itl);
   histogram("vllm:request_time_per_output_token_seconds",
             "Histogram of time_per_output_token_seconds per request.", k_.tpot);
   histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",

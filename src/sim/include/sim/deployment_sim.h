@@ -53,6 +53,7 @@
 #include "deployment/object_file.h"
 #include "deployment/objects.h"
 #include "sim/pipeline_sim.h"
+#include "sim/sim_variant.h"
 #include "sim/stop_wait.h"
 
 namespace modelmetrics::sim {
@@ -114,6 +115,7 @@ struct DeploymentSimOptions {
   std::string objects_file;  // non-empty: written at Start and on every change
   // Non-empty: Prometheus file_sd targets for every Pod (FileSdJson), written at Start.
   std::string file_sd_file;
+  std::vector<SimVariant> variants;  // upstream variants the exporters write (sim_variant.h)
 };
 
 // A Pod as the simulator runs it.

@@ -1,6 +1,7 @@
 // Many simulated deployments at once, for fleet-scale runs (scripts/fleet.sh): `deployments`
 // DeploymentSims in one namespace, each with `pods` Pods, alternating vLLM and SGLang engines,
-// every fourth fronted by an llm-d router (which takes one of its Pods). One objects file (a
+// every fourth fronted by an llm-d router (which takes one of its Pods), some writing an upstream
+// variant (sim_variant.h; fleet_sim.cc says which). One objects file (a
 // `kubectl get -o json` List of every deployment's objects) and one Prometheus file_sd file (every
 // Pod's target with `namespace`/`pod` labels) describe the whole fleet.
 //
