@@ -261,7 +261,13 @@ def python_labels(call):
 
 def rust_families(path, text):
     for m in RS_METRIC.finditer(text):
-        yield family(m.group(2), m.group(1), None, path, line_of(text, m.start()))
+        labels = None  # describe_*! names no labels
+        if not m.group(0).startswith("describe_"):
+            call = call_text(text, text.index("(", m.start()))
+            labels = re.findall(r'"(\w+)"\s*=>', call)
+            if "=>" in call.replace('"', "").split(")")[0] and not labels:
+                labels = None  # labels from variables
+        yield family(m.group(2), m.group(1), labels, path, line_of(text, m.start()))
 
 
 METRIC_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")

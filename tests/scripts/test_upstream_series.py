@@ -1,4 +1,5 @@
 """scripts/upstream-series.py on small checkouts written the way the exporters define families."""
+import json
 import os
 import subprocess
 import sys
@@ -73,6 +74,26 @@ class SchedulerMetricsCollector:
 '''
 
 
+# As smg's model_gateway/src/observability/metrics.rs records them (the metrics crate).
+SMG_RS = '''
+pub fn init() {
+    describe_counter!("smg_router_requests_total", "Requests routed");
+    describe_gauge!("smg_worker_pool_size", "Workers in the pool");
+}
+pub fn record_router_request(model: &str, streaming: &'static str) {
+    counter!(
+        "smg_router_requests_total",
+        "model" => model.to_string(),
+        "streaming" => streaming
+    )
+    .increment(1);
+}
+pub fn set_pool(n: f64) {
+    gauge!("smg_worker_pool_size", "worker_type" => "regular").set(n);
+}
+'''
+
+
 def write(root, files):
     for path, text in files.items():
         full = os.path.join(root, path)
@@ -143,7 +164,6 @@ def test_a_bare_git_directory_is_read_at_its_head(router_tree, tmp_path_factory)
 def test_python_families_and_the_profiles_they_feed(tmp_path):
     write(tmp_path, {"python/sglang/srt/observability/metrics_collector.py": SGLANG_PY})
     result = run(tmp_path, "--json")
-    import json
     report = json.loads(result.stdout)
     assert [p["exporter"] for p in report["profiles"]] == ["sglang"]
     rows = {r["family"]: r for r in report["profiles"][0]["rows"]}
@@ -154,3 +174,13 @@ def test_python_families_and_the_profiles_they_feed(tmp_path):
     assert rows["sglang:prefill_effective_tokens_total"]["labels"] == ["mode"]
     assert not rows["sglang:inter_token_latency_seconds"]["defined"]
     assert result.returncode == 1  # rows the checkout does not define
+
+
+def test_rust_families_with_their_label_names(tmp_path):
+    write(tmp_path, {"model_gateway/src/observability/metrics.rs": SMG_RS})
+    result = run(tmp_path, "--exporter", "sglang-gateway", "--json")
+    rows = {r["family"]: r for r in json.loads(result.stdout)["profiles"][0]["rows"]}
+    assert rows["smg_router_requests_total"]["labels"] == ["model", "streaming"]
+    assert rows["smg_worker_pool_size"]["labels"] == ["worker_type"]
+    assert not rows["smg_worker_requests_active"]["defined"]
+    assert result.returncode == 1
