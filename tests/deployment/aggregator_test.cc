@@ -39,6 +39,7 @@ using testing::MetricsRouterPod;
 using testing::MetricsVLLMFixture;
 using testing::MetricsVLLMResponse;
 using testing::T0;
+using testing::UpstreamBody;
 using testing::WindowKeys;
 using Missings = std::vector<Missing>;
 using SteadyClock = std::chrono::steady_clock;
@@ -57,9 +58,14 @@ class PodServer {
  public:
   explicit PodServer(std::optional<net::TlsOptions> tls = std::nullopt)
       : server_(Options(std::move(tls))) {
-    server_.RouteAsync("GET", "/metrics", [this](const net::HttpRequest&, net::Responder respond) {
-      Handle(std::move(respond));
-    });
+    server_.RouteAsync("GET", "/metrics",
+                       [this](const net::HttpRequest& request, net::Responder respond) {
+                         {
+                           std::lock_guard lock(mu_);
+                           last_accept_ = std::string(request.headers.Get("Accept"));
+                         }
+                         Handle(std::move(respond));
+                       });
     std::string error;
     started_ = server_.Start(&error);
     EXPECT_TRUE(started_) << error;
@@ -86,6 +92,14 @@ class PodServer {
   void SetHang() {
     std::lock_guard lock(mu_);
     hang_ = true;
+  }
+  void SetContentType(std::string content_type) {
+    std::lock_guard lock(mu_);
+    content_type_ = std::move(content_type);
+  }
+  std::string last_accept() {
+    std::lock_guard lock(mu_);
+    return last_accept_;
   }
   void SetProbe(Probe* probe) {
     std::lock_guard lock(mu_);
@@ -122,7 +136,7 @@ class PodServer {
       response.status = status_;
       response.body = body_;
       response.headers = headers_;
-      response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      response.content_type = content_type_;
       delay = delay_;
       probe = probe_;
       hang = hang_;
@@ -151,6 +165,8 @@ class PodServer {
   bool started_ = false;
   std::mutex mu_;
   std::string body_;
+  std::string content_type_ = "text/plain; version=0.0.4; charset=utf-8";
+  std::string last_accept_;
   int status_ = 200;
   std::vector<std::pair<std::string, std::string>> headers_;
   std::chrono::milliseconds delay_{0};
@@ -786,6 +802,28 @@ TEST(SnapshotUpstream, RoutedServersWithOneIdleAreComplete) {
   const std::string json = SnapshotToJson(second);
   EXPECT_NE(json.find("\"rate\":0.7044025157232704"), std::string::npos);
   EXPECT_NE(json.find("\"value\":8.2,\"samples\":246,\"windowSeconds\":30"), std::string::npos);
+}
+
+// vLLM's Rust frontend answers OpenMetrics whatever the scraper's Accept asks for (GPUStack issue
+// 6215): the snapshot reads it, to the reference's golden values, complete.
+TEST(SnapshotUpstream, VllmRustFrontendServesOpenMetricsWhateverAcceptSays) {
+  Harness h;
+  PodServer* pod = h.AddEnginePod("chat-server-0", UpstreamBody("vllm_rust_frontend_first.om"));
+  pod->SetContentType("application/openmetrics-text; version=1.0.0; charset=utf-8");
+  Aggregator aggregator(&h.objects, h.Options());
+  Snapshot first;
+  ASSERT_TRUE(h.Get(aggregator, &first).ok());
+  EXPECT_NE(pod->last_accept().find("text/plain"), std::string::npos);
+  h.Advance(30s);
+  pod->Set(UpstreamBody("vllm_rust_frontend_second.om"));
+  Snapshot second;
+  ASSERT_TRUE(h.Get(aggregator, &second).ok());
+  EXPECT_TRUE(second.missing.empty()) << SnapshotToJson(second);
+  EXPECT_FALSE(second.partial);
+  EXPECT_EQ(FindWindow(second.latency, "chat-server-0", "ttft")->value, 0.01955626391563095);
+  EXPECT_EQ(FindWindow(second.latency, "chat-server-0", "itl")->samples, 11210);
+  ASSERT_EQ(second.cache_hits.size(), 1u);
+  EXPECT_EQ(second.cache_hits[0].rate, 0.7044025157232704);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -226,6 +226,17 @@ inline std::string Fixture(std::string name) {
   return text.str();
 }
 
+// A file of tests/deployment/upstream/: a body written from an exporter's current code (its
+// README names the code).
+inline std::string UpstreamBody(const std::string& name) {
+  const std::string path = test_paths::Source("tests/deployment/upstream/") + name;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 // Every line of `body` that does not contain `needle`.
 inline std::string DropLines(const std::string& body, std::string_view needle) {
   std::istringstream in(body);
