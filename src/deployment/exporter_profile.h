@@ -8,7 +8,8 @@
 // scrapes, a Prometheus-compatible store) read it the same way.
 //
 // Row order is meaningful: windows are merged in order and the idle rule consults the idle key's
-// delta, so that row comes first; gauges and scopes report in order.
+// delta, so that row comes before every histogram row; a lazy row that appears is windowed from
+// the previous read that an earlier row's delta proves; gauges and scopes report in order.
 //
 // Thread-safety: profiles are immutable after static initialisation.
 #ifndef MODELMETRICS_DEPLOYMENT_EXPORTER_PROFILE_H_

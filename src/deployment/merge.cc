@@ -274,6 +274,20 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
   return idle != deltas.end() && idle->second.count == 0;
 }
 
+// When the Pod's previous read of this process was, as a window delta of this read proves it: the
+// idle key's, else the latest start among the windows merged so far; nullopt before any.
+std::optional<SteadyTime> SnapshotBuilder::PreviousRead(const Deltas& deltas,
+                                                        std::string_view idle_key) {
+  if (const auto idle = deltas.find({std::string(idle_key), ""}); idle != deltas.end()) {
+    return idle->second.start;
+  }
+  std::optional<SteadyTime> latest;
+  for (const auto& [key, delta] : deltas) {
+    if (!latest || delta.start > *latest) latest = delta.start;
+  }
+  return latest;
+}
+
 bool SnapshotBuilder::MergeWindow(const PodContext& pod, const WindowRow& def,
                                   const std::string& scope, const WindowValue& value,
                                   Deltas& deltas) {
@@ -284,12 +298,12 @@ bool SnapshotBuilder::MergeWindow(const PodContext& pod, const WindowRow& def,
     AddMissing(pod.name, source, std::string(reason::kCounterReset));
     return false;
   }
-  if (const auto idle = deltas.find({std::string(pod.profile.idle_key), ""});
-      !previous.sample && def.lazy && idle != deltas.end()) {
+  if (const std::optional<SteadyTime> start = PreviousRead(deltas, pod.profile.idle_key);
+      !previous.sample && def.lazy && start) {
     // A lazy family (or group) that appeared since the Pod's previous read was created at its
-    // first observation: it was zero then (the idle key's delta proves that read exists and is
-    // this process's).
-    previous.sample = BaselineSample{0, 0, {pod.at.wall, idle->second.start}};
+    // first observation: it was zero then (another window's delta proves that read exists and
+    // is this process's).
+    previous.sample = BaselineSample{0, 0, {pod.at.wall, *start}};
   }
   if (const auto pair = deltas.find({std::string(def.pair), ""});
       !previous.sample && def.kind == WindowKind::kCounter && !def.pair.empty() && scope.empty() &&

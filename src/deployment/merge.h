@@ -62,6 +62,7 @@ class SnapshotBuilder {
   void MergeGauges(const PodContext& pod, const PodMetrics& read);
   void AddGauge(const PodContext& pod, const GaugeRow& row, const std::string& scope, double value);
   bool MergeWindows(const PodContext& pod, const PodMetrics& read);  // returns idle
+  static std::optional<SteadyTime> PreviousRead(const Deltas& deltas, std::string_view idle_key);
   // One window of one scope; true (and its delta in `deltas`) when it has one.
   bool MergeWindow(const PodContext& pod, const WindowRow& def, const std::string& scope,
                    const WindowValue& value, Deltas& deltas);

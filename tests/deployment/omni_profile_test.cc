@@ -197,16 +197,26 @@ TEST(OmniProfile, AFamilyThatAppearsBetweenTwoReadsIsWindowedFromZero) {
   EXPECT_EQ(ratio->value, 0);  // no abort in the window, two completions
   EXPECT_EQ(ratio->samples, 2);
 
-  // Without a proof that the previous read was this process's (no e2e baseline), it awaits.
+  // Without e2e, another window's delta (a stage's) proves the previous read.
   BaselineStore store;
   testing::MergeOnce(OmniDeployment(), &store, testing::T0(), pod,
                      Parse(testing::DropLines(first.Render(), "e2e_request"), profile));
   const Snapshot again =
       testing::MergeOnce(OmniDeployment(), &store, testing::T0() + std::chrono::seconds(10), pod,
                          Parse(testing::DropLines(second.Render(), "e2e_request"), profile));
-  EXPECT_NE(std::find(again.missing.begin(), again.missing.end(),
+  ASSERT_NE(Find(again.traffic, "speech-streams-completed", "engine/server"), nullptr);
+  EXPECT_EQ(Find(again.traffic, "speech-streams-completed", "engine/server")->samples, 2);
+
+  // Without any proof that the previous read was this process's (no window had a baseline),
+  // it awaits.
+  BaselineStore fresh;
+  testing::MergeOnce(OmniDeployment(), &fresh, testing::T0(), pod, PodMetrics{});
+  const Snapshot unproven =
+      testing::MergeOnce(OmniDeployment(), &fresh, testing::T0() + std::chrono::seconds(10), pod,
+                         Parse(second.Render(), profile));
+  EXPECT_NE(std::find(unproven.missing.begin(), unproven.missing.end(),
                       M("voice-0", "vllm_omni:speech_stream_completed", reason::kAwaiting)),
-            again.missing.end());
+            unproven.missing.end());
 }
 
 TEST(OmniProfile, AnIdleWindowIsIdleNotAFault) {

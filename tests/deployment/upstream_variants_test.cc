@@ -169,6 +169,23 @@ Snapshot LlmdWindow(const LlmdTraffic& first, const LlmdTraffic& second) {
                             Parse(CurrentLlmdRouterBody(second), exporters::kLlmdRouter));
 }
 
+// The router's first streaming requests come between two reads: the request counter's delta
+// proves the previous read, so TTFT and TPOT are windowed from zero then, not awaiting a second
+// sample (and partial) for one read.
+TEST(LlmdRouterTtft, TheFirstStreamingRequestsAreWindowedFromZero) {
+  const Snapshot s = LlmdWindow({.non_streamed = 20}, {.streamed = 10, .non_streamed = 30});
+  EXPECT_EQ(s.missing, (std::vector<Missing>{M("chat-router", "llm_d_epp_request_error_total",
+                                               reason::kLabeledCounterUnexported)}));
+  EXPECT_FALSE(s.partial);
+  const Window* ttft = FindWindow(s.latency, "chat-router", "ttft");
+  ASSERT_NE(ttft, nullptr);
+  EXPECT_EQ(ttft->samples, 10);
+  EXPECT_NEAR(ttft->value, 0.038, 1e-12);
+  EXPECT_EQ(ttft->window_seconds, 30);
+  ASSERT_NE(FindWindow(s.latency, "chat-router", "tpot"), nullptr);
+  EXPECT_EQ(FindWindow(s.latency, "chat-router", "tpot")->samples, 10);
+}
+
 // A mixed workload: TTFT is the streaming requests' first-token latency, 0.038 s, not 0.27 s
 // with the non-streaming requests' whole durations mixed in.
 TEST(LlmdRouterTtft, ReadsStreamingRequestsOnly) {

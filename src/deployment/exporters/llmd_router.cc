@@ -8,6 +8,8 @@
 // {streaming!="false"} also reads a router from before the label, whose series carry none. Both
 // families (or TTFT's streaming series) appear at the first streaming request, so until then they
 // are absent without a fault: a router that serves only non-streaming requests is not partial.
+// The request counters come first: at a router's first streaming request their deltas prove the
+// previous read, so TTFT and TPOT are windowed from zero rather than awaiting a second sample.
 #include "deployment/objects.h"
 #include "exporters/builtin.h"
 #include "reasons.h"
@@ -39,17 +41,6 @@ const ExporterProfile exporters::kLlmdRouter{
                 .older = {{"inference_pool_ready_pods", kBeforeLlmdEpp}}}},
     .windows =
         {
-            {.key = "ttft",
-             .family = "llm_d_epp_request_ttft_seconds",
-             .unit = kUnitSeconds,
-             .lazy = true,
-             .select = {{.name = "streaming", .value = "false", .negate = true}},
-             .lazy_reason = reason::kLlmdNoStreamingRequest},
-            {.key = "tpot",
-             .family = "llm_d_epp_request_streaming_tpot_seconds",
-             .unit = kUnitSeconds,
-             .lazy = true,
-             .lazy_reason = reason::kLlmdNoStreamingRequest},
             {.key = "requests",
              .family = "llm_d_epp_request_total",
              .kind = WindowKind::kCounter,
@@ -65,6 +56,17 @@ const ExporterProfile exporters::kLlmdRouter{
              .pair = "requests",
              .older = {{"inference_objective_request_error_total", kBeforeLlmdEpp},
                        {"inference_model_request_error_total", kBeforeObjectives}}},
+            {.key = "ttft",
+             .family = "llm_d_epp_request_ttft_seconds",
+             .unit = kUnitSeconds,
+             .lazy = true,
+             .select = {{.name = "streaming", .value = "false", .negate = true}},
+             .lazy_reason = reason::kLlmdNoStreamingRequest},
+            {.key = "tpot",
+             .family = "llm_d_epp_request_streaming_tpot_seconds",
+             .unit = kUnitSeconds,
+             .lazy = true,
+             .lazy_reason = reason::kLlmdNoStreamingRequest},
         },
     .idle_key = "ttft",
 };
