@@ -85,6 +85,14 @@ class Scrape {
   std::optional<double> InvalidValue(std::string_view name,
                                      std::span<const LabelMatch> match = {}) const;
 
+  // A label outside `known` (a histogram's `le` aside) that takes two or more values among the
+  // series Sum() or Histogram() of `name` with `match` reads, a series without it reading "": the
+  // first such label in series order, or nullopt. For a reader that knows which labels of a family
+  // it combines: another label that splits the series is of unknown meaning (parts, a total
+  // beside them, or copies), where a label with one value everywhere splits nothing.
+  std::optional<std::string> UnknownSplit(std::string_view name, std::span<const LabelMatch> match,
+                                          std::span<const std::string_view> known) const;
+
   // Sum() and Histogram() per distinct tuple of the `by` labels' values (in `by` order); a series
   // lacking one of them is skipped. Histogram groups carry no buckets; a group whose `_sum` or
   // `_count` is missing or invalid is left out. Empty when the family is absent or mistyped.

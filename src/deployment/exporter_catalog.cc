@@ -29,8 +29,9 @@ json Row(std::string_view key, std::string_view kind, std::string_view family,
 
 // The fields every gauge and window row has beyond its name.
 void AddDetails(json* row, const Select& select, Split split, std::string_view split_label,
-                bool lazy, const std::vector<OlderName>& older) {
+                bool lazy, const std::vector<OlderName>& older, const KnownLabels& known) {
   if (!select.empty()) (*row)["select"] = SelectText(select);
+  if (!known.empty()) (*row)["known_labels"] = known;
   if (split != Split::kNone) {
     (*row)["split"] = ExporterProfile::SplitLabels(split, split_label);
   }
@@ -45,13 +46,14 @@ json Rows(const ExporterProfile& profile) {
   json rows = json::array();
   for (const GaugeRow& gauge : profile.gauges) {
     json row = Row(gauge.key, "gauge", gauge.family, "gauge");
-    AddDetails(&row, gauge.select, gauge.split, "", gauge.lazy, gauge.older);
+    AddDetails(&row, gauge.select, gauge.split, "", gauge.lazy, gauge.older, gauge.known_labels);
     rows.push_back(std::move(row));
   }
   for (const WindowRow& window : profile.windows) {
     const std::string_view type = window.kind == WindowKind::kHistogram ? "histogram" : "counter";
     json row = Row(window.key, window.from_reader ? "reader" : "window", window.family, type);
-    AddDetails(&row, window.select, window.split, window.split_label, window.lazy, window.older);
+    AddDetails(&row, window.select, window.split, window.split_label, window.lazy, window.older,
+               window.known_labels);
     rows.push_back(std::move(row));
   }
   for (const CacheRow& cache : profile.cache) {

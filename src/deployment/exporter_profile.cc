@@ -137,6 +137,9 @@ std::vector<std::string> DanglingReferences(const ExporterProfile& profile) {
     if (profile.windows[i].split != Split::kNone && !profile.windows[i].older.empty()) {
       out.push_back(fmt::format("windows[{}].older: a split row has one name", i));
     }
+    if (profile.windows[i].split != Split::kNone && !profile.windows[i].known_labels.empty()) {
+      out.push_back(fmt::format("windows[{}].known_labels: a split row sums its groups", i));
+    }
     not_partial(fmt::format("windows[{}].lazy_reason", i), profile.windows[i].lazy_reason);
   }
   for (size_t i = 0; i < profile.gauges.size(); ++i) {
@@ -145,6 +148,9 @@ std::vector<std::string> DanglingReferences(const ExporterProfile& profile) {
     }
     if (profile.gauges[i].split != Split::kNone && !profile.gauges[i].older.empty()) {
       out.push_back(fmt::format("gauges[{}].older: a split row has one name", i));
+    }
+    if (profile.gauges[i].split != Split::kNone && !profile.gauges[i].known_labels.empty()) {
+      out.push_back(fmt::format("gauges[{}].known_labels: a split row sums its groups", i));
     }
   }
   if (profile.error_ratio) {
@@ -155,6 +161,12 @@ std::vector<std::string> DanglingReferences(const ExporterProfile& profile) {
     window(fmt::format("ratios[{}].numerator", i), profile.ratios[i].numerator);
     window(fmt::format("ratios[{}].denominator", i), profile.ratios[i].denominator);
     not_partial(fmt::format("ratios[{}].no_denominator", i), profile.ratios[i].no_denominator);
+  }
+  if (profile.rank_copies &&
+      std::find(profile.rank_copies->labels.begin(), profile.rank_copies->labels.end(),
+                profile.rank_copies->order) == profile.rank_copies->labels.end()) {
+    out.push_back(
+        fmt::format("rank_copies.order: `{}` is not a copy label", profile.rank_copies->order));
   }
   return out;
 }

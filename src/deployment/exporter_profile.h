@@ -85,6 +85,14 @@ struct OlderName {
   std::string_view until;  // the versions that write it, e.g. "vLLM before 0.9.2"
 };
 
+// The labels an exporter writes on a row's family, the only ones the row combines (its `select`
+// and rank-copies labels count as known): a series split by any other label, with two or more
+// values, leaves the row unread, its reason naming the label, for a label the profile has not met
+// may hold parts, a total beside them or copies, and a sum could count twice. A label with one
+// value on every series splits nothing. Empty: every label is summed, as rows of families whose
+// new labels have only ever split parts do (docs/deployment-metrics.md says which rows are strict).
+using KnownLabels = std::vector<std::string_view>;
+
 struct GaugeRow {
   std::string_view key;     // PodMetrics::gauges key and the snapshot's gauge name
   std::string_view family;  // read by sum over the selected series; reported as the source
@@ -96,6 +104,7 @@ struct GaugeRow {
   bool lazy = false;
   Select select;
   std::vector<OlderName> older;  // unsplit rows only
+  KnownLabels known_labels;      // unsplit rows only
 };
 
 struct WindowRow {
@@ -119,6 +128,7 @@ struct WindowRow {
   // A lazy row's missing[] reason while absent (a not-partial one); "": reason::kNotYetObserved.
   std::string_view lazy_reason;
   std::vector<OlderName> older;  // unsplit rows only
+  KnownLabels known_labels;      // unsplit rows only
 };
 
 // A ratio of two windows' deltas over the same sampling window, reported under traffic:
@@ -245,9 +255,10 @@ std::string AbsentUnderAnyName(std::string_view family, const std::vector<OlderN
 // The references between a profile's rows that name nothing: an idle_key, a window's `pair`, an
 // error ratio's or a ratio's windows that are not window keys of the profile, idle or
 // no-denominator reasons that would set `partial` (they must be not-partial reasons, reasons.h),
-// and a `select` on a split row (which reads every series).
-// One line each ("ratios[0].denominator: no window `x`"); empty for a sound profile. A profile
-// is data the compiler cannot check: tests run this over every registered one.
+// a `select`, `older` or `known_labels` on a split row (which reads every series of one name), and
+// a rank-copies order label that is not one of its copy labels. One line each
+// ("ratios[0].denominator: no window `x`"); empty for a sound profile. A profile is data the
+// compiler cannot check: tests run this over every registered one.
 std::vector<std::string> DanglingReferences(const ExporterProfile& profile);
 
 }  // namespace modelmetrics::deployment

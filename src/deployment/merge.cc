@@ -94,9 +94,13 @@ void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, ReadTime 
 
 namespace {
 
-// Why an unsplit row's key is absent from the read: its series hold no valid value (say which),
-// or else `absent` (the family, or the series the row selects, are not there).
+// Why an unsplit row's key is absent from the read: a label it does not know splits its series,
+// or its series hold no valid value (say which), or else `absent` (the family, or the series the
+// row selects, are not there).
 Reason AbsentReason(const PodMetrics& read, std::string_view key, std::string_view absent) {
+  if (const auto label = read.unknown_split.find(key); label != read.unknown_split.end()) {
+    return fmt::format(fmt::runtime(reason::kUnknownSplit), label->second);
+  }
   if (const auto bad = read.invalid.find(key); bad != read.invalid.end()) {
     std::string value;
     AppendDouble(&value, bad->second);  // as the exposition spells it: NaN, +Inf, -1
@@ -230,8 +234,7 @@ bool SnapshotBuilder::MergeWindows(const PodContext& pod, const PodMetrics& read
         }
       }
       if (!def.lazy) failed.emplace(def.key);
-      AddMissing(pod.name, std::string(def.family),
-                 read.invalid.contains(def.key) ? AbsentReason(read, def.key, why) : Reason(why));
+      AddMissing(pod.name, std::string(def.family), AbsentReason(read, def.key, why));
       continue;  // an absent series leaves its baseline untouched
     }
     if (!MergeWindow(pod, def, "", value->second, deltas)) failed.emplace(def.key);

@@ -41,15 +41,22 @@ std::optional<CounterPair> ReadCounters(const Scrape& scrape, const CacheRow& ro
   return CounterPair{*hit_sum, *query_sum};
 }
 
-}  // namespace
-
-void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out,
-                    const Pod* pod) {
-  if (pod != nullptr && profile.WritesRankCopies(*pod)) {
-    ReadPodMetrics(OneCopyPerRank(scrape, *profile.rank_copies), profile, out);
-    return;
+// The label of the row's series that its known labels do not cover (known_labels, exporter_
+// profile.h), or nullopt; never for a row that knows no labels (it sums every one).
+std::optional<std::string> UnknownSplit(const Scrape& scrape, const ExporterProfile& profile,
+                                        std::string_view family, const Select& select,
+                                        const KnownLabels& known_labels) {
+  if (known_labels.empty()) return std::nullopt;
+  std::vector<std::string_view> known = known_labels;
+  for (const LabelMatch& match : select) known.push_back(match.name);
+  if (profile.rank_copies) {
+    known.insert(known.end(), profile.rank_copies->labels.begin(),
+                 profile.rank_copies->labels.end());
   }
-  *out = PodMetrics{};
+  return scrape.UnknownSplit(family, select, known);
+}
+
+void ReadGauges(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out) {
   for (const GaugeRow& gauge : profile.gauges) {
     if (gauge.split != Split::kNone) {
       const std::vector<std::string_view> by = ExporterProfile::SplitLabels(gauge.split, "");
@@ -61,42 +68,52 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
       continue;
     }
     const std::string_view family = NameRead(scrape, gauge.family, gauge.older);
-    if (const std::optional<double> value = scrape.Sum(family, gauge.select)) {
+    if (std::optional<std::string> label =
+            UnknownSplit(scrape, profile, family, gauge.select, gauge.known_labels)) {
+      out->unknown_split.emplace(gauge.key, std::move(*label));
+    } else if (const std::optional<double> value = scrape.Sum(family, gauge.select)) {
       out->gauges.emplace(gauge.key, *value);
     } else if (const std::optional<double> bad = scrape.InvalidValue(family, gauge.select)) {
       out->invalid.emplace(gauge.key, *bad);
     }
   }
-  for (const CacheRow& pair : profile.cache) {
-    if (pair.from_reader) continue;
-    if (const std::optional<CounterPair> counters = ReadCounters(scrape, pair)) {
-      out->cache.emplace(pair.scope, *counters);
+}
+
+// A split window row: one value per group of its split labels.
+void ReadScopedWindow(const Scrape& scrape, const WindowRow& window, PodMetrics* out) {
+  const std::vector<std::string_view> by =
+      ExporterProfile::SplitLabels(window.split, window.split_label);
+  auto scope = [&window](const std::vector<std::string>& values) {
+    return ExporterProfile::SplitScope(window.split, window.split_label, values);
+  };
+  std::map<std::string, WindowValue> scoped;
+  if (window.kind == WindowKind::kHistogram) {
+    for (const auto& [values, totals] : scrape.HistogramBy(window.family, by)) {
+      WindowValue& value = scoped[scope(values)];
+      value.sum += totals.sum;
+      value.count += totals.count;
+    }
+  } else {
+    for (const auto& [values, sum] : scrape.SumBy(window.family, by)) {
+      scoped[scope(values)].count += sum;
     }
   }
+  if (!scoped.empty()) out->scoped_windows.emplace(window.key, std::move(scoped));
+}
+
+void ReadWindows(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out) {
   for (const WindowRow& window : profile.windows) {
     if (window.from_reader) continue;
     if (window.split != Split::kNone) {
-      const std::vector<std::string_view> by =
-          ExporterProfile::SplitLabels(window.split, window.split_label);
-      auto scope = [&window](const std::vector<std::string>& values) {
-        return ExporterProfile::SplitScope(window.split, window.split_label, values);
-      };
-      std::map<std::string, WindowValue> scoped;
-      if (window.kind == WindowKind::kHistogram) {
-        for (const auto& [values, totals] : scrape.HistogramBy(window.family, by)) {
-          WindowValue& value = scoped[scope(values)];
-          value.sum += totals.sum;
-          value.count += totals.count;
-        }
-      } else {
-        for (const auto& [values, sum] : scrape.SumBy(window.family, by)) {
-          scoped[scope(values)].count += sum;
-        }
-      }
-      if (!scoped.empty()) out->scoped_windows.emplace(window.key, std::move(scoped));
+      ReadScopedWindow(scrape, window, out);
       continue;
     }
     const std::string_view family = NameRead(scrape, window.family, window.older);
+    if (std::optional<std::string> label =
+            UnknownSplit(scrape, profile, family, window.select, window.known_labels)) {
+      out->unknown_split.emplace(window.key, std::move(*label));
+      continue;
+    }
     if (window.kind == WindowKind::kHistogram) {
       if (const std::optional<HistogramTotals> totals = scrape.Histogram(family, window.select)) {
         out->windows.emplace(window.key, WindowValue{totals->sum, totals->count});
@@ -110,8 +127,10 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
       }
     }
   }
-  if (profile.reader != nullptr) profile.reader(scrape, out);
-  // Each sample is finite, but a sum of huge ones can overflow: such a key reads as absent.
+}
+
+// Each sample is finite, but a sum of huge ones can overflow: such a key reads as absent.
+void EraseOverflows(PodMetrics* out) {
   std::erase_if(out->gauges, [](const auto& g) { return !std::isfinite(g.second); });
   std::erase_if(out->cache, [](const auto& c) {
     return !std::isfinite(c.second.hits) || !std::isfinite(c.second.queries);
@@ -129,6 +148,27 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
     });
   }
   std::erase_if(out->scoped_windows, [](const auto& w) { return w.second.empty(); });
+}
+
+}  // namespace
+
+void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out,
+                    const Pod* pod) {
+  if (pod != nullptr && profile.WritesRankCopies(*pod)) {
+    ReadPodMetrics(OneCopyPerRank(scrape, *profile.rank_copies), profile, out);
+    return;
+  }
+  *out = PodMetrics{};
+  ReadGauges(scrape, profile, out);
+  for (const CacheRow& pair : profile.cache) {
+    if (pair.from_reader) continue;
+    if (const std::optional<CounterPair> counters = ReadCounters(scrape, pair)) {
+      out->cache.emplace(pair.scope, *counters);
+    }
+  }
+  ReadWindows(scrape, profile, out);
+  if (profile.reader != nullptr) profile.reader(scrape, out);
+  EraseOverflows(out);
 }
 
 bool ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodMetrics* out,

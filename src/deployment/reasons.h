@@ -33,6 +33,10 @@ inline constexpr std::string_view kNotFinite = "value is not a finite number";
 // the spec reads (NaN, infinite and negative values are skipped). A format string: the value.
 inline constexpr std::string_view kInvalidValue =
     "metric has no valid value: it reads {} (NaN, infinite and negative values are skipped)";
+// Ours: a row with known labels whose series another label splits (GaugeRow::known_labels).
+inline constexpr std::string_view kUnknownSplit =
+    "metric not read: its series are split by `{}`, a label the exporter's profile does not know "
+    "(parts, a total beside them or copies: a sum could count twice)";
 // Scrape errors (source "scrape").
 inline constexpr std::string_view kNoEndpoint = "pod has no ready advertised metrics endpoint";
 inline constexpr std::string_view kInvalidPort = "pod advertises an invalid metrics port";

@@ -216,6 +216,48 @@ std::optional<double> Scrape::InvalidValue(std::string_view name,
   return std::nullopt;
 }
 
+std::optional<std::string> Scrape::UnknownSplit(std::string_view name,
+                                                std::span<const LabelMatch> match,
+                                                std::span<const std::string_view> known) const {
+  const MetricFamily* family = FindExact(name);
+  if (family == nullptr || family->type != MetricType::kHistogram) {
+    family = nullptr;
+    for (const MetricFamily* f : Spellings(name)) {
+      if (f != nullptr && SumOf(*f, match)) {
+        family = f;
+        break;
+      }
+    }
+  }
+  if (family == nullptr) return std::nullopt;
+  // Per label outside `known`: its values, and how many selected series carry it.
+  std::vector<std::pair<std::string, std::pair<std::vector<std::string>, size_t>>> seen;
+  size_t series = 0;
+  for (const MetricSample& s : family->samples) {
+    const bool counted = family->type == MetricType::kHistogram
+                             ? s.name.size() > family->name.size()
+                             : IsValueSeries(*family, s);
+    if (!counted || !Matches(s, match)) continue;
+    ++series;
+    for (const auto& [k, v] : s.labels) {
+      if (k == "le" || std::find(known.begin(), known.end(), k) != known.end()) continue;
+      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == k; });
+      if (it == seen.end()) it = seen.insert(seen.end(), {k, {{}, 0}});
+      auto& [values, carried] = it->second;
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+      ++carried;
+    }
+  }
+  for (auto& [label, entry] : seen) {
+    auto& [values, carried] = entry;
+    if (carried < series && std::find(values.begin(), values.end(), "") == values.end()) {
+      values.emplace_back();  // the series without the label read it as ""
+    }
+    if (values.size() >= 2) return label;
+  }
+  return std::nullopt;
+}
+
 std::optional<HistogramTotals> Scrape::Histogram(std::string_view name,
                                                  std::span<const LabelMatch> match) const {
   const MetricFamily* f = FindExact(name);

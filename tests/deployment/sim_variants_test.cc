@@ -127,5 +127,24 @@ TEST(SimulatedVariants, ANonStreamingRouterIsNotPartial) {
   EXPECT_NE(testing::FindWindow(s.traffic, name, "requests"), nullptr);
 }
 
+// SGLang records ITL at every output after a request's first, streaming or not: an engine whose
+// clients never stream still has its TTFT and ITL, and is complete.
+TEST(SimulatedVariants, ANonStreamingSglangEngineIsComplete) {
+  DeploymentSimOptions options;
+  options.engine = "sglang";
+  options.variants = {SimVariant::kNonStreaming};
+  auto sim = Started(options);
+  const Pod pod = PodNamed(*sim, "chat-server-0");
+  const Snapshot s = testing::MergeMetricsWindow(
+      sim->Objects().model_deployments.at(0), pod,
+      ReadAt(*sim, "chat-server-0", exporters::kSglang, 2500ms),
+      ReadAt(*sim, "chat-server-0", exporters::kSglang, 5000ms), 2500ms);
+  EXPECT_FALSE(s.partial);
+  EXPECT_NE(testing::FindWindow(s.latency, "chat-server-0", "ttft"), nullptr);
+  EXPECT_NE(testing::FindWindow(s.latency, "chat-server-0", "itl"), nullptr);
+  EXPECT_EQ(sim->MetricsAt("chat-server-0", 5000ms).find("is_streaming=\"true\""),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace modelmetrics::deployment

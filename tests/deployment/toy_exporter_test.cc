@@ -119,13 +119,15 @@ TEST(ProfileReferences, DanglingOnesAreNamed) {
                     .numerator = "requests",
                     .denominator = "request",
                     .no_denominator = reason::kNoObservations}};
+  broken.rank_copies = RankCopies{.flag = "--all-ranks", .labels = {"tp_rank"}, .order = "rank"};
   EXPECT_EQ(
       DanglingReferences(broken),
       (std::vector<std::string>{
           "idle_key: no window `ttfb`", "windows[1].pair: no window `tttf`",
           "error_ratio.errors: no window `errors`", "ratios[0].denominator: no window `request`",
           "ratios[0].no_denominator: `no observations in the sampling window` would set "
-          "partial"}));
+          "partial",
+          "rank_copies.order: `rank` is not a copy label"}));
 }
 
 }  // namespace

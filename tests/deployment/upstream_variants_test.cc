@@ -1,6 +1,7 @@
 // The exporters as users run them today (../shared/spec/reference/upstream-changes-2026-09.md §3):
 // bodies written from each exporter's current collector code, read into the snapshot a careful
 // SRE expects. Each body names the upstream file and commit its lines follow.
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -153,6 +154,39 @@ TEST(SglangAllSchedulers, WithPrioritiesReadsOneCopyOfEachTotal) {
   const PodMetrics read =
       ParseFrom("# TYPE sglang:num_running_reqs gauge\n" + body, SglangPod(true));
   EXPECT_EQ(read.gauges.at("running"), 7);
+}
+
+// SGLang's queue gauges know their labels: one SGLang adds later that splits the series (here an
+// attention context-parallel rank whose copies repeat the batch) leaves the gauge unread, with a
+// reason naming it, rather than a sum that counts each request twice; a constant label (SGLang's
+// --extra-metric-labels) splits nothing and is read.
+TEST(SglangUnknownLabels, ASplitByAnUnknownLabelIsNamedNotSummed) {
+  std::string copies = "# TYPE sglang:num_running_reqs gauge\n";
+  for (int cp = 0; cp < 2; ++cp) {
+    copies += fmt::format(
+        "sglang:num_running_reqs{{attn_cp_rank=\"{}\",model_name=\"m\",priority=\"\","
+        "team=\"search\",tp_rank=\"0\"}} 4\n",
+        cp);
+  }
+  const Pod pod = MetricsServerPod("sglang-0");
+  const PodMetrics read = ParseFrom(copies, pod);
+  EXPECT_FALSE(read.gauges.contains("running"));
+  EXPECT_EQ(read.unknown_split.at("running"), "attn_cp_rank");
+  ModelDeployment md = MetricsModelDeployment();
+  md.engine = "sglang";
+  const Snapshot s = MergeMetricsWindow(md, pod, read, read);
+  const auto entry = std::find_if(s.missing.begin(), s.missing.end(), [](const Missing& m) {
+    return m.source == "sglang:num_running_reqs";
+  });
+  ASSERT_NE(entry, s.missing.end());
+  EXPECT_EQ(entry->reason,
+            "metric not read: its series are split by `attn_cp_rank`, a label the exporter's "
+            "profile does not know (parts, a total beside them or copies: a sum could count "
+            "twice)");
+  EXPECT_TRUE(s.partial);
+
+  const PodMetrics constant = ParseFrom(testing::DropLines(copies, "attn_cp_rank=\"1\""), pod);
+  EXPECT_EQ(constant.gauges.at("running"), 4);
 }
 
 ModelDeployment LlmdDeployment() {

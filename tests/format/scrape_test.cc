@@ -493,5 +493,35 @@ TEST(ScrapeErrorTest, StrictErrorsReturnFalseWithLineAndColumn) {
   EXPECT_FALSE(s.Parse("a{", {}, nullptr));
 }
 
+// A label outside the known ones that splits the selected series is named; one with a single
+// value everywhere, `le`, and the series the match leaves out are not.
+TEST(ScrapeUnknownSplit, NamesTheFirstLabelWithTwoValues) {
+  Scrape s;
+  std::string error;
+  ASSERT_TRUE(
+      s.Parse("# TYPE q gauge\n"
+              "q{model=\"m\",cluster=\"a\",priority=\"\",cp_rank=\"0\"} 3\n"
+              "q{model=\"m\",cluster=\"a\",priority=\"\",cp_rank=\"1\"} 3\n"
+              "q{model=\"m\",cluster=\"a\",priority=\"5\",cp_rank=\"0\"} 2\n"
+              "# TYPE h histogram\n"
+              "h_bucket{model=\"m\",le=\"1\"} 1\nh_bucket{model=\"m\",le=\"+Inf\"} 2\n"
+              "h_sum{model=\"m\"} 1\nh_count{model=\"m\"} 2\n"
+              "h_sum{model=\"m\",tier=\"x\"} 1\nh_count{model=\"m\",tier=\"x\"} 2\n",
+              {}, &error))
+      << error;
+  const std::string_view known[] = {"model", "priority"};
+  const LabelMatch total[] = {{"priority", ""}};
+  EXPECT_EQ(s.UnknownSplit("q", total, known), "cp_rank");
+  const LabelMatch one_rank[] = {{"cp_rank", "0"}};
+  EXPECT_EQ(s.UnknownSplit("q", one_rank, known), std::nullopt);  // cluster: one value
+  const std::string_view all[] = {"model", "priority", "cp_rank"};
+  EXPECT_EQ(s.UnknownSplit("q", {}, all), std::nullopt);
+  // A label some series lack reads "" there: two values.
+  EXPECT_EQ(s.UnknownSplit("h", {}, known), "tier");
+  const LabelMatch no_tier[] = {{"tier", ""}};
+  EXPECT_EQ(s.UnknownSplit("h", no_tier, known), std::nullopt);
+  EXPECT_EQ(s.UnknownSplit("absent", {}, known), std::nullopt);
+}
+
 }  // namespace
 }  // namespace modelmetrics

@@ -98,6 +98,11 @@ SglangTiers DetectSglangTiers(const Pod& pod) {
 // one series per request priority, parts of the whole: those are summed.
 const Select kPriorityTotal = {{.name = "priority", .value = ""}};
 
+// The labels SchedulerMetricsCollector writes on the queue gauges (with DP, dp_rank; priority is
+// the select's, tp_rank and moe_ep_rank the rank copies'). These gauges are where SGLang has put a
+// total beside its parts, so a label it adds later is not summed until a row says what it is.
+const KnownLabels kSchedulerLabels = {"model_name", "engine_type", "pp_rank", "dp_rank"};
+
 // By default only each attention-TP group's rank 0 writes the scheduler's families; with
 // --enable-metrics-for-all-schedulers every scheduler process does, each logging the batch its
 // whole group runs, so a gauge or token counter comes out once per rank (init_new and
@@ -116,18 +121,21 @@ const ExporterProfile exporters::kSglang{
     .gauges = {{.key = "running",
                 .family = "sglang:num_running_reqs",
                 .unit = kUnitRequests,
-                .select = kPriorityTotal},
+                .select = kPriorityTotal,
+                .known_labels = kSchedulerLabels},
                {.key = "waiting",
                 .family = "sglang:num_queue_reqs",
                 .unit = kUnitRequests,
                 .queueing = true,
-                .select = kPriorityTotal},
+                .select = kPriorityTotal,
+                .known_labels = kSchedulerLabels},
                {.key = "decode-transfer-waiting",
                 .family = "sglang:num_decode_transfer_queue_reqs",
                 .unit = kUnitRequests,
                 .queueing = true,
                 .applies = Applies::kPdDecodeOnly,
-                .select = kPriorityTotal}},
+                .select = kPriorityTotal,
+                .known_labels = kSchedulerLabels}},
     .windows =
         {
             {"ttft", "sglang:time_to_first_token_seconds", WindowKind::kHistogram, Area::kLatency,

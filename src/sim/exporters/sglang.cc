@@ -86,8 +86,11 @@ class SglangModel : public ExporterModelOf<SglangModel, Counters, Gauges> {
       k_.transfer_gbs.Observe(megabytes / latency_ms);  // MB/ms == GB/s
       if (rng.Chance(0.003)) k_.transfer_failed = k_.transfer_failed.value_or(0) + 1;
     } else {
+      // The tokenizer records TTFT at a request's first output and ITL at every later one that
+      // adds tokens, streaming or not (collect_metrics, tokenizer_manager.py; a non-streaming
+      // request's first token is flushed at once, then every 50 tokens and at its end).
       (q.streaming ? k_.ttft_streaming : k_.ttft).Observe(q.ttft);
-      if (q.streaming) k_.itl.Observe(q.itl, q.output - 1);
+      if (q.output > 1) k_.itl.Observe(q.itl, q.output - 1);
       k_.e2e.Observe(q.e2e);
     }
   }
@@ -213,7 +216,7 @@ std::string SglangModel::Render() const {
     w.Histogram("sglang:time_to_first_token_seconds", With(tokenizer, {{"is_streaming", "true"}}),
                 k_.ttft_streaming);
   }
-  if (k_.itl.observed) {  // labeled: nothing until a request streams
+  if (k_.itl.observed) {  // labeled: nothing until a request's second output
     w.Family("sglang:inter_token_latency_seconds", "histogram",
              "Histogram of inter-token latency in seconds.");
     w.Histogram("sglang:inter_token_latency_seconds", tokenizer, k_.itl);

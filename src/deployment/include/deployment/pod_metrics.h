@@ -37,6 +37,9 @@ struct PodMetrics {
   // Unsplit gauge and window keys that are absent because their series hold no valid value: the
   // first such value (NaN, an infinity, a negative number), so the reason can say what it is.
   std::map<std::string, double, std::less<>> invalid;
+  // Unsplit gauge and window keys not read because a label their row does not know splits their
+  // series (GaugeRow::known_labels): the label.
+  std::map<std::string, std::string, std::less<>> unknown_split;
 };
 
 }  // namespace modelmetrics::deployment
