@@ -239,12 +239,16 @@ std::optional<std::string> Scrape::UnknownSplit(std::string_view name,
                              : IsValueSeries(*family, s);
     if (!counted || !Matches(s, match)) continue;
     ++series;
-    for (const auto& [k, v] : s.labels) {
-      if (k == "le" || std::find(known.begin(), known.end(), k) != known.end()) continue;
-      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == k; });
-      if (it == seen.end()) it = seen.insert(seen.end(), {k, {{}, 0}});
+    for (const LabelPair& label : s.labels) {
+      const std::string& name = label.first;
+      if (name == "le" || std::find(known.begin(), known.end(), name) != known.end()) continue;
+      auto it = std::find_if(seen.begin(), seen.end(),
+                             [&name](const auto& e) { return e.first == name; });
+      if (it == seen.end()) it = seen.insert(seen.end(), {name, {{}, 0}});
       auto& [values, carried] = it->second;
-      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+      if (std::find(values.begin(), values.end(), label.second) == values.end()) {
+        values.push_back(label.second);
+      }
       ++carried;
     }
   }
