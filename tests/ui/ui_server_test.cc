@@ -98,6 +98,10 @@ class UiServerTest : public ::testing::Test {
         source_.get(), aggregator_.get(),
         UiOptions{.ns = "team", .interval = 300ms, .token = "the-token"});
     ASSERT_TRUE(server_->Start(&error)) << error;
+    // The page knows a deployment from its first listing, which its poller makes after Start.
+    ASSERT_TRUE(WaitUntil([&] {
+      return Get(server_->port(), "/api/v1/deployments/team/chat", "the-token").status == 200;
+    }));
   }
 
   nlohmann::json Detail() {
@@ -212,6 +216,9 @@ class UiThroughTheApi : public ::testing::Test {
                                        UiOptions{.ns = "team", .interval = 300ms, .token = "page"});
     std::string error;
     ASSERT_TRUE(page_->Start(&error)) << error;
+    // The page knows a deployment from its first listing, which its poller makes after Start.
+    ASSERT_TRUE(WaitUntil(
+        [&] { return Get(page_->port(), "/api/v1/deployments/team/chat", "page").status == 200; }));
   }
 
   nlohmann::json Detail() {
