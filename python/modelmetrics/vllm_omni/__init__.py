@@ -1,25 +1,41 @@
 """modelmetrics for vLLM-Omni: ``modelmetrics.vllm_omni.metrics`` is a drop-in for
-``vllm_omni.metrics``, and ``install()`` makes an existing vLLM-Omni installation use it.
+``vllm_omni.metrics``, and ``install()`` makes an existing vLLM-Omni installation use it -- or,
+when the installed vLLM-Omni is newer than the drop-in, makes upstream's own package run on
+modelmetrics' instruments.
 
     import modelmetrics.vllm_omni
     modelmetrics.vllm_omni.install()      # first thing in the launcher
-    ...                                   # vLLM-Omni now imports our vllm_omni.metrics.*
+    ...                                   # vLLM-Omni's metrics now run on modelmetrics
 
-``install()`` adds an import hook, the way vLLM-Omni's own ``patch.py`` replaces upstream
-functions at import: ``vllm_omni.metrics`` and every ``vllm_omni.metrics.<module>`` (and
-``vllm_omni.benchmarks.audio_continuity``) resolve to this package's modules, and, when vLLM is
-imported later, its ``unregister_vllm_metrics`` is replaced by the scoped version that keeps the
-``vllm_omni:*`` families (§4.10). Without vLLM-Omni installed, an empty ``vllm_omni`` package
-stands in so upstream-style imports still work (tests, tools).
+Two modes, chosen before anything is switched:
+
+* *drop-in* (the fastest): ``vllm_omni.metrics`` and every ``vllm_omni.metrics.<module>`` (and
+  ``vllm_omni.benchmarks.audio_continuity``) resolve to this package's modules, and, when vLLM is
+  imported later, its ``unregister_vllm_metrics`` is replaced by the scoped version that keeps
+  the ``vllm_omni:*`` families (§4.10). Without vLLM-Omni installed, an empty ``vllm_omni``
+  package stands in so upstream-style imports still work (tests, tools). Chosen when the drop-in
+  provides every module, public name and parameter of the installed ``vllm_omni.metrics``
+  (read from its source without importing it: ``_api.py``).
+* *instruments*: upstream's ``vllm_omni.metrics`` runs unchanged, but its modules' imports of
+  ``prometheus_client`` get ``modelmetrics.prometheus_client`` (the same families and /metrics
+  text, each call on a native instrument), and vLLM's own loggers are switched as
+  ``modelmetrics.vllm.install()`` switches them. Chosen otherwise, so a vLLM-Omni newer than the
+  drop-in starts and keeps every family and method it has.
+
+One log line (logger ``modelmetrics``) says which mode was chosen and why. ``install(mode=...)``
+forces one; forcing the drop-in over a vLLM-Omni it does not cover raises before anything is
+switched.
 """
 
+import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import logging
+import os
 import sys
 import threading
-import types
 
 from .._import_hooks import PatchingLoader, find_elsewhere
 
@@ -94,28 +110,134 @@ class _StandInFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install():
-    """Makes ``import vllm_omni.metrics...`` resolve to ``modelmetrics.vllm_omni.metrics...``.
+DROP_IN = "drop-in"
+INSTRUMENTS = "instruments"
+_log = logging.getLogger("modelmetrics")
+_state = {"mode": None}
 
-    Idempotent. Raises RuntimeError when upstream's ``vllm_omni.metrics`` was already imported
-    (its prometheus_client families are registered then; call install() first).
+
+def _prometheus_client_import(name, globals=None, locals=None, fromlist=(), level=0):
+    """``__import__`` for upstream's metrics modules: prometheus_client is modelmetrics'."""
+    if level == 0 and name == "prometheus_client":
+        return importlib.import_module("modelmetrics.prometheus_client")
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+_REDIRECTING_BUILTINS = dict(vars(builtins), __import__=_prometheus_client_import)
+
+
+class _InstrumentsLoader(importlib.abc.Loader):
+    """Executes upstream's module with builtins whose ``__import__`` hands it modelmetrics'
+    prometheus_client (its functions keep those builtins, so a later import inside one does
+    too); everything else is the wrapped loader's."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__builtins__ = _REDIRECTING_BUILTINS
+        self._loader.exec_module(module)
+
+
+class _InstrumentsFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "vllm_omni.metrics" and not fullname.startswith("vllm_omni.metrics."):
+            return None
+        spec = find_elsewhere(lambda f: isinstance(f, _InstrumentsFinder), fullname, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _InstrumentsLoader(spec.loader)
+        return spec
+
+
+def installed_vllm_omni_metrics():
+    """The folder of the installed vLLM-Omni's ``metrics`` package (found on sys.path without
+    importing anything), or None."""
+    spec = importlib.machinery.PathFinder.find_spec("vllm_omni")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        metrics = os.path.join(location, "metrics")
+        if os.path.isfile(os.path.join(metrics, "__init__.py")):
+            return metrics
+    return None
+
+
+def _choose(mode):
+    """(mode, why): the mode to use, and the reason the log line gives."""
+    from . import _api
+
+    if mode not in (None, DROP_IN, INSTRUMENTS):
+        raise ValueError(f"install(mode={mode!r}): mode is 'drop-in' or 'instruments'")
+    folder = installed_vllm_omni_metrics()
+    if mode == INSTRUMENTS:
+        if folder is None:
+            raise RuntimeError("install(mode='instruments'): no vLLM-Omni is installed "
+                               "(vllm_omni.metrics is not on sys.path)")
+        return INSTRUMENTS, f"asked for, over {folder}"
+    if folder is None:
+        return DROP_IN, "no vLLM-Omni is installed: the drop-in stands in for it"
+    missing = _api.first_missing(_api.read_package(folder), _api.read_drop_in())
+    if missing is None:
+        return DROP_IN, f"it provides everything the installed {folder} defines"
+    if mode == DROP_IN:
+        raise RuntimeError(
+            f"install(mode='drop-in'): the drop-in lacks {missing}, which the installed "
+            f"vLLM-Omni ({folder}) defines; use mode='instruments' or leave mode unset")
+    return INSTRUMENTS, f"the drop-in lacks {missing}, which the installed {folder} defines"
+
+
+def install(mode=None):
+    """Makes vLLM-Omni's metrics run on modelmetrics, in the mode given or, by default, the
+    fastest one that covers the installed vLLM-Omni (see the module's doc). Returns the mode.
+
+    Idempotent (a second call returns the first one's mode). Raises RuntimeError, having switched
+    nothing, when upstream's ``vllm_omni.metrics`` was already imported (its prometheus_client
+    families are registered then; call install() first), when the drop-in is forced over a
+    vLLM-Omni it does not cover, or when instruments are forced without a vLLM-Omni.
     """
     with _lock:
-        if _finders:
-            return
+        if _state["mode"] is not None:
+            return _state["mode"]
         for name, module in list(sys.modules.items()):
             if _target(name) is not None and not getattr(module, "__name__", "").startswith(_PACKAGE):
                 raise RuntimeError(
                     f"{name} was imported before modelmetrics.vllm_omni.install(); "
                     "call install() first, before anything imports vllm_omni.metrics"
                 )
-        alias, stand_in = _AliasFinder(), _StandInFinder()
-        sys.meta_path.insert(0, alias)
-        sys.meta_path.append(stand_in)
-        _finders.extend([alias, stand_in])
-        vllm_prometheus = sys.modules.get(_VLLM_PROMETHEUS)
-        if vllm_prometheus is not None:
-            _scope_unregister(vllm_prometheus)
+        chosen, why = _choose(mode)
+        if chosen == DROP_IN:
+            alias, stand_in = _AliasFinder(), _StandInFinder()
+            sys.meta_path.insert(0, alias)
+            sys.meta_path.append(stand_in)
+            _finders.extend([alias, stand_in])
+            vllm_prometheus = sys.modules.get(_VLLM_PROMETHEUS)
+            if vllm_prometheus is not None:
+                _scope_unregister(vllm_prometheus)
+        else:
+            from .. import vllm as _vllm
+
+            _vllm.install()  # vLLM's loggers, and the stat logger upstream derives from them
+            finder = _InstrumentsFinder()
+            sys.meta_path.insert(0, finder)
+            _finders.append(finder)
+        _state["mode"] = chosen
+        _announce(f"modelmetrics.vllm_omni: {chosen} mode: {why}")
+        return chosen
+
+
+def _announce(line):
+    """One INFO line on the ``modelmetrics`` logger, or on stderr when logging is not set up
+    (a server's log must show which mode its metrics run in)."""
+    if _log.hasHandlers():
+        _log.info("%s", line)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def uninstall():
@@ -125,10 +247,16 @@ def uninstall():
             if finder in sys.meta_path:
                 sys.meta_path.remove(finder)
         _finders.clear()
+        _state["mode"] = None
 
 
 def installed() -> bool:
     return bool(_finders)
 
 
-__all__ = ["install", "uninstall", "installed"]
+def mode():
+    """The mode install() chose ('drop-in' or 'instruments'), or None before it."""
+    return _state["mode"]
+
+
+__all__ = ["install", "uninstall", "installed", "mode", "DROP_IN", "INSTRUMENTS"]

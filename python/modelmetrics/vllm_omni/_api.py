@@ -1,0 +1,279 @@
+"""The public API of a ``vllm_omni.metrics`` package, read without importing it, and whether the
+drop-in provides all of it.
+
+Importing upstream's package would register its prometheus_client families (and may import vLLM
+and torch), so the installed package is read from its source with ``ast``: each module, its
+public names, and the parameters of its functions, classes and public methods. The drop-in is
+read the same way, except that a name bound to a class of ``modelmetrics._native`` is read from
+that class (``inspect.signature``; importing ``_native`` registers nothing).
+
+``first_missing(upstream, ours)`` names the first thing a program written for upstream could use
+that the drop-in lacks -- a module, a name, a parameter -- or returns None.
+"""
+
+import ast
+import inspect
+import os
+
+_PACKAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metrics")
+_MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+class Callable:
+    """What a call may pass: positional parameter names in order, keyword-only names, the
+    required ones, and whether *args / **kwargs are taken. A dataclass's constructor is compared
+    by its field names only (nobody passes thirty fields by position)."""
+
+    def __init__(self, positional, keyword_only, required, varargs=False, varkw=False,
+                 by_name=False):
+        self.positional = list(positional)
+        self.keyword_only = list(keyword_only)
+        self.required = set(required)
+        self.varargs = varargs
+        self.varkw = varkw
+        self.by_name = by_name
+
+    def accepts(self, other):
+        """The first of `other`'s parameters a call written for it may pass that this one does
+        not take, or None."""
+        names = set(self.positional) | set(self.keyword_only)
+        for i, name in enumerate(other.positional):
+            if self.by_name and other.by_name:
+                if name not in names and not self.varkw:
+                    return name
+            elif i < len(self.positional):
+                if self.positional[i] != name:
+                    return name
+            elif not self.varargs and name not in self.keyword_only:
+                return name
+        for name in other.keyword_only:
+            if name not in names and not self.varkw:
+                return name
+        if other.varargs and not self.varargs:
+            return "*args"
+        if other.varkw and not self.varkw:
+            return "**kwargs"
+        extra = self.required - set(other.positional) - set(other.keyword_only)
+        return f"(it requires {sorted(extra)[0]})" if extra else None
+
+
+def _from_arguments(args, skip_first):
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    defaults = len(args.defaults)
+    required = positional[: len(positional) - defaults] if defaults else list(positional)
+    kw_required = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    if skip_first and positional:
+        positional = positional[1:]
+        required = required[1:]
+    return Callable(positional, [a.arg for a in args.kwonlyargs], required + kw_required,
+                    args.vararg is not None, args.kwarg is not None)
+
+
+def _from_signature(signature, skip_first):
+    positional, keyword_only, required = [], [], []
+    varargs = varkw = False
+    for i, p in enumerate(signature.parameters.values()):
+        if skip_first and i == 0 and p.kind != p.KEYWORD_ONLY:
+            continue
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional.append(p.name)
+        elif p.kind == p.KEYWORD_ONLY:
+            keyword_only.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            varargs = True
+        else:
+            varkw = True
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            required.append(p.name)
+    return Callable(positional, keyword_only, required, varargs, varkw)
+
+
+def _is_dataclass(node):
+    for d in node.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "dataclass":
+            return True
+    return False
+
+
+def _class_api(node, classes):
+    """(constructor, {public method: Callable}) of a class statement, with what it inherits from
+    classes of the same module (`classes`: name -> statement)."""
+    methods, fields, init = {}, [], None
+    for base in node.bases:
+        parent = classes.get(getattr(base, "id", None))
+        if parent is not None and parent is not node:
+            parent_init, parent_methods = _class_api(parent, {k: v for k, v in classes.items()
+                                                              if v is not node})
+            methods.update(parent_methods)
+            init = parent_init or init
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            static = any(getattr(d, "id", "") == "staticmethod" for d in item.decorator_list)
+            api = _from_arguments(item.args, skip_first=not static)
+            if item.name == "__init__":
+                init = api
+            elif not item.name.startswith("_"):
+                methods[item.name] = api
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            fields.append((item.target.id, item.value is not None))
+    if _is_dataclass(node):
+        init = Callable([f for f, _ in fields], [], [f for f, has in fields if not has],
+                        by_name=True)
+    return init, methods
+
+
+def _statements(body):
+    """The module's statements, with those of its top-level if/try/with blocks (a class defined
+    only when vLLM is importable is still part of the API)."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _statements(node.body)
+            yield from _statements(node.orelse)
+        elif isinstance(node, ast.Try):
+            yield from _statements(node.body)
+            for handler in node.handlers:
+                yield from _statements(handler.body)
+            yield from _statements(node.orelse)
+            yield from _statements(node.finalbody)
+        elif isinstance(node, ast.With):
+            yield from _statements(node.body)
+        else:
+            yield node
+
+
+def _static_all(tree):
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__"
+                                                for t in node.targets):
+            if isinstance(node.value, (ast.List, ast.Tuple)):
+                names = [e.value for e in node.value.elts
+                         if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                if len(names) == len(node.value.elts):
+                    return names
+    return None
+
+
+def _module_api(source, native=None, provided=False):
+    """{name: (kind, constructor or function Callable or None, {method: Callable})}: the public
+    names (and ``__all__``), or with `provided` every name the module binds (what the drop-in
+    offers to ``from ... import``)."""
+    tree = ast.parse(source)
+    statements = list(_statements(tree.body))
+    classes = {n.name: n for n in statements if isinstance(n, ast.ClassDef)}
+    api = {}
+    for node in statements:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            api[node.name] = ("function", _from_arguments(node.args, False), {})
+        elif isinstance(node, ast.ClassDef):
+            init, methods = _class_api(node, classes)
+            api[node.name] = ("class", init, methods)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    api.setdefault(t.id, _native_api(node.value, native) or ("value", None, {}))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    api.setdefault((alias.asname or alias.name).split(".")[0],
+                                   ("value", None, {}))
+    if provided:
+        return api
+    public = [name for name in api if not name.startswith("_") and not _imported(tree, name)]
+    for name in _static_all(tree) or []:
+        if name not in public:
+            public.append(name)
+    return {name: api.get(name, ("value", None, {})) for name in public}
+
+
+def _imported(tree, name):
+    """Whether `name` is bound only by an import from outside the package (typing, logging...):
+    not part of the module's API unless ``__all__`` says so."""
+    for node in tree.body:
+        if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom) and node.level == 0):
+            for alias in node.names:
+                if (alias.asname or alias.name).split(".")[0] == name:
+                    return True
+    return False
+
+
+def _native_api(value, native):
+    """The API of `X = _native.Y` (a class defined in C++), else None."""
+    if native is None or not (isinstance(value, ast.Attribute) and
+                              getattr(value.value, "id", "") == "_native"):
+        return None
+    cls = getattr(native, value.attr, None)
+    if not isinstance(cls, type):
+        return None
+    try:
+        init = _from_signature(inspect.signature(cls), skip_first=False)
+    except (TypeError, ValueError):
+        init = Callable([], [], [], True, True)
+    methods = {}
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        member = getattr(cls, name)
+        if callable(member):
+            try:
+                methods[name] = _from_signature(inspect.signature(member), skip_first=True)
+            except (TypeError, ValueError):
+                methods[name] = Callable([], [], [], True, True)
+    return ("class", init, methods)
+
+
+def read_package(directory, package="vllm_omni.metrics", native=None, provided=False):
+    """{module name: module API} of every ``.py`` under `directory` (a package's folder): its
+    public names, or with `provided` every name it binds."""
+    modules = {}
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(root, name)
+            if os.path.getsize(path) > _MAX_FILE_BYTES:
+                continue
+            relative = os.path.relpath(path, directory)[: -len(".py")].split(os.sep)
+            if relative[-1] == "__init__":
+                relative = relative[:-1]
+            with open(path, encoding="utf-8", errors="replace") as f:
+                source = f.read()
+            try:
+                modules[".".join([package] + relative)] = _module_api(source, native, provided)
+            except SyntaxError as e:
+                modules[".".join([package] + relative)] = {"<syntax error>": (str(e), None, {})}
+    return modules
+
+
+def read_drop_in():
+    """The drop-in's API, under upstream's module names."""
+    from modelmetrics import _native
+
+    return read_package(_PACKAGE_DIR, native=_native, provided=True)
+
+
+def first_missing(upstream, ours):
+    """The first module, name or parameter of `upstream` that `ours` lacks, as a sentence; None
+    when the drop-in provides all of it."""
+    for module, names in sorted(upstream.items()):
+        mine = ours.get(module)
+        if mine is None:
+            return f"module {module}"
+        for name, (kind, call, methods) in sorted(names.items()):
+            if name not in mine:
+                return f"{module}.{name}"
+            _, my_call, my_methods = mine[name]
+            if call is not None and my_call is not None:
+                missing = my_call.accepts(call)
+                if missing:
+                    return f"{module}.{name}({missing})"
+            for method, api in sorted(methods.items()):
+                if method not in my_methods:
+                    return f"{module}.{name}.{method}"
+                missing = my_methods[method].accepts(api)
+                if missing:
+                    return f"{module}.{name}.{method}({missing})"
+    return None
