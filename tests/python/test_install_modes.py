@@ -222,3 +222,16 @@ def test_forcing_the_instruments_without_a_vllm_omni_is_a_clear_error(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "no vLLM-Omni is installed" in result.stdout
     assert "mode is 'drop-in' or 'instruments'" in result.stdout
+
+
+def test_a_package_that_cannot_be_read_gets_the_instruments(tmp_path):
+    site = tmp_path / "site"
+    write_tree(site, {"vllm_omni/__init__.py": "", "vllm_omni/metrics/__init__.py": ""})
+    (site / "vllm_omni" / "metrics" / "broken.py").write_bytes(b"def f(:\n")
+    result = run("""
+        import modelmetrics.vllm_omni
+        print(modelmetrics.vllm_omni.install())
+        import vllm_omni.metrics
+    """, tmp_path, site)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "instruments"

@@ -182,7 +182,10 @@ def _choose(mode):
         return INSTRUMENTS, f"asked for, over {folder}"
     if folder is None:
         return DROP_IN, "no vLLM-Omni is installed: the drop-in stands in for it"
-    missing = _api.first_missing(_api.read_package(folder), _api.read_drop_in())
+    try:
+        missing = _api.first_missing(_api.read_package(folder), _api.read_drop_in())
+    except Exception as e:  # noqa: BLE001 - an unreadable package must not stop the server
+        missing = f"a reading of the installed package ({type(e).__name__}: {e})"
     if missing is None:
         return DROP_IN, f"it provides everything the installed {folder} defines"
     if mode == DROP_IN:
