@@ -91,6 +91,7 @@ stage "benchmark smoke run" 60
 build/venv/bin/python bench/python/observe_bench.py --repeat 3 --number 2000
 build/venv/bin/python bench/python/client_bench.py --repeat 1
 build/venv/bin/python bench/python/multiprocess_bench.py --repeat 1 --number 2000
+build/venv/bin/python bench/python/install_modes_bench.py --repeat 1 --number 2000
 
 stage "real Prometheus scrapes the pipeline simulator" 40
 bash scripts/prometheus_pipeline_check.sh

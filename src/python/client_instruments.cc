@@ -25,7 +25,8 @@ struct CoreObject {
   Counter counter;                  // this object's series, by kind (inert otherwise)
   Gauge gauge;
   Histogram histogram;
-  PyObject* metrics;  // a parent's children: {labelvalues tuple: child}
+  PyObject* metrics;     // a parent's children: {labelvalues tuple: child}
+  PyObject* labelnames;  // a parent's label names, a tuple of str (the labels() fast path)
   Kind kind;
   bool observable;  // a child, or an unlabelled metric, once bound
   bool detached;    // removed from its family (the family keeps the series: another object
@@ -80,12 +81,14 @@ PyObject* New(PyTypeObject* type, PyObject*, PyObject*) {
 
 int Traverse(PyObject* obj, visitproc visit, void* arg) {
   Py_VISIT(Core(obj)->metrics);
+  Py_VISIT(Core(obj)->labelnames);
   Py_VISIT(Py_TYPE(obj));
   return 0;
 }
 
 int Clear(PyObject* obj) {
   Py_CLEAR(Core(obj)->metrics);
+  Py_CLEAR(Core(obj)->labelnames);
   return 0;
 }
 
@@ -138,6 +141,11 @@ PyObject* NativeFamily(PyObject* obj, PyObject* args) {
     if (text == nullptr) return nullptr;
     options.help.assign(text, static_cast<size_t>(size));
     if (!Strings(labelnames, "labelnames must be a sequence", &options.labels)) return nullptr;
+    if (!options.labels.empty()) {
+      PyRef names = AsTuple(labelnames, "labelnames must be a sequence");
+      if (!names) return nullptr;
+      Py_XSETREF(self->labelnames, names.release());
+    }
     if (bounds != Py_None) {
       PyRef fast = AsTuple(bounds, "buckets must be a sequence");
       if (!fast) return nullptr;
@@ -296,22 +304,49 @@ PyObject* CallSlow(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObj
   });
 }
 
-PyObject* Labels(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  CoreObject* self = Core(obj);
-  if (self->metrics != nullptr && kwnames == nullptr && nargs > 0) {
-    PyRef key(PyTuple_New(nargs));
-    if (!key) return nullptr;
-    bool all_str = true;
-    for (Py_ssize_t i = 0; i < nargs && all_str; ++i) {
-      all_str = PyUnicode_CheckExact(args[i]);
-      if (all_str) PyTuple_SET_ITEM(key.get(), i, Py_NewRef(args[i]));
-    }
-    if (all_str) {
-      PyObject* child = PyDict_GetItemWithError(self->metrics, key.get());
-      if (child != nullptr) return Py_NewRef(child);
-      if (PyErr_Occurred()) return nullptr;
-    }
+// A label value as prometheus_client's labels() keys it: a str as is, an int or a float as its
+// str() (what prometheus_client stores); null for any other type (the slow path then converts it,
+// or raises) -- with an error set only when str() failed.
+PyObject* KeyPart(PyObject* value) {
+  if (PyUnicode_CheckExact(value)) return Py_NewRef(value);
+  if (PyLong_CheckExact(value) || PyFloat_CheckExact(value)) return PyObject_Str(value);
+  return nullptr;
+}
+
+// The argument passed for label `name` by keyword, or null.
+PyObject* Keyword(PyObject* name, PyObject* const* values, PyObject* kwnames) {
+  for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(kwnames); ++j) {
+    PyObject* given = PyTuple_GET_ITEM(kwnames, j);
+    if (given == name || PyUnicode_Compare(given, name) == 0) return values[j];
   }
+  return nullptr;
+}
+
+// The existing child for labels() called with every label value, positionally or by keyword in
+// any order, each a str, int or float; null (no error set) when this call is not such a one or the
+// child does not exist yet: the slow path then decides, or raises prometheus_client's error.
+PyObject* CachedChild(CoreObject* self, PyObject* const* args, Py_ssize_t nargs,
+                      PyObject* kwnames) {
+  if (self->metrics == nullptr || self->labelnames == nullptr) return nullptr;
+  const Py_ssize_t n = PyTuple_GET_SIZE(self->labelnames);
+  const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  if ((nargs > 0 && nkw > 0) || nargs + nkw != n || n == 0) return nullptr;
+  PyRef key(PyTuple_New(n));
+  if (!key) return nullptr;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* value =
+        nargs > 0 ? args[i] : Keyword(PyTuple_GET_ITEM(self->labelnames, i), args, kwnames);
+    PyObject* part = value == nullptr ? nullptr : KeyPart(value);
+    if (part == nullptr) return nullptr;
+    PyTuple_SET_ITEM(key.get(), i, part);
+  }
+  PyObject* child = PyDict_GetItemWithError(self->metrics, key.get());
+  return child == nullptr ? nullptr : Py_NewRef(child);
+}
+
+PyObject* Labels(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (PyObject* child = CachedChild(Core(obj), args, nargs, kwnames)) return child;
+  if (PyErr_Occurred()) return nullptr;
   return CallSlow(obj, args, nargs, kwnames);
 }
 

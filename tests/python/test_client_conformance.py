@@ -323,3 +323,35 @@ def test_set_function_runs_only_when_its_own_registry_renders():
     assert calls == []
     assert 'fn{k="a"} 5.0' in mpc.generate_latest(mine).decode()
     assert calls == [1]
+
+
+def test_labels_by_keyword_in_any_order_and_by_number_find_the_same_child():
+    # The native fast path (upstream vLLM-Omni passes keywords and int stage ids): each spelling
+    # returns the one child prometheus_client's str() keys would, and a wrong call still raises
+    # prometheus_client's error.
+    for module in (pc, mpc):
+        r = pc.CollectorRegistry()
+        h = module.Histogram("transfer_s", "T.", ["model_name", "stage", "replica"], registry=r)
+        first = h.labels(model_name="m", stage=1, replica=0)
+        assert h.labels("m", "1", "0") is first
+        assert h.labels(replica="0", stage="1", model_name="m") is first
+        assert h.labels("m", 1, 0) is first
+        assert h.labels(model_name="m", stage=1.5, replica=0) is h.labels("m", "1.5", "0")
+        assert h.labels(model_name="m", stage=True, replica=0) is h.labels("m", "True", "0")
+        with pytest.raises(ValueError, match="Incorrect label names"):
+            h.labels(model_name="m", stage=1, rep=0)
+        with pytest.raises(ValueError, match="Incorrect label count"):
+            h.labels("m", 1)
+        with pytest.raises(ValueError, match="both"):
+            h.labels("m", stage=1, replica=0)
+
+
+def keyword_labels(m, r):
+    c = m.Counter("c", "C.", ["a", "b"], registry=r)
+    for _ in range(3):
+        c.labels(b=2, a="x").inc()
+    c.labels("x", 2).inc(0.5)
+
+
+def test_keyword_and_number_labels_print_as_prometheus_client_prints_them():
+    assert 'c_total{a="x",b="2"} 3.5' in assert_same(keyword_labels)
