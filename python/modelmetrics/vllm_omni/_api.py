@@ -255,25 +255,33 @@ def read_drop_in():
     return read_package(_PACKAGE_DIR, native=_native, provided=True)
 
 
-def first_missing(upstream, ours):
-    """The first module, name or parameter of `upstream` that `ours` lacks, as a sentence; None
-    when the drop-in provides all of it."""
+def differences(upstream, ours):
+    """Every module, name or parameter of `upstream` that `ours` lacks, as sentences, in module
+    and name order."""
     for module, names in sorted(upstream.items()):
         mine = ours.get(module)
         if mine is None:
-            return f"module {module}"
+            yield f"module {module}"
+            continue
         for name, (kind, call, methods) in sorted(names.items()):
             if name not in mine:
-                return f"{module}.{name}"
+                yield f"{module}.{name}"
+                continue
             _, my_call, my_methods = mine[name]
             if call is not None and my_call is not None:
                 missing = my_call.accepts(call)
                 if missing:
-                    return f"{module}.{name}({missing})"
+                    yield f"{module}.{name}({missing})"
             for method, api in sorted(methods.items()):
                 if method not in my_methods:
-                    return f"{module}.{name}.{method}"
+                    yield f"{module}.{name}.{method}"
+                    continue
                 missing = my_methods[method].accepts(api)
                 if missing:
-                    return f"{module}.{name}.{method}({missing})"
-    return None
+                    yield f"{module}.{name}.{method}({missing})"
+
+
+def first_missing(upstream, ours):
+    """The first module, name or parameter of `upstream` that `ours` lacks, as a sentence; None
+    when the drop-in provides all of it."""
+    return next(differences(upstream, ours), None)
