@@ -235,3 +235,25 @@ def test_a_package_that_cannot_be_read_gets_the_instruments(tmp_path):
     """, tmp_path, site)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "instruments"
+
+
+def test_a_family_defined_otherwise_chooses_the_instruments(tmp_path):
+    # The drop-in's API, but a family whose HELP the installed version changed: the drop-in would
+    # print the old text, so the installed package runs on the instruments.
+    site = tmp_path / "site"
+    write_tree(site, {
+        "vllm_omni/__init__.py": "",
+        "vllm_omni/metrics/__init__.py": "",
+        "vllm_omni/metrics/prometheus.py": """
+            from prometheus_client import Gauge
+
+            _running = Gauge("vllm_omni:num_requests_running", "A new HELP text.", ["model_name"])
+        """,
+    })
+    result = run("""
+        import modelmetrics.vllm_omni
+        print(modelmetrics.vllm_omni.install())
+    """, tmp_path, site)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "instruments"
+    assert "family vllm_omni:num_requests_running (differs: help)" in result.stderr

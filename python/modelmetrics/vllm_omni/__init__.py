@@ -15,7 +15,8 @@ Two modes, chosen before anything is switched:
   the ``vllm_omni:*`` families (§4.10). Without vLLM-Omni installed, an empty ``vllm_omni``
   package stands in so upstream-style imports still work (tests, tools). Chosen when the drop-in
   provides every module, public name and parameter of the installed ``vllm_omni.metrics``
-  (read from its source without importing it: ``_api.py``).
+  and its families are the installed package's (name, type, HELP, labels, buckets), both read
+  from its source without importing it (``_api.py``, ``_families.py``).
 * *instruments*: upstream's ``vllm_omni.metrics`` runs unchanged, but its modules' imports of
   ``prometheus_client`` get ``modelmetrics.prometheus_client`` (the same families and /metrics
   text, each call on a native instrument), and vLLM's own loggers are switched as
@@ -170,7 +171,7 @@ def installed_vllm_omni_metrics():
 
 def _choose(mode):
     """(mode, why): the mode to use, and the reason the log line gives."""
-    from . import _api
+    from . import _api, _families
 
     if mode not in (None, DROP_IN, INSTRUMENTS):
         raise ValueError(f"install(mode={mode!r}): mode is 'drop-in' or 'instruments'")
@@ -184,15 +185,20 @@ def _choose(mode):
         return DROP_IN, "no vLLM-Omni is installed: the drop-in stands in for it"
     try:
         missing = _api.first_missing(_api.read_package(folder), _api.read_drop_in())
+        if missing is not None:
+            mismatch = f"the drop-in lacks {missing}, which the installed {folder} defines"
+        else:  # the same API; the drop-in must print the installed package's families too
+            difference = _families.first_difference(*_families.families(folder))
+            mismatch = difference and (f"the drop-in's families are not those of the installed "
+                                       f"{folder}: {difference}")
     except Exception as e:  # noqa: BLE001 - an unreadable package must not stop the server
-        missing = f"a reading of the installed package ({type(e).__name__}: {e})"
-    if missing is None:
+        mismatch = f"the installed {folder} could not be read ({type(e).__name__}: {e})"
+    if not mismatch:
         return DROP_IN, f"it provides everything the installed {folder} defines"
     if mode == DROP_IN:
-        raise RuntimeError(
-            f"install(mode='drop-in'): the drop-in lacks {missing}, which the installed "
-            f"vLLM-Omni ({folder}) defines; use mode='instruments' or leave mode unset")
-    return INSTRUMENTS, f"the drop-in lacks {missing}, which the installed {folder} defines"
+        raise RuntimeError(f"install(mode='drop-in'): {mismatch}; use mode='instruments' or "
+                           "leave mode unset")
+    return INSTRUMENTS, mismatch
 
 
 def install(mode=None):

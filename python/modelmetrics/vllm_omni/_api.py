@@ -124,12 +124,19 @@ def _class_api(node, classes):
     return init, methods
 
 
+def _type_checking(test):
+    """Whether an if-test is ``TYPE_CHECKING`` (or ``typing.TYPE_CHECKING``)."""
+    name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", None)
+    return name == "TYPE_CHECKING"
+
+
 def _statements(body):
     """The module's statements, with those of its top-level if/try/with blocks (a class defined
     only when vLLM is importable is still part of the API)."""
     for node in body:
         if isinstance(node, ast.If):
-            yield from _statements(node.body)
+            if not _type_checking(node.test):  # names bound only for type checkers are no API
+                yield from _statements(node.body)
             yield from _statements(node.orelse)
         elif isinstance(node, ast.Try):
             yield from _statements(node.body)
