@@ -257,3 +257,106 @@ def test_a_family_defined_otherwise_chooses_the_instruments(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "instruments"
     assert "family vllm_omni:num_requests_running (differs: help)" in result.stderr
+
+
+def test_an_editable_install_is_found_as_an_import_finds_it(tmp_path):
+    # pip's editable installs put a finder on sys.meta_path rather than a folder on sys.path.
+    source = tmp_path / "src"
+    write_tree(source, NEWER)
+    result = run(f"""
+        import importlib.machinery, importlib.util, sys
+
+        class EditableFinder:
+            def find_spec(self, name, path=None, target=None):
+                if name == "vllm_omni":
+                    return importlib.util.spec_from_file_location(
+                        name, {str(source / "vllm_omni" / "__init__.py")!r},
+                        submodule_search_locations=[{str(source / "vllm_omni")!r}])
+                return None
+
+        sys.meta_path.append(EditableFinder())
+        import modelmetrics.vllm_omni
+        print(modelmetrics.vllm_omni.install())
+        from vllm_omni.metrics.duplex_trace import session_opened
+        session_opened("m")
+    """, tmp_path, tmp_path / "empty")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "instruments"
+
+
+def test_upstream_may_import_prometheus_client_submodules_in_instruments_mode(tmp_path):
+    site = tmp_path / "site"
+    tree = dict(NEWER)
+    tree["vllm_omni/metrics/duplex_trace.py"] = """
+        import prometheus_client.core
+        from prometheus_client import core, registry
+        from prometheus_client.registry import REGISTRY
+
+        SESSIONS = prometheus_client.Gauge("vllm_omni:test_duplex_sessions", "Sessions.",
+                                           ["model_name", "state"])
+        assert core.GaugeMetricFamily is not None and REGISTRY is registry.REGISTRY
+
+
+        def session_opened(model_name):
+            SESSIONS.labels(model_name=model_name, state="active").inc()
+    """
+    write_tree(site, tree)
+    result = run("""
+        import modelmetrics.vllm_omni
+        assert modelmetrics.vllm_omni.install() == "instruments"
+        import modelmetrics.prometheus_client as fast
+        import vllm_omni.metrics.duplex_trace as trace
+        assert type(trace.SESSIONS) is fast.Gauge, type(trace.SESSIONS)
+        trace.session_opened("m")
+        print("ok")
+    """, tmp_path, site)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_a_call_upstream_accepts_must_bind_on_the_drop_in():
+    from modelmetrics.vllm_omni._api import Callable
+
+    def f(positional, keyword_only=(), required=None, **kw):
+        return Callable(positional, keyword_only,
+                        positional if required is None else required, **kw)
+
+    # (upstream, drop-in, the first thing a call written for upstream cannot pass)
+    cases = [
+        (f(["a", "b"]), f(["a", "b"]), None),
+        (f(["a", "b"]), f(["a"], ["b"]), "b"),  # f(1, 2) breaks
+        (f(["a", "b"]), f(["a"], varargs=True), "b"),  # f(1, b=2) breaks
+        (f(["a", "b"], required=["a"]), f(["a", "b"]), "(it requires b)"),  # f(1) breaks
+        (f(["a"]), f(["a", "b"], required=["a"]), None),  # an extra optional parameter
+        (f(["a", "b"]), f(["a", "b"], posonly=2), "a"),  # f(a=1, b=2) breaks
+        (f([], ["a"], required=[]), f([], ["a"], required=["a"]), "(it requires a)"),
+    ]
+    for upstream, ours, expected in cases:
+        assert ours.accepts(upstream) == expected, (upstream.__dict__, ours.__dict__)
+
+
+def test_families_read_as_prometheus_client_would_build_them(tmp_path):
+    from modelmetrics.vllm_omni import _families
+
+    folder = tmp_path / "metrics"
+    write_tree(folder, {
+        "__init__.py": "",
+        "prometheus.py": """
+            import collections
+            from prometheus_client import Histogram as H, Summary
+
+            counts = collections.Counter(["a", "b"])  # not a family
+            _e2e = H("vllm_omni:e2e_request_latency_s",
+                     "Pipeline-global end-to-end request latency in seconds (user arrival to "
+                     "complete response).", ["model_name"])  # prometheus_client's default buckets
+            _s = Summary("vllm_omni:test_summary", "S.")
+        """,
+    })
+    found, unresolved = _families.families(str(folder))
+    assert list(found) == ["vllm_omni:e2e_request_latency_s"]
+    assert found["vllm_omni:e2e_request_latency_s"]["buckets"] == _families.DEFAULT_BUCKETS
+    assert unresolved == ["vllm_omni.metrics.prometheus:9 (Summary)"]
+    rows, _ = _families.compare(found, _families.catalog())
+    assert ("vllm_omni:e2e_request_latency_s", "differs: buckets",
+            "vllm_omni.metrics.prometheus:6") in rows
+    assert _families.first_difference(found, unresolved).startswith("a family it cannot compare")

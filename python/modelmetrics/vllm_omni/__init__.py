@@ -118,13 +118,37 @@ _state = {"mode": None}
 
 
 def _prometheus_client_import(name, globals=None, locals=None, fromlist=(), level=0):
-    """``__import__`` for upstream's metrics modules: prometheus_client is modelmetrics'."""
-    if level == 0 and name == "prometheus_client":
-        return importlib.import_module("modelmetrics.prometheus_client")
-    return builtins.__import__(name, globals, locals, fromlist, level)
+    """``__import__`` for upstream's metrics modules: prometheus_client is modelmetrics'. Its
+    submodules stay prometheus_client's own (``from prometheus_client import core``,
+    ``import prometheus_client.registry``), reached through modelmetrics' package."""
+    if level != 0 or (name != "prometheus_client" and not name.startswith("prometheus_client.")):
+        return builtins.__import__(name, globals, locals, fromlist, level)
+    fast = importlib.import_module("modelmetrics.prometheus_client")
+    if name != "prometheus_client":  # import prometheus_client.x[.y]
+        submodule = importlib.import_module(name)
+        if fromlist:
+            return submodule
+        first = name.split(".")[1]
+        if not hasattr(fast, first):
+            setattr(fast, first, importlib.import_module(f"prometheus_client.{first}"))
+        return fast
+    for attr in fromlist or ():
+        if attr != "*" and not hasattr(fast, attr):
+            try:
+                setattr(fast, attr, importlib.import_module(f"prometheus_client.{attr}"))
+            except ImportError:
+                pass  # not a submodule either: the import raises as it would upstream
+    return fast
 
 
-_REDIRECTING_BUILTINS = dict(vars(builtins), __import__=_prometheus_client_import)
+def _redirecting_builtins():
+    """The builtins of an upstream module in instruments mode, taken when it is loaded: a plain
+    dict (CPython's fast path for builtins needs one) of ``builtins`` with the ``__import__``
+    above. A builtin added after the module loaded is not seen by it."""
+    return dict(vars(builtins), __import__=_prometheus_client_import)
+
+
+_REDIRECTING_BUILTINS = _redirecting_builtins()  # for tools that execute a module themselves
 
 
 class _InstrumentsLoader(importlib.abc.Loader):
@@ -142,7 +166,7 @@ class _InstrumentsLoader(importlib.abc.Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
-        module.__builtins__ = _REDIRECTING_BUILTINS
+        module.__builtins__ = _redirecting_builtins()
         self._loader.exec_module(module)
 
 
@@ -156,15 +180,20 @@ class _InstrumentsFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
+_NOT_INSTALLED = object()
+
+
 def installed_vllm_omni_metrics():
-    """The folder of the installed vLLM-Omni's ``metrics`` package (found on sys.path without
-    importing anything), or None."""
-    spec = importlib.machinery.PathFinder.find_spec("vllm_omni")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
+    """The folder of the installed vLLM-Omni's ``metrics`` package, found as an import would find
+    it (sys.path, and the finders editable installs put on sys.meta_path) without importing
+    anything; None when vLLM-Omni is installed but that folder's sources cannot be found (a
+    compiled-only install: the caller cannot check it); _NOT_INSTALLED when there is none."""
+    spec = find_elsewhere(lambda f: f in _finders, "vllm_omni", None, None)
+    if spec is None:
+        return _NOT_INSTALLED
+    for location in spec.submodule_search_locations or ():
         metrics = os.path.join(location, "metrics")
-        if os.path.isfile(os.path.join(metrics, "__init__.py")):
+        if os.path.isdir(metrics):
             return metrics
     return None
 
@@ -177,12 +206,17 @@ def _choose(mode):
         raise ValueError(f"install(mode={mode!r}): mode is 'drop-in' or 'instruments'")
     folder = installed_vllm_omni_metrics()
     if mode == INSTRUMENTS:
-        if folder is None:
+        if folder is _NOT_INSTALLED:
             raise RuntimeError("install(mode='instruments'): no vLLM-Omni is installed "
-                               "(vllm_omni.metrics is not on sys.path)")
+                               "(no vllm_omni package can be imported)")
         return INSTRUMENTS, f"asked for, over {folder}"
-    if folder is None:
+    if folder is _NOT_INSTALLED:
         return DROP_IN, "no vLLM-Omni is installed: the drop-in stands in for it"
+    if folder is None:
+        mismatch = "the installed vLLM-Omni's vllm_omni/metrics sources cannot be found"
+        if mode == DROP_IN:
+            raise RuntimeError(f"install(mode='drop-in'): {mismatch}")
+        return INSTRUMENTS, mismatch
     try:
         missing = _api.first_missing(_api.read_package(folder), _api.read_drop_in())
         if missing is not None:
@@ -221,13 +255,13 @@ def install(mode=None):
                 )
         chosen, why = _choose(mode)
         if chosen == DROP_IN:
+            vllm_prometheus = sys.modules.get(_VLLM_PROMETHEUS)
+            if vllm_prometheus is not None:
+                _scope_unregister(vllm_prometheus)  # first: a failure here switches nothing
             alias, stand_in = _AliasFinder(), _StandInFinder()
             sys.meta_path.insert(0, alias)
             sys.meta_path.append(stand_in)
             _finders.extend([alias, stand_in])
-            vllm_prometheus = sys.modules.get(_VLLM_PROMETHEUS)
-            if vllm_prometheus is not None:
-                _scope_unregister(vllm_prometheus)
         else:
             from .. import vllm as _vllm
 

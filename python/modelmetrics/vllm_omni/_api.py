@@ -14,6 +14,7 @@ that the drop-in lacks -- a module, a name, a parameter -- or returns None.
 import ast
 import inspect
 import os
+import stat
 
 _PACKAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metrics")
 _MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -25,8 +26,9 @@ class Callable:
     by its field names only (nobody passes thirty fields by position)."""
 
     def __init__(self, positional, keyword_only, required, varargs=False, varkw=False,
-                 by_name=False):
+                 by_name=False, posonly=0):
         self.positional = list(positional)
+        self.posonly = posonly  # how many leading positional parameters take no keyword
         self.keyword_only = list(keyword_only)
         self.required = set(required)
         self.varargs = varargs
@@ -35,17 +37,18 @@ class Callable:
 
     def accepts(self, other):
         """The first of `other`'s parameters a call written for it may pass that this one does
-        not take, or None."""
-        names = set(self.positional) | set(self.keyword_only)
+        not take, or None: every call `other` accepts must bind here too."""
+        names = set(self.positional[self.posonly:]) | set(self.keyword_only)
         for i, name in enumerate(other.positional):
             if self.by_name and other.by_name:
                 if name not in names and not self.varkw:
                     return name
-            elif i < len(self.positional):
-                if self.positional[i] != name:
-                    return name
-            elif not self.varargs and name not in self.keyword_only:
-                return name
+                continue
+            if i < len(self.positional):
+                if self.positional[i] != name or (i < self.posonly and i >= other.posonly):
+                    return name  # another name, or a keyword call `other` takes
+            elif not (self.varargs and self.varkw):
+                return name  # positional and keyword calls must both bind
         for name in other.keyword_only:
             if name not in names and not self.varkw:
                 return name
@@ -53,7 +56,7 @@ class Callable:
             return "*args"
         if other.varkw and not self.varkw:
             return "**kwargs"
-        extra = self.required - set(other.positional) - set(other.keyword_only)
+        extra = self.required - other.required  # required here, optional (or absent) there
         return f"(it requires {sorted(extra)[0]})" if extra else None
 
 
@@ -62,21 +65,25 @@ def _from_arguments(args, skip_first):
     defaults = len(args.defaults)
     required = positional[: len(positional) - defaults] if defaults else list(positional)
     kw_required = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    posonly = len(args.posonlyargs)
     if skip_first and positional:
         positional = positional[1:]
         required = required[1:]
+        posonly = max(posonly - 1, 0)
     return Callable(positional, [a.arg for a in args.kwonlyargs], required + kw_required,
-                    args.vararg is not None, args.kwarg is not None)
+                    args.vararg is not None, args.kwarg is not None, posonly=posonly)
 
 
 def _from_signature(signature, skip_first):
     positional, keyword_only, required = [], [], []
     varargs = varkw = False
+    posonly = 0
     for i, p in enumerate(signature.parameters.values()):
         if skip_first and i == 0 and p.kind != p.KEYWORD_ONLY:
             continue
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             positional.append(p.name)
+            posonly += p.kind == p.POSITIONAL_ONLY
         elif p.kind == p.KEYWORD_ONLY:
             keyword_only.append(p.name)
         elif p.kind == p.VAR_POSITIONAL:
@@ -85,7 +92,7 @@ def _from_signature(signature, skip_first):
             varkw = True
         if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             required.append(p.name)
-    return Callable(positional, keyword_only, required, varargs, varkw)
+    return Callable(positional, keyword_only, required, varargs, varkw, posonly=posonly)
 
 
 def _is_dataclass(node):
@@ -97,15 +104,19 @@ def _is_dataclass(node):
     return False
 
 
-def _class_api(node, classes):
+def _class_api(node, classes, memo=None, visiting=None):
     """(constructor, {public method: Callable}) of a class statement, with what it inherits from
-    classes of the same module (`classes`: name -> statement)."""
+    classes of the same module (`classes`: name -> statement); each class read once."""
+    memo = {} if memo is None else memo
+    visiting = set() if visiting is None else visiting
+    if id(node) in memo:
+        return memo[id(node)]
+    visiting.add(id(node))
     methods, fields, init = {}, [], None
     for base in node.bases:
         parent = classes.get(getattr(base, "id", None))
-        if parent is not None and parent is not node:
-            parent_init, parent_methods = _class_api(parent, {k: v for k, v in classes.items()
-                                                              if v is not node})
+        if parent is not None and id(parent) not in visiting:
+            parent_init, parent_methods = _class_api(parent, classes, memo, visiting)
             methods.update(parent_methods)
             init = parent_init or init
     for item in node.body:
@@ -121,6 +132,8 @@ def _class_api(node, classes):
     if _is_dataclass(node):
         init = Callable([f for f, _ in fields], [], [f for f, has in fields if not has],
                         by_name=True)
+    visiting.discard(id(node))
+    memo[id(node)] = (init, methods)
     return init, methods
 
 
@@ -130,12 +143,19 @@ def _type_checking(test):
     return name == "TYPE_CHECKING"
 
 
+def _main_guard(test):
+    """Whether an if-test is ``__name__ == "__main__"``."""
+    return (isinstance(test, ast.Compare) and getattr(test.left, "id", None) == "__name__" and
+            any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
 def _statements(body):
     """The module's statements, with those of its top-level if/try/with blocks (a class defined
     only when vLLM is importable is still part of the API)."""
     for node in body:
         if isinstance(node, ast.If):
-            if not _type_checking(node.test):  # names bound only for type checkers are no API
+            # Names bound only for type checkers, or when run as a script, are no API.
+            if not _type_checking(node.test) and not _main_guard(node.test):
                 yield from _statements(node.body)
             yield from _statements(node.orelse)
         elif isinstance(node, ast.Try):
@@ -162,7 +182,7 @@ def _static_all(tree):
     return None
 
 
-def _module_api(source, native=None, provided=False):
+def _module_api(source, native=None, provided=False, submodules=()):
     """{name: (kind, constructor or function Callable or None, {method: Callable})}: the public
     names (and ``__all__``), or with `provided` every name the module binds (what the drop-in
     offers to ``from ... import``)."""
@@ -188,21 +208,30 @@ def _module_api(source, native=None, provided=False):
                                    ("value", None, {}))
     if provided:
         return api
-    public = [name for name in api if not name.startswith("_") and not _imported(tree, name)]
+    public = [name for name in api
+              if not name.startswith("_") and not _imported(tree, name, submodules)]
     for name in _static_all(tree) or []:
         if name not in public:
             public.append(name)
     return {name: api.get(name, ("value", None, {})) for name in public}
 
 
-def _imported(tree, name):
-    """Whether `name` is bound only by an import from outside the package (typing, logging...):
-    not part of the module's API unless ``__all__`` says so."""
-    for node in tree.body:
-        if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom) and node.level == 0):
-            for alias in node.names:
-                if (alias.asname or alias.name).split(".")[0] == name:
-                    return True
+def _imported(tree, name, submodules=()):
+    """Whether `name` is bound only by an import from outside the package (typing, logging,
+    torch...) or of one of the package's own modules (``from vllm_omni.metrics import
+    definitions as defs``): not part of the module's API unless ``__all__`` says so."""
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Import):
+            outside = True
+        elif isinstance(node, ast.ImportFrom):
+            outside = node.level == 0 and not (node.module or "").startswith("vllm_omni.metrics")
+        else:
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name).split(".")[0] != name:
+                continue
+            if outside or f"vllm_omni.metrics.{alias.name}" in submodules:
+                return True
     return False
 
 
@@ -233,26 +262,46 @@ def _native_api(value, native):
 
 def read_package(directory, package="vllm_omni.metrics", native=None, provided=False):
     """{module name: module API} of every ``.py`` under `directory` (a package's folder): its
-    public names, or with `provided` every name it binds."""
-    modules = {}
+    public names, or with `provided` every name it binds. A module that cannot be read (not a
+    regular file, over 4 MiB, compiled only, not Python) is listed with the one name
+    ``<unreadable: why>``, which no drop-in provides."""
+    modules, sources = {}, []
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
         for name in sorted(files):
-            if not name.endswith(".py"):
+            stem, ext = os.path.splitext(name)
+            if ext not in (".py", ".so", ".pyd", ".pyc"):
                 continue
-            path = os.path.join(root, name)
-            if os.path.getsize(path) > _MAX_FILE_BYTES:
-                continue
-            relative = os.path.relpath(path, directory)[: -len(".py")].split(os.sep)
+            relative = os.path.relpath(os.path.join(root, stem), directory).split(os.sep)
             if relative[-1] == "__init__":
                 relative = relative[:-1]
-            with open(path, encoding="utf-8", errors="replace") as f:
-                source = f.read()
-            try:
-                modules[".".join([package] + relative)] = _module_api(source, native, provided)
-            except SyntaxError as e:
-                modules[".".join([package] + relative)] = {"<syntax error>": (str(e), None, {})}
+            module = ".".join([package] + relative)
+            if ext != ".py":
+                if module not in modules:
+                    modules[module] = _unreadable("compiled only")
+                continue
+            sources.append((module, os.path.join(root, name)))
+    submodules = {module for module, _ in sources} | set(modules)
+    for module, path in sources:
+        modules[module] = _read_module(path, native, provided, submodules)
     return modules
+
+
+def _unreadable(why):
+    return {f"<unreadable: {why}>": ("value", None, {})}
+
+
+def _read_module(path, native, provided, submodules):
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return _unreadable("not a regular file")
+        if info.st_size > _MAX_FILE_BYTES:
+            return _unreadable("over 4 MiB")
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
+            return _module_api(f.read(), native, provided, submodules)
+    except (OSError, SyntaxError, ValueError, RecursionError) as e:
+        return _unreadable(type(e).__name__)
 
 
 def read_drop_in():

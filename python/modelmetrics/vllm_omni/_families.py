@@ -12,10 +12,56 @@ defined alike, so the drop-in never lacks a family or prints one otherwise;
 
 import ast
 import os
+import stat
+
+_MAX_FILE_BYTES = 4 * 1024 * 1024
 
 UNKNOWN = "?"
-UNRESOLVED = []  # constructions whose family name is built at run time
+UNRESOLVED = []  # constructions that cannot be compared: a name built at run time, a Summary...
 KINDS = {"Counter": "counter", "Gauge": "gauge", "Histogram": "histogram"}
+OTHER_KINDS = ("Summary", "Info", "Enum")  # families the catalog has no kind for
+# prometheus_client's Histogram.DEFAULT_BUCKETS (+Inf implicit).
+DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0]
+
+
+def _prometheus_names(tree):
+    """{local name: prometheus_client class name} of the names a module binds to
+    prometheus_client's metric classes: ``from prometheus_client import Gauge [as G]``,
+    ``_G = Gauge``, ``class _Relabel(Gauge)``; and the local names of ``import prometheus_client``
+    (as "module")."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prometheus_client"):
+            for alias in node.names:
+                if alias.name in KINDS or alias.name in OTHER_KINDS:
+                    names[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "prometheus_client":
+                    names[alias.asname or alias.name] = "module"
+    for _ in range(3):  # aliases and subclasses of those, a few levels deep
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and getattr(node.value, "id", None) in names:
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        names.setdefault(t.id, names[node.value.id])
+            elif isinstance(node, ast.ClassDef):
+                for base in node.bases:
+                    kind = _prometheus_class(base, names)
+                    if kind is not None:
+                        names.setdefault(node.name, kind)
+    return names
+
+
+def _prometheus_class(func, names):
+    """The prometheus_client class `func` names in a module with `names`, or None."""
+    if isinstance(func, ast.Name):
+        kind = names.get(func.id)
+        return kind if kind != "module" else None
+    if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and
+            names.get(func.value.id) == "module" and (func.attr in KINDS or func.attr in OTHER_KINDS)):
+        return func.attr
+    return None
 
 
 class Package:
@@ -24,10 +70,15 @@ class Package:
     def __init__(self, folder):
         self.trees = {}
         for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
-                    module = "vllm_omni.metrics" + ("" if name == "__init__.py" else "." + name[:-3])
-                    self.trees[module] = ast.parse(f.read())
+            path = os.path.join(folder, name)
+            if not name.endswith(".py"):
+                continue
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_FILE_BYTES:
+                raise ValueError(f"{path}: not a regular source file of at most 4 MiB")
+            with open(path, encoding="utf-8-sig", errors="replace") as f:
+                module = "vllm_omni.metrics" + ("" if name == "__init__.py" else "." + name[:-3])
+                self.trees[module] = ast.parse(f.read())
         self.envs = {}
 
     def env(self, module):
@@ -102,12 +153,15 @@ def read_families(package):
     """{name: {type, help, labels, buckets, where}} of every family the package constructs."""
     found = {}
     for module, tree in package.trees.items():
+        names = _prometheus_names(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            func = node.func
-            kind = KINDS.get(func.id if isinstance(func, ast.Name) else
-                             func.attr if isinstance(func, ast.Attribute) else None)
+            cls = _prometheus_class(node.func, names)
+            if cls in OTHER_KINDS:
+                UNRESOLVED.append(f"{module}:{node.lineno} ({cls})")
+                continue
+            kind = KINDS.get(cls)
             if kind is None:
                 continue
             args = {kw.arg: kw.value for kw in node.keywords if kw.arg}
@@ -132,7 +186,7 @@ def read_families(package):
                 "labels": list(labels) if isinstance(labels, (tuple, list)) else UNKNOWN,
                 "buckets": ([float(b) for b in buckets if b != float("inf")]
                             if isinstance(buckets, (tuple, list)) else
-                            UNKNOWN if buckets is not None else "prometheus_client's default"),
+                            UNKNOWN if buckets is not None else DEFAULT_BUCKETS),
                 "where": f"{module}:{node.lineno}",
             }
     return found
@@ -149,9 +203,9 @@ def compare(upstream, catalog):
         _, kind, help_text, labels, buckets = row[:5]
         ours = {"type": kind, "help": help_text, "labels": list(labels),
                 "buckets": [float(b) for b in buckets]}
-        diffs = [field for field in ("type", "help", "labels", "buckets")
-                 if family[field] != UNKNOWN and family[field] != "prometheus_client's default"
-                 and family[field] != ours[field]]
+        diffs = [field if family[field] != UNKNOWN else f"{field} (built at run time)"
+                 for field in ("type", "help", "labels", "buckets")
+                 if family[field] != ours[field]]
         differ |= bool(diffs)
         rows.append((name, "differs: " + ", ".join(diffs) if diffs else "ok", family["where"]))
     for name in sorted(set(catalog) - set(upstream)):
@@ -183,7 +237,7 @@ def first_difference(upstream, unresolved):
     None. Families only the catalog has (an older vLLM-Omni) do not count: the drop-in then prints
     them beside the installed version's, each as the newer upstream prints it."""
     if unresolved:
-        return f"a family whose name is built at run time ({unresolved[0]})"
+        return f"a family it cannot compare ({unresolved[0]})"
     rows, _ = compare(upstream, catalog())
     for name, state, _ in rows:
         if state not in ("ok", "only in the catalog"):

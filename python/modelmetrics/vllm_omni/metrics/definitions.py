@@ -20,6 +20,13 @@ from modelmetrics import _native
 
 from . import utils as _utils  # coercion helpers live in utils, as upstream (used at call time)
 
+
+def resolve_int_by_sequential_keys(source, keys):
+    """utils.resolve_int_by_sequential_keys, also reachable here as upstream's definitions
+    imports it (the two modules import each other, so this forwards at call time)."""
+    return _utils.resolve_int_by_sequential_keys(source, keys)
+
+
 logger = logging.getLogger(__name__)
 
 # =================================================================================================

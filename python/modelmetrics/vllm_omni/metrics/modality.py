@@ -9,6 +9,7 @@ Python-shaped dispatch.
 from modelmetrics import _native
 
 from . import utils
+from .utils import count_audio_frames, extract_mm_output  # re-exported, as upstream imports them
 from .definitions import AUDIO_CONTINUITY_DEFAULT_THRESHOLD_S
 
 _native.register_classes("modality")
