@@ -41,7 +41,7 @@ def reference_on_instruments():
     """The reference module, executed as instruments mode executes upstream's modules."""
     spec = importlib.util.spec_from_file_location("reference_on_instruments", ref.__file__)
     module = importlib.util.module_from_spec(spec)
-    module.__builtins__ = omni._REDIRECTING_BUILTINS
+    module.__builtins__ = omni._redirecting_builtins()
     spec.loader.exec_module(module)
     return module
 

@@ -109,14 +109,15 @@ Reason AbsentReason(const PodMetrics& read, std::string_view key, std::string_vi
   return absent;
 }
 
-// What an absent window row reports when nothing else explains it: a lazy row's own reason (by
-// default vLLM-Omni's), else a plain absence.
+// What an absent row reports when nothing else explains it: a lazy row's own reason (by default
+// vLLM-Omni's), a plain absence, or, for a row with older names, every name looked for.
+std::string Unexported(bool lazy, std::string_view lazy_reason, std::string_view family,
+                       const std::vector<OlderName>& older) {
+  if (lazy) return std::string(lazy_reason.empty() ? reason::kNotYetObserved : lazy_reason);
+  return older.empty() ? std::string(reason::kAbsent) : AbsentUnderAnyName(family, older);
+}
 std::string Unexported(const WindowRow& def) {
-  if (def.lazy) {
-    return std::string(def.lazy_reason.empty() ? reason::kNotYetObserved : def.lazy_reason);
-  }
-  return def.older.empty() ? std::string(reason::kAbsent)
-                           : AbsentUnderAnyName(def.family, def.older);
+  return Unexported(def.lazy, def.lazy_reason, def.family, def.older);
 }
 
 // Why no cache scope of the Pod has counters: a plain absence, or, when a scope's counters were
@@ -156,10 +157,7 @@ void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read)
     }
     const auto value = read.gauges.find(gauge.key);
     if (value == read.gauges.end()) {
-      const std::string absent = gauge.lazy ? std::string(reason::kNotYetObserved)
-                                 : gauge.older.empty()
-                                     ? std::string(reason::kAbsent)
-                                     : AbsentUnderAnyName(gauge.family, gauge.older);
+      const std::string absent = Unexported(gauge.lazy, "", gauge.family, gauge.older);
       AddMissing(pod.name, std::string(gauge.family), AbsentReason(read, gauge.key, absent));
       continue;
     }

@@ -230,8 +230,16 @@ std::optional<std::string> Scrape::UnknownSplit(std::string_view name,
     }
   }
   if (family == nullptr) return std::nullopt;
-  // Per label outside `known`: its values, and how many selected series carry it.
-  std::vector<std::pair<std::string, std::pair<std::vector<std::string>, size_t>>> seen;
+  // Per label outside `known`, in order of first sight: its first value, whether another value
+  // was seen, and how many selected series carry it. Constant work per label of a series, so a
+  // hostile body with many values or label names costs one pass.
+  struct Seen {
+    std::string_view first;
+    bool split = false;
+    size_t carried = 0;
+  };
+  std::unordered_map<std::string_view, Seen> seen;
+  std::vector<std::string_view> order;
   size_t series = 0;
   for (const MetricSample& s : family->samples) {
     const bool counted = family->type == MetricType::kHistogram
@@ -240,24 +248,18 @@ std::optional<std::string> Scrape::UnknownSplit(std::string_view name,
     if (!counted || !Matches(s, match)) continue;
     ++series;
     for (const LabelPair& label : s.labels) {
-      const std::string& name = label.first;
+      const std::string_view name = label.first;
       if (name == "le" || std::find(known.begin(), known.end(), name) != known.end()) continue;
-      auto it = std::find_if(seen.begin(), seen.end(),
-                             [&name](const auto& e) { return e.first == name; });
-      if (it == seen.end()) it = seen.insert(seen.end(), {name, {{}, 0}});
-      auto& [values, carried] = it->second;
-      if (std::find(values.begin(), values.end(), label.second) == values.end()) {
-        values.push_back(label.second);
-      }
-      ++carried;
+      const auto [it, added] = seen.try_emplace(name, Seen{label.second});
+      if (added) order.push_back(name);
+      it->second.split = it->second.split || it->second.first != label.second;
+      ++it->second.carried;
     }
   }
-  for (auto& [label, entry] : seen) {
-    auto& [values, carried] = entry;
-    if (carried < series && std::find(values.begin(), values.end(), "") == values.end()) {
-      values.emplace_back();  // the series without the label read it as ""
-    }
-    if (values.size() >= 2) return label;
+  for (const std::string_view label : order) {
+    const Seen& entry = seen.at(label);
+    // A series without the label reads it as "".
+    if (entry.split || (entry.carried < series && !entry.first.empty())) return std::string(label);
   }
   return std::nullopt;
 }

@@ -523,5 +523,20 @@ TEST(ScrapeUnknownSplit, NamesTheFirstLabelWithTwoValues) {
   EXPECT_EQ(s.UnknownSplit("absent", {}, known), std::nullopt);
 }
 
+// A body with many values of an unknown label, and many label names, is one pass (a hostile Pod
+// cannot make the check quadratic); the first label that splits is still the one named.
+TEST(ScrapeUnknownSplit, ManyValuesAndLabelNamesAreOnePass) {
+  std::string body = "# TYPE q gauge\n";
+  for (int i = 0; i < 20000; ++i) {
+    body +=
+        "q{model=\"m\",rank=\"" + std::to_string(i) + "\",l" + std::to_string(i) + "=\"x\"} 1\n";
+  }
+  Scrape s;
+  std::string error;
+  ASSERT_TRUE(s.Parse(body, {}, &error)) << error;
+  const std::string_view known[] = {"model"};
+  EXPECT_EQ(s.UnknownSplit("q", {}, known), "rank");
+}
+
 }  // namespace
 }  // namespace modelmetrics

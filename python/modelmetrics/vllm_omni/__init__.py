@@ -148,8 +148,6 @@ def _redirecting_builtins():
     return dict(vars(builtins), __import__=_prometheus_client_import)
 
 
-_REDIRECTING_BUILTINS = _redirecting_builtins()  # for tools that execute a module themselves
-
 
 class _InstrumentsLoader(importlib.abc.Loader):
     """Executes upstream's module with builtins whose ``__import__`` hands it modelmetrics'
