@@ -5,7 +5,7 @@ query); run it after editing, and commit the JSON it writes:
     /usr/bin/python3 deploy/grafana/generate.py
 
   vllm-omni.json          the vllm_omni:* catalog: pipeline, stages, audio SLOs, speech streams,
-                          transfers, image/diffusion, realtime VAD
+                          transfers, image/diffusion, realtime VAD, full-duplex sessions
   deployment-metrics.json the engine and router series the deployment metrics read (vLLM, SGLang,
                           llm-d router, vLLM router, SGLang gateway), per namespace and Pod
 
@@ -117,6 +117,19 @@ OMNI = [
             (q(0.9, "vllm_omni:realtime_vad_inference_latency_s", "model_name", M), "inference"),
             (q(0.9, "vllm_omni:realtime_vad_endpoint_delay_s", "model_name", M), "endpoint delay")]),
         ("VAD errors by reason", "short", [(rate("vllm_omni:realtime_vad_errors_total", "reason", M), "{{reason}}")]),
+    ]),
+    ("Full-duplex sessions", [
+        ("Sessions by state", "short", [(f"sum by (state) (vllm_omni:duplex_sessions{{{M}}})", "{{state}}")]),
+        ("Appends per second by outcome", "short", [
+            (rate("vllm_omni:duplex_append_requests_total", "outcome", M), "{{outcome}}")]),
+        ("Append latency and control-tail wait p90", "s", [
+            (q(0.9, "vllm_omni:duplex_append_latency_s", "model_name", M), "append"),
+            (q(0.9, "vllm_omni:duplex_control_queue_wait_s", "operation", M), "wait {{operation}}")]),
+        ("Largest context utilization", "percentunit", [
+            (f"max by (model_name) (vllm_omni:duplex_context_utilization{{{M}}})", "{{model_name}}")]),
+        ("KV rebuilds and affinity losses per second", "short", [
+            (rate("vllm_omni:duplex_kv_rebuilds_total", "reason, outcome", M), "{{reason}} {{outcome}}"),
+            (rate("vllm_omni:duplex_replica_affinity_loss_total", "model_name", M), "affinity lost")]),
     ]),
 ]
 

@@ -285,7 +285,10 @@ class Family : public metrics_internal::FamilyBase {
   // Eagerly bound child: created now even when disabled (it then renders as zero); the handle is
   // inert when disabled.
   T Bind(std::initializer_list<std::string_view> values) {
-    void* s = Find(std::span(values.begin(), values.size()), true);
+    return Bind(std::span(values.begin(), values.size()));
+  }
+  T Bind(std::span<const std::string_view> values) {
+    void* s = Find(values, true);
     return enabled() ? Make(s) : T();
   }
   // Drops a child (e.g. a dead replica's gauge); its handles stay safe and become invisible.

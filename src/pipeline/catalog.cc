@@ -98,6 +98,8 @@ std::string_view GroupName(Group group) {
       return "transfer";
     case Group::kRealtime:
       return "realtime";
+    case Group::kDuplex:
+      return "duplex";
     case Group::kEngine:
       return "engine";
   }

@@ -56,12 +56,14 @@ enum class Source : uint8_t {
   kArgIntText,    // str(int(arg))
   kAbortReason,   // str(arg), bounded to the Speech abort reasons ("error" otherwise)
   kConstant,      // a fixed value
+  kBounded,       // arg when it is a str in `allowed`, else `constant` (upstream's bounded sets)
 };
 
 struct LabelRule {
   Source source = Source::kArg;
   uint8_t arg = 0;
   std::string_view constant = {};
+  std::span<const std::string_view> allowed = {};
 };
 
 struct MethodSpec {
@@ -81,6 +83,10 @@ struct MethodSpec {
 
 constexpr LabelRule Arg(uint8_t i) { return {Source::kArg, i, {}}; }
 constexpr LabelRule ArgOrUnknown(uint8_t i) { return {Source::kArgOrUnknown, i, {}}; }
+constexpr LabelRule BoundedArg(uint8_t i, std::span<const std::string_view> allowed,
+                               std::string_view fallback) {
+  return {Source::kBounded, i, fallback, allowed};
+}
 
 // stage and replica of OmniModalityMetrics: both str (callers pass str(id)), used as given.
 #define MM_STAGE_REPLICA_HISTOGRAM(method, value_name, family_name, doc_text)            \
@@ -221,6 +227,43 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {ArgOrUnknown(0)},
      1,
      1},
+    // Duplex (upstream-changes-2026-09 §1.1); the multi-gauge setters are kDuplexSetters below.
+    {.name = "observe_duplex_control_queue_wait",
+     .doc = "duplex_control_queue_wait_s{operation (bounded, else \"unknown\")}"
+            ".observe(max(queue_wait_s, 0))",
+     .params = {"operation", "queue_wait_s"},
+     .nparams = 2,
+     .nrequired = 2,
+     .family = OF::kDuplexControlQueueWaitS,
+     .op = Op::kObserve,
+     .labels = {BoundedArg(0, pipeline::kDuplexControlOperations,
+                           pipeline::kDuplexControlOperationFallback)},
+     .nlabels = 1,
+     .value = 1},
+    {.name = "inc_duplex_replica_affinity_loss",
+     .doc = "duplex_replica_affinity_loss_total += count when count > 0",
+     .params = {"count"},
+     .nparams = 1,
+     .nrequired = 0,
+     .family = OF::kDuplexReplicaAffinityLoss,
+     .op = Op::kAdd,
+     .labels = {},
+     .nlabels = 0,
+     .value = 0},
+    {.name = "inc_duplex_kv_recovery",
+     .doc = "duplex_kv_rebuilds_total{reason (else \"other\"), outcome (else \"failure\")} += "
+            "count when count > 0",
+     .params = {"reason", "outcome", "count"},
+     .nparams = 3,
+     .nrequired = 2,
+     .family = OF::kDuplexKvRebuilds,
+     .op = Op::kAdd,
+     .labels = {BoundedArg(0, pipeline::kDuplexKvRebuildReasons,
+                           pipeline::kDuplexKvRebuildReasonFallback),
+                BoundedArg(1, pipeline::kDuplexKvRebuildOutcomes,
+                           pipeline::kDuplexKvRebuildOutcomeFallback)},
+     .nlabels = 2,
+     .value = 2},
 };
 
 // ---- OmniModalityMetrics (modality.py) ----
@@ -390,7 +433,7 @@ struct ClassDef {
   std::span<const Group> groups;
 };
 
-constexpr Group kPrometheusGroups[] = {Group::kPipeline, Group::kImage};
+constexpr Group kPrometheusGroups[] = {Group::kPipeline, Group::kImage, Group::kDuplex};
 constexpr Group kModalityGroups[] = {Group::kDiffusion, Group::kAudio, Group::kSpeech};
 constexpr Group kTransferGroups[] = {Group::kTransfer};
 constexpr Group kRealtimeGroups[] = {Group::kRealtime};
@@ -435,16 +478,17 @@ const FamilySpec& Row(size_t index) { return pipeline::OmniSpec(static_cast<OF>(
 AnyHandle MakeHandle(size_t index, std::span<const std::string_view> values, bool eager) {
   AnyHandle h;  // inert while the family's group is not registered
   const pipeline::AnyFamily& family = RegisteredFamily(static_cast<OF>(index));
-  const auto bind = [&](auto* f) { return eager ? f->Bind({values[0]}) : f->Labels(values); };
+  const auto bind = [&](auto* f) { return eager ? f->Bind(values) : f->Labels(values); };
   if (auto* const* f = std::get_if<Family<Counter>*>(&family)) h.counter = bind(*f);
   if (auto* const* f = std::get_if<Family<Gauge>*>(&family)) h.gauge = bind(*f);
   if (auto* const* f = std::get_if<Family<Histogram>*>(&family)) h.histogram = bind(*f);
   return h;
 }
 
-// The handle of a lazily bound child: the object's cache, else Family::Labels.
+// The handle of the child with label values (model, extra...): the object's cache, else
+// Family::Labels (Family::Bind when `eager`: the child exists even while the registry is off).
 const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
-                            std::span<const std::string_view> extra) {
+                            std::span<const std::string_view> extra, bool eager = false) {
   char buf[256];
   std::string spill;
   std::string_view key;
@@ -467,7 +511,7 @@ const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
   std::array<std::string_view, 5> values;
   values[0] = *self->model;
   for (size_t i = 0; i < extra.size(); ++i) values[i + 1] = extra[i];
-  return &cache->Insert(key, MakeHandle(index, std::span(values.data(), extra.size() + 1), false));
+  return &cache->Insert(key, MakeHandle(index, std::span(values.data(), extra.size() + 1), eager));
 }
 
 bool LabelFrom(const LabelRule& rule, PyObject* const* a, LabelValue* out) {
@@ -488,6 +532,18 @@ bool LabelFrom(const LabelRule& rule, PyObject* const* a, LabelValue* out) {
     }
     case Source::kConstant:
       out->SetView(rule.constant);
+      return true;
+    case Source::kBounded:
+      // A non-str is never in upstream's set of str (an object whose str() matches included).
+      // The str is compared in place, never copied, so any length is fine; one that cannot be
+      // UTF-8 (lone surrogates) is in no set either.
+      Py_ssize_t size = 0;
+      const char* text = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &size) : nullptr;
+      if (text == nullptr) PyErr_Clear();
+      const std::string_view value =
+          text != nullptr ? std::string_view(text, static_cast<size_t>(size)) : std::string_view();
+      out->SetView(text != nullptr ? pipeline::Bounded(value, rule.allowed, rule.constant)
+                                   : rule.constant);
       return true;
   }
   return true;
@@ -559,7 +615,7 @@ struct Target {
     if (!pipeline::ApplyGuard(spec.guard, amount.value)) Py_RETURN_NONE;
   }
   const AnyHandle* h;
-  if (spec.bind == Bind::kEager) {
+  if (spec.bind == Bind::kEager && spec.eager_values.empty()) {
     h = &(*self->eager)[index];
   } else {
     std::array<LabelValue, 4> labels;
@@ -660,6 +716,117 @@ PyObject* RequestSucceededBody(PyObject* obj, PyObject* const* args, Py_ssize_t 
   Py_RETURN_NONE;
 }
 
+// duplex_append_requests_total{outcome} += 1 and duplex_append_latency_s{outcome}: one bounded
+// label, two families.
+PyObject* ObserveDuplexAppendBody(PyObject* obj, PyObject* const* args, Py_ssize_t nargs,
+                                  PyObject* kwnames) {
+  static constexpr const char* kNames[] = {"outcome", "latency_s"};
+  static constexpr LabelRule kOutcome =
+      BoundedArg(0, pipeline::kDuplexAppendOutcomes, pipeline::kDuplexAppendOutcomeFallback);
+  constexpr size_t kRequests = Index(OF::kDuplexAppendRequests);
+  constexpr size_t kLatency = Index(OF::kDuplexAppendLatencyS);
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  std::array<PyObject*, kMaxParams> a;
+  if (!BindArgs("observe_duplex_append", kNames, 2, args, nargs, kwnames, a)) return nullptr;
+  if (!self->log_stats) Py_RETURN_NONE;
+  if (self->model_name == nullptr) return NotInitialised();
+  double latency = 0;
+  LabelValue outcome;
+  if (!ToDouble(a[1], &latency) || !LabelFrom(kOutcome, a.data(), &outcome)) return nullptr;
+  const std::string_view extra[] = {outcome.view()};
+  LazyHandle(self, kRequests, extra)->counter.Inc();
+  if (pipeline::ApplyGuard(Row(kLatency).guard, latency)) {
+    LazyHandle(self, kLatency, extra)->histogram.Observe(latency);
+  }
+  Py_RETURN_NONE;
+}
+
+// ---- Methods that set several eager gauges, one per parameter, each through its row's guard ----
+
+struct GaugeTarget {
+  OF family;
+  int8_t eager_value = -1;  // index into the row's eager_values; -1: the model's one child
+};
+
+struct GaugeSetSpec {
+  const char* name;
+  const char* doc;  // the text signature and the doc
+  std::array<const char*, kMaxParams> params;
+  uint8_t nparams;
+  std::array<GaugeTarget, kMaxParams> targets;  // by parameter
+};
+
+constexpr GaugeSetSpec kDuplexSetters[] = {
+    {.name = "set_duplex_sessions",
+     .doc = "set_duplex_sessions($self, /, active, closing)\n--\n\n"
+            "duplex_sessions{state=\"active\"|\"closing\"}.set(max(n, 0))",
+     .params = {"active", "closing"},
+     .nparams = 2,
+     .targets = {GaugeTarget{OF::kDuplexSessions, 0}, GaugeTarget{OF::kDuplexSessions, 1}}},
+    {.name = "set_duplex_context",
+     .doc = "set_duplex_context($self, /, max_tokens, max_limit_tokens, max_utilization, "
+            "max_receipts)\n--\n\n"
+            "duplex_context_tokens, duplex_context_limit_tokens, duplex_context_utilization and "
+            "duplex_append_receipts .set(max(x, 0))",
+     .params = {"max_tokens", "max_limit_tokens", "max_utilization", "max_receipts"},
+     .nparams = 4,
+     .targets = {GaugeTarget{OF::kDuplexContextTokens}, GaugeTarget{OF::kDuplexContextLimitTokens},
+                 GaugeTarget{OF::kDuplexContextUtilization},
+                 GaugeTarget{OF::kDuplexAppendReceipts}}},
+    {.name = "set_duplex_recovery_state",
+     .doc = "set_duplex_recovery_state($self, /, max_journal_tokens, max_journal_bytes, "
+            "max_resource_generation)\n--\n\n"
+            "duplex_replay_journal_tokens, duplex_replay_journal_bytes and "
+            "duplex_resource_generation .set(max(x, 0))",
+     .params = {"max_journal_tokens", "max_journal_bytes", "max_resource_generation"},
+     .nparams = 3,
+     .targets = {GaugeTarget{OF::kDuplexReplayJournalTokens},
+                 GaugeTarget{OF::kDuplexReplayJournalBytes},
+                 GaugeTarget{OF::kDuplexResourceGeneration}}},
+};
+
+template <size_t I>
+PyObject* SetGaugesBody(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const GaugeSetSpec& m = kDuplexSetters[I];
+  auto* self = reinterpret_cast<MetricsObject*>(obj);
+  std::array<PyObject*, kMaxParams> a;
+  const std::span<const char* const> names(m.params.data(), m.nparams);
+  if (!BindArgs(m.name, names, m.nparams, args, nargs, kwnames, a)) return nullptr;
+  if (!self->log_stats) Py_RETURN_NONE;
+  if (self->model_name == nullptr) return NotInitialised();
+  std::array<double, kMaxParams> values{};
+  for (size_t i = 0; i < m.nparams; ++i) {
+    if (!ToDouble(a[i], &values[i])) return nullptr;
+  }
+  for (size_t i = 0; i < m.nparams; ++i) {
+    const size_t index = Index(m.targets[i].family);
+    const FamilySpec& row = Row(index);
+    if (!pipeline::ApplyGuard(row.guard, values[i])) continue;
+    const int8_t k = m.targets[i].eager_value;
+    const AnyHandle* h = k < 0 ? &(*self->eager)[index]
+                               : LazyHandle(self, index, row.eager_values.subspan(k, 1), true);
+    h->gauge.Set(values[i]);
+  }
+  Py_RETURN_NONE;
+}
+
+template <size_t I>
+PyObject* SetGauges(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return Guarded([&] { return SetGaugesBody<I>(obj, args, nargs, kwnames); });
+}
+
+template <size_t... I>
+auto SetterDefs(std::index_sequence<I...>) {
+  return std::array<PyMethodDef, sizeof...(I)>{
+      PyMethodDef{kDuplexSetters[I].name, AsCFunction(&SetGauges<I>), METH_FASTCALL | METH_KEYWORDS,
+                  kDuplexSetters[I].doc}...};
+}
+
+PyObject* ObserveDuplexAppend(PyObject* obj, PyObject* const* args, Py_ssize_t nargs,
+                              PyObject* kwnames) {
+  return Guarded([&] { return ObserveDuplexAppendBody(obj, args, nargs, kwnames); });
+}
+
 PyObject* ObserveTokens(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return Guarded([&] { return ObserveTokensBody(obj, args, nargs, kwnames); });
 }
@@ -758,19 +925,21 @@ int InitBody(PyObject* obj, PyObject* args, PyObject* kwargs) {
   Py_INCREF(model);
   Py_XSETREF(self->model_name, model);
   self->log_stats = log_stats != 0;
-  // Eager children (§4.11) exist from construction, also with log_stats off.
+  // A re-init may change the model: drop handles cached for the old one.
+  for (HandleCache*& cache : *self->caches) {
+    delete cache;
+    cache = nullptr;
+  }
+  // Eager children (§4.11) exist from construction, also with log_stats off; a row with
+  // eager_values has one per value, kept in its cache.
   const auto rows = pipeline::OmniFamilies();
   for (size_t i = 0; i < rows.size(); ++i) {
     bool owned = false;
     for (Group g : cls->groups) owned = owned || rows[i].group == g;
     if (!owned || rows[i].bind != Bind::kEager) continue;
+    for (std::string_view value : rows[i].eager_values) LazyHandle(self, i, {&value, 1}, true);
     const std::string_view values[] = {*self->model};
-    (*self->eager)[i] = MakeHandle(i, values, true);
-  }
-  // A re-init may change the model: drop handles cached for the old one.
-  for (HandleCache*& cache : *self->caches) {
-    delete cache;
-    cache = nullptr;
+    if (rows[i].eager_values.empty()) (*self->eager)[i] = MakeHandle(i, values, true);
   }
   return 0;
 }
@@ -893,8 +1062,15 @@ bool AddObserveTypes(PyObject* module) {
     PyErr_SetString(PyExc_RuntimeError, "catalog larger than kFamilies");
     return false;
   }
-  PyMethodDef* prometheus = BuildMethods<kPrometheusMethods, 2>(
-      {PyMethodDef{"observe_tokens", AsCFunction(&ObserveTokens), METH_FASTCALL | METH_KEYWORDS,
+  const auto setters = SetterDefs(std::make_index_sequence<std::size(kDuplexSetters)>());
+  PyMethodDef* prometheus = BuildMethods<kPrometheusMethods, 6>(
+      {setters[0], setters[1], setters[2],
+       PyMethodDef{"observe_duplex_append", AsCFunction(&ObserveDuplexAppend),
+                   METH_FASTCALL | METH_KEYWORDS,
+                   "observe_duplex_append($self, /, outcome, latency_s)\n--\n\n"
+                   "duplex_append_requests_total{outcome (bounded, else \"error\")} += 1 and "
+                   "duplex_append_latency_s{outcome}.observe(max(latency_s, 0))"},
+       PyMethodDef{"observe_tokens", AsCFunction(&ObserveTokens), METH_FASTCALL | METH_KEYWORDS,
                    "observe_tokens($self, /, prompt_tokens, generation_tokens)\n--\n\n"
                    "prompt_tokens_total += prompt_tokens and generation_tokens_total += "
                    "generation_tokens, each only if > 0"},

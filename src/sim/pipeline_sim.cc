@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "duplex_sessions.h"
 #include "modelmetrics/metrics.h"
 #include "net/http_server.h"
 #include "pipeline/audio_metrics.h"
+#include "pipeline/duplex_metrics.h"
 #include "pipeline/engine_stats.h"
 #include "pipeline/metrics_endpoint.h"
 #include "pipeline/omni_metrics.h"
@@ -154,6 +156,10 @@ class Simulation {
                            return speech_bindings_.Resolve(stage, request);
                          }});
       vad_.emplace(registry, kSpeechModel);
+      duplex_metrics_.emplace(registry, kSpeechModel);
+      duplex_.emplace(*duplex_metrics_, rng_, [this](double s, std::function<void()> fn) {
+        loop_.After(s, std::move(fn));
+      });
       engines_ = pipeline::EngineStatsLogger::Create(
           registry, {.model_name = kSpeechModel,
                      .engines = pipeline::EngineMap{2, 1},
@@ -179,6 +185,7 @@ class Simulation {
       loop_.After(0, [this] { SpeechArrival(); });
       loop_.After(0.05, [this] { EngineStep(); });
       loop_.After(0.2, [this] { RealtimeSession(); });
+      duplex_->Start();
     }
     if (Image()) loop_.After(0.1, [this] { ImageArrival(); });
     loop_.After(0.5, [this] { WaitingSnapshots(); });
@@ -576,6 +583,8 @@ class Simulation {
   std::optional<pipeline::OmniMetrics> image_;
   std::optional<pipeline::AudioMetrics> audio_;
   std::optional<pipeline::RealtimeVadMetrics> vad_;
+  std::optional<pipeline::DuplexMetrics> duplex_metrics_;
+  std::optional<DuplexSessions> duplex_;  // records into duplex_metrics_
   std::unique_ptr<pipeline::EngineStatsLogger> engines_;
   uint64_t requests_ = 0;
   uint64_t speech_requests_ = 0;

@@ -45,6 +45,8 @@ const std::string kReferencePath =
     test_paths::Shared("spec/reference/pipeline-metrics-behaviour.md");
 const std::string kDesignPath = test_paths::Shared("spec/pipeline-metrics-design.md");
 const std::string kPythonApiPath = test_paths::Shared("spec/reference/vllm-omni-python-api.md");
+const std::string kUpstreamChangesPath =
+    test_paths::Shared("spec/reference/upstream-changes-2026-09.md");
 std::vector<std::string> ToStrings(std::span<const std::string_view> views) {
   return {views.begin(), views.end()};
 }
@@ -446,6 +448,9 @@ bool IsReferenceOnly(std::string_view name) {
   return std::any_of(std::begin(kReferenceOnly), std::end(kReferenceOnly),
                      [&](const ReferenceOnly& r) { return r.name == name; });
 }
+// The duplex families came after the behaviour reference and the design; their source is
+// upstream-changes-2026-09.md §1.1 (checked by UpstreamChangesTest below).
+bool IsDuplex(const FamilySpec& f) { return f.group == Group::kDuplex; }
 
 bool Contains(std::span<const std::string_view> list, std::string_view s) {
   return std::find(list.begin(), list.end(), s) != list.end();
@@ -621,7 +626,9 @@ TEST_F(ReferenceTest, EveryCatalogFamilyIsInTheReference) {
     EXPECT_TRUE(reference.insert(f.name).second) << "listed twice: " << f.name;
   }
   std::set<std::string> catalog;
-  for (const FamilySpec& f : OmniFamilies()) catalog.insert(std::string(f.name));
+  for (const FamilySpec& f : OmniFamilies()) {
+    if (!IsDuplex(f)) catalog.insert(std::string(f.name));
+  }
   EXPECT_EQ(SetDiff(catalog, reference), "");
 }
 
@@ -679,10 +686,62 @@ TEST(PythonApiReferenceTest, EveryHelpTextIsByteExact) {
   EXPECT_EQ(rows, 40u);  // the reference's table
   std::set<std::string> rest;
   for (const FamilySpec& f : OmniFamilies()) {
-    if (!listed.count(std::string(f.name))) rest.insert(std::string(f.name));
+    if (!listed.count(std::string(f.name)) && !IsDuplex(f)) rest.insert(std::string(f.name));
   }
   EXPECT_EQ(rest, (std::set<std::string>{"vllm_omni:speech_stream_aborted",
                                          "vllm_omni:speech_stream_completed"}));
+}
+
+// (f) The duplex families against upstream-changes-2026-09.md §1.1 ("name | type | labels |
+// HELP"): kind, labels, HELP byte for byte, FAST buckets for the histograms, and the binding its
+// prose names ("Bound at construction: ...").
+TEST(UpstreamChangesTest, DuplexFamiliesMatchSection1_1) {
+  std::vector<MdSection> sections = ParseMarkdown(ReadFile(kUpstreamChangesPath));
+  const MdSection* s = FindSection(sections, "1.1");
+  ASSERT_NE(s, nullptr);
+  std::set<std::string> listed;
+  for (const MdTable& t : s->tables) {
+    for (const auto& row : t.rows) {
+      std::vector<std::string> spans = CodeSpans(t.Cell(row, "name"));
+      ASSERT_FALSE(spans.empty());
+      std::string word = t.Cell(row, "type");
+      if (!word.empty()) word[0] = static_cast<char>(std::toupper(word[0]));
+      std::optional<Kind> kind = KindFromWord(word);
+      ASSERT_TRUE(kind.has_value()) << spans[0];
+      const std::string name = CatalogName(spans[0], *kind);
+      SCOPED_TRACE(name);
+      const FamilySpec* spec = FindOmniFamily(name);
+      ASSERT_NE(spec, nullptr);
+      listed.insert(name);
+      EXPECT_EQ(GroupName(spec->group), GroupName(Group::kDuplex));
+      EXPECT_EQ(KindName(spec->kind), KindName(*kind));
+      EXPECT_EQ(ToStrings(spec->labels), SplitList(t.Cell(row, "labels")));
+      EXPECT_EQ(spec->help, t.Cell(row, "HELP"));
+      const bool fast = t.Cell(row, "type").find("FAST") != std::string::npos;
+      EXPECT_EQ(ToVector(spec->buckets),
+                fast ? ToVector(kSecondsFastBuckets) : ToVector(kNoBuckets));
+      // Eager exactly when the prose binds it at construction: by its state values, the seven
+      // model_name-only gauges, or the affinity-loss counter.
+      const bool model_only_gauge =
+          spec->kind == Kind::kGauge && spec->labels.size() == kPipelineLabels.size();
+      const bool eager = model_only_gauge || name == "vllm_omni:duplex_replica_affinity_loss" ||
+                         name == "vllm_omni:duplex_sessions";
+      EXPECT_EQ(BindName(spec->bind), BindName(eager ? Bind::kEager : Bind::kLazy));
+    }
+  }
+  EXPECT_EQ(listed.size(), 13u);
+  std::string prose = s->text;
+  std::replace(prose.begin(), prose.end(), '\n', ' ');
+  EXPECT_NE(prose.find("`duplex_sessions{state=\"active\"}` and `{state=\"closing\"}`, the seven "
+                       "model_name-only gauges and the affinity-loss counter"),
+            std::string::npos);
+  EXPECT_EQ(ToStrings(FindOmniFamily("vllm_omni:duplex_sessions")->eager_values),
+            (std::vector<std::string>{"active", "closing"}));
+  for (const FamilySpec& f : OmniFamilies()) {
+    if (IsDuplex(f)) {
+      EXPECT_TRUE(listed.count(std::string(f.name))) << f.name;
+    }
+  }
 }
 
 TEST_F(ReferenceTest, EveryDesignFamilyIsInTheCatalogWithItsGroup) {
@@ -715,7 +774,7 @@ TEST_F(ReferenceTest, EveryDesignFamilyIsInTheCatalogWithItsGroup) {
   for (const DocFamily& f : design.families) check(f);
   std::set<std::string> catalog;
   for (const FamilySpec& f : OmniFamilies()) {
-    if (!IsReferenceOnly(f.name)) catalog.insert(std::string(f.name));
+    if (!IsReferenceOnly(f.name) && !IsDuplex(f)) catalog.insert(std::string(f.name));
   }
   EXPECT_EQ(SetDiff(catalog, names), "");
   for (const ReferenceOnly& r : kReferenceOnly) {
@@ -993,11 +1052,16 @@ TEST(CatalogInvariantsTest, RenderedSampleNamesDoNotCollide) {
 }
 
 TEST(CatalogInvariantsTest, BindRules) {
-  // Eager children are bound per model only (§4.11); engine families per (stage, replica).
+  // Eager children are bound per model only (§4.11), or per model and one listed value of one
+  // more label (eager_values); engine families per (stage, replica).
   for (const FamilySpec& f : OmniFamilies()) {
-    if (f.bind == Bind::kEager) {
-      EXPECT_EQ(ToStrings(f.labels), ToStrings(kPipelineLabels)) << f.name;
+    if (f.bind == Bind::kLazy) {
+      EXPECT_TRUE(f.eager_values.empty()) << f.name;
     }
+    if (f.bind != Bind::kEager) continue;
+    const size_t extra = f.eager_values.empty() ? 0 : 1;
+    ASSERT_EQ(f.labels.size(), kPipelineLabels.size() + extra) << f.name;
+    EXPECT_EQ(f.labels[0], kPipelineLabels[0]) << f.name;
   }
   for (const FamilySpec& f : VllmEngineFamilies()) {
     EXPECT_EQ(f.bind, Bind::kEager) << f.name;
@@ -1021,7 +1085,8 @@ TEST(CatalogInvariantsTest, GroupSizes) {
   EXPECT_EQ(sizes[Group::kSpeech], 2u);
   EXPECT_EQ(sizes[Group::kTransfer], 4u);
   EXPECT_EQ(sizes[Group::kRealtime], 4u);
-  EXPECT_EQ(OmniFamilies().size(), 42u);
+  EXPECT_EQ(sizes[Group::kDuplex], 13u);
+  EXPECT_EQ(OmniFamilies().size(), 55u);
   EXPECT_EQ(VllmEngineFamilies().size(), 43u);
   // The table is grouped: each group's rows are contiguous.
   std::set<Group> closed;

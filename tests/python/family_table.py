@@ -53,4 +53,18 @@ FAMILIES = {
     'vllm_omni:realtime_vad_inference_latency_s': ('histogram', 'Server VAD inference time for one appended audio batch, in seconds.', ('model_name',), FAST),
     'vllm_omni:realtime_vad_endpoint_delay_s': ('histogram', 'Detected silence between the last speech frame and the committed endpoint, in seconds.', ('model_name',), FAST),
     'vllm_omni:realtime_vad_errors_total': ('counter', 'Server VAD errors and input-overflow rejections by reason.', ('model_name', 'reason'), None),
+    # Duplex (shared/spec/reference/upstream-changes-2026-09.md §1.1).
+    'vllm_omni:duplex_sessions': ('gauge', 'Current scheduler-native duplex sessions by bounded lifecycle state.', ('model_name', 'state'), None),
+    'vllm_omni:duplex_append_requests_total': ('counter', 'Scheduler-native duplex append attempts by bounded outcome.', ('model_name', 'outcome'), None),
+    'vllm_omni:duplex_append_latency_s': ('histogram', 'Scheduler-native duplex append latency in seconds, excluding control-tail queue wait.', ('model_name', 'outcome'), FAST),
+    'vllm_omni:duplex_control_queue_wait_s': ('histogram', 'Duplex command wait in its per-session ordered control tail, in seconds.', ('model_name', 'operation'), FAST),
+    'vllm_omni:duplex_context_tokens': ('gauge', 'Largest current retained Stage-0 context among active native duplex sessions.', ('model_name',), None),
+    'vllm_omni:duplex_context_limit_tokens': ('gauge', 'Largest configured Stage-0 context limit among active native duplex sessions.', ('model_name',), None),
+    'vllm_omni:duplex_context_utilization': ('gauge', 'Largest current Stage-0 context-limit utilization among active native duplex sessions.', ('model_name',), None),
+    'vllm_omni:duplex_append_receipts': ('gauge', 'Largest current bounded append-receipt cache among active native duplex sessions.', ('model_name',), None),
+    'vllm_omni:duplex_replica_affinity_loss_total': ('counter', 'Native duplex sessions whose resident-KV replica affinity was lost.', ('model_name',), None),
+    'vllm_omni:duplex_replay_journal_tokens': ('gauge', 'Largest bounded committed replay journal among active native duplex sessions, in tokens.', ('model_name',), None),
+    'vllm_omni:duplex_replay_journal_bytes': ('gauge', 'Largest bounded committed replay journal among active native duplex sessions, in bytes.', ('model_name',), None),
+    'vllm_omni:duplex_resource_generation': ('gauge', 'Largest physical scheduler-request generation among active native duplex sessions.', ('model_name',), None),
+    'vllm_omni:duplex_kv_rebuilds_total': ('counter', 'Scheduler-native duplex KV rebuild attempts by bounded reason and outcome.', ('model_name', 'reason', 'outcome'), None),
 }

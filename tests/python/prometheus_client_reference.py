@@ -39,6 +39,16 @@ class OmniPrometheusMetrics:
         self._steps = f["num_inference_steps"].labels(model_name)
         self._image_count = f["image_count"].labels(model_name)
         self._image_pixels = f["image_pixels"].labels(model_name)
+        self._active = f["duplex_sessions"].labels(model_name, "active")
+        self._closing = f["duplex_sessions"].labels(model_name, "closing")
+        self._gauges = {
+            k: f[k].labels(model_name)
+            for k in (
+                "duplex_context_tokens", "duplex_context_limit_tokens", "duplex_context_utilization",
+                "duplex_append_receipts", "duplex_replay_journal_tokens", "duplex_replay_journal_bytes",
+                "duplex_resource_generation")
+        }
+        self._affinity_loss = f["duplex_replica_affinity_loss"].labels(model_name)
 
     def set_running(self, n):
         if not self.log_stats:
@@ -119,6 +129,59 @@ class OmniPrometheusMetrics:
         if not self.log_stats or kv_wait_s < 0:
             return
         self.f["kv_wait_s"].labels(self.model_name, connector_type or "unknown").observe(kv_wait_s)
+
+    # Duplex (upstream-changes-2026-09 §1.1): bounded label values, clamps and count guards.
+    _OUTCOMES = {"success", "deduplicated", "timeout", "resource_exhausted", "admission_rejected",
+                 "cancelled", "replica_lost", "kv_recovery_failed", "error"}
+    _OPERATIONS = {"open", "append", "signal", "close", "touch", "resume"}
+
+    def set_duplex_sessions(self, active, closing):
+        if not self.log_stats:
+            return
+        self._active.set(max(active, 0))
+        self._closing.set(max(closing, 0))
+
+    def observe_duplex_append(self, outcome, latency_s):
+        if not self.log_stats:
+            return
+        bounded = outcome if outcome in self._OUTCOMES else "error"
+        self.f["duplex_append_requests"].labels(self.model_name, bounded).inc()
+        self.f["duplex_append_latency_s"].labels(self.model_name, bounded).observe(max(latency_s, 0.0))
+
+    def observe_duplex_control_queue_wait(self, operation, queue_wait_s):
+        if not self.log_stats:
+            return
+        bounded = operation if operation in self._OPERATIONS else "unknown"
+        self.f["duplex_control_queue_wait_s"].labels(self.model_name, bounded).observe(max(queue_wait_s, 0.0))
+
+    def set_duplex_context(self, max_tokens, max_limit_tokens, max_utilization, max_receipts):
+        if not self.log_stats:
+            return
+        g = self._gauges
+        g["duplex_context_tokens"].set(max(max_tokens, 0))
+        g["duplex_context_limit_tokens"].set(max(max_limit_tokens, 0))
+        g["duplex_context_utilization"].set(max(max_utilization, 0.0))
+        g["duplex_append_receipts"].set(max(max_receipts, 0))
+
+    def inc_duplex_replica_affinity_loss(self, count=1):
+        if not self.log_stats or count <= 0:
+            return
+        self._affinity_loss.inc(count)
+
+    def set_duplex_recovery_state(self, max_journal_tokens, max_journal_bytes, max_resource_generation):
+        if not self.log_stats:
+            return
+        g = self._gauges
+        g["duplex_replay_journal_tokens"].set(max(max_journal_tokens, 0))
+        g["duplex_replay_journal_bytes"].set(max(max_journal_bytes, 0))
+        g["duplex_resource_generation"].set(max(max_resource_generation, 0))
+
+    def inc_duplex_kv_recovery(self, reason, outcome, count=1):
+        if not self.log_stats or count <= 0:
+            return
+        reason = reason if reason in {"replica_loss", "context_rollover"} else "other"
+        outcome = outcome if outcome in {"success", "failure"} else "failure"
+        self.f["duplex_kv_rebuilds"].labels(self.model_name, reason, outcome).inc(count)
 
 
 class OmniModalityMetrics:

@@ -36,7 +36,7 @@ class Scalar:
 def test_prefix_and_family_names() -> None:
     assert defs.METRIC_PREFIX == "vllm_omni:"
     names = defs.ALL_METRIC_NAMES
-    assert len(names) == len(set(names)) == 42
+    assert len(names) == len(set(names)) == 55
     assert all(n.startswith("vllm_omni:") and len(n) > len("vllm_omni:") for n in names)
     assert not any(n.endswith("_total") for n in names)  # the exposition appends it once
     assert not any(n.startswith("vllm:omni_") for n in names)

@@ -42,6 +42,13 @@ def touch_every_family(model):
     p.set_peak_memory(1, 100.0)
     p.inc_requests_failed("stage_error")
     p.observe_kv_wait("SharedMemoryConnector", 0.2)
+    p.set_duplex_sessions(1, 0)
+    p.observe_duplex_append("success", 0.01)
+    p.observe_duplex_control_queue_wait("open", 0.001)
+    p.set_duplex_context(10, 100, 0.1, 1)
+    p.inc_duplex_replica_affinity_loss()
+    p.set_duplex_recovery_state(10, 100, 1)
+    p.inc_duplex_kv_recovery("replica_loss", "success")
     m = OmniModalityMetrics(model)
     for method in ("observe_audio_ttfp", "observe_audio_duration", "observe_audio_rtf",
                    "observe_audio_underrun", "observe_diffusion_exec",

@@ -269,3 +269,81 @@ def test_workload_scope(model, stage_type, unit, steps, pixels):
     assert sample(text, f'vllm_omni:image_count_total{{model_name="{model}"}}') == (2.0 if pixels else 0.0)
     if steps:
         assert sample(text, f'vllm_omni:num_inference_steps_sum{{model_name="{model}"}}') == 50.0
+
+
+# ---- Duplex (upstream-changes-2026-09 §1.1): the methods upstream added to this class ----
+
+def test_duplex_eager_children_exist_from_construction_even_with_stats_off(model):
+    OmniPrometheusMetrics(model, log_stats=False)
+    text = exposition()
+    for state in ("active", "closing"):
+        assert sample(text, f'vllm_omni:duplex_sessions{{model_name="{model}",state="{state}"}}') == 0.0
+    for series in ("duplex_context_tokens", "duplex_context_limit_tokens",
+                   "duplex_context_utilization", "duplex_append_receipts",
+                   "duplex_replica_affinity_loss_total", "duplex_replay_journal_tokens",
+                   "duplex_replay_journal_bytes", "duplex_resource_generation"):
+        assert sample(text, f'vllm_omni:{series}{{model_name="{model}"}}') == 0.0, series
+    mine = "\n".join(lines_with(text, f'model_name="{model}"'))
+    for lazy in ("duplex_append_requests_total{", "duplex_append_latency_s", "duplex_kv_rebuilds",
+                 "duplex_control_queue_wait_s"):
+        assert lazy not in mine, lazy
+
+
+def test_duplex_label_values_are_bounded_as_upstream_bounds_them(model):
+    m = OmniPrometheusMetrics(model)
+    m.observe_duplex_append(None, 0.1)          # not a str: not in upstream's set -> error
+    m.observe_duplex_append(outcome="replica_lost", latency_s=0.2)
+    m.observe_duplex_append("x" * 10000, -5)    # -> error, latency clamped to 0
+    m.observe_duplex_control_queue_wait(7, 0.5)  # -> unknown
+    m.inc_duplex_kv_recovery(reason="replica_loss", outcome="success")
+    m.inc_duplex_kv_recovery("replica_loss", "success", count=3)
+    m.inc_duplex_kv_recovery("replica_loss", "success", 0)
+    m.inc_duplex_kv_recovery(b"replica_loss", "failure")  # bytes are not str -> other
+    text = exposition()
+    append = f'vllm_omni:duplex_append_requests_total{{model_name="{model}",outcome="%s"}}'
+    assert sample(text, append % "error") == 2.0
+    assert sample(text, append % "replica_lost") == 1.0
+    assert sample(text, f'vllm_omni:duplex_append_latency_s_sum{{model_name="{model}",outcome="error"}}') \
+        == pytest.approx(0.1)
+    assert sample(text, f'vllm_omni:duplex_control_queue_wait_s_count{{model_name="{model}",'
+                        f'operation="unknown"}}') == 1.0
+    rebuilds = f'vllm_omni:duplex_kv_rebuilds_total{{model_name="{model}",outcome="%s",reason="%s"}}'
+    assert sample(text, rebuilds % ("success", "replica_loss")) == 4.0
+    assert sample(text, rebuilds % ("failure", "other")) == 1.0
+    assert "x" * 100 not in text
+
+
+def test_duplex_gauges_clamp_and_bad_input_raises_type_error(model):
+    m = OmniPrometheusMetrics(model)
+    m.set_duplex_sessions(active=4, closing=-1)
+    m.set_duplex_context(2048, 4096, 0.5, 3)
+    m.set_duplex_recovery_state(max_journal_tokens=-7, max_journal_bytes=1 << 20,
+                                max_resource_generation=2)
+    with pytest.raises(TypeError):
+        m.set_duplex_context("many", 1, 1, 1)
+    with pytest.raises(TypeError):
+        m.set_duplex_sessions(1)
+    text = exposition()
+    assert sample(text, f'vllm_omni:duplex_sessions{{model_name="{model}",state="active"}}') == 4.0
+    assert sample(text, f'vllm_omni:duplex_sessions{{model_name="{model}",state="closing"}}') == 0.0
+    assert sample(text, f'vllm_omni:duplex_context_tokens{{model_name="{model}"}}') == 2048.0
+    assert sample(text, f'vllm_omni:duplex_context_utilization{{model_name="{model}"}}') == 0.5
+    assert sample(text, f'vllm_omni:duplex_replay_journal_tokens{{model_name="{model}"}}') == 0.0
+    assert sample(text, f'vllm_omni:duplex_replay_journal_bytes{{model_name="{model}"}}') == 1048576.0
+
+
+def test_duplex_signatures_match_upstream():
+    import inspect
+
+    expected = {
+        "set_duplex_sessions": "(self, /, active, closing)",
+        "observe_duplex_append": "(self, /, outcome, latency_s)",
+        "observe_duplex_control_queue_wait": "(self, /, operation, queue_wait_s)",
+        "set_duplex_context": "(self, /, max_tokens, max_limit_tokens, max_utilization, max_receipts)",
+        "inc_duplex_replica_affinity_loss": "(self, /, count=1)",
+        "set_duplex_recovery_state":
+            "(self, /, max_journal_tokens, max_journal_bytes, max_resource_generation)",
+        "inc_duplex_kv_recovery": "(self, /, reason, outcome, count=1)",
+    }
+    for name, signature in expected.items():
+        assert str(inspect.signature(getattr(OmniPrometheusMetrics, name))) == signature, name

@@ -61,6 +61,19 @@ def workload(p, m, t, v):
     v.observe_inference(3.5)
     v.observe_endpoint_delay(640)
     v.error("input_overflow")
+    p.set_duplex_sessions(3, -1)
+    p.set_duplex_sessions(2, 1)
+    for outcome, latency in (("success", 0.004), ("timeout", 2.5), ("bogus", 0.3), ("error", -1.0)):
+        p.observe_duplex_append(outcome, latency)
+    p.observe_duplex_control_queue_wait("append", 0.002)
+    p.observe_duplex_control_queue_wait("rewind", 0.02)
+    p.set_duplex_context(4096, 8192, 0.5, 17)
+    p.inc_duplex_replica_affinity_loss()
+    p.inc_duplex_replica_affinity_loss(0)
+    p.set_duplex_recovery_state(1000, 65536, 3)
+    p.inc_duplex_kv_recovery("replica_loss", "success")
+    p.inc_duplex_kv_recovery("context_rollover", "nope", 2)
+    p.inc_duplex_kv_recovery("meteor", "success", -1)
 
 
 def test_same_calls_same_text(model):

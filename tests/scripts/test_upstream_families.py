@@ -26,7 +26,7 @@ PROMETHEUS = """
                      labelnames=_labels)
     _e2e = Histogram(defs.E2E, "A HELP text that drifted.", labelnames=_labels,
                      buckets=defs.SECONDS_BUCKETS)
-    _new = Histogram("vllm_omni:duplex_append_latency_s", "New.", ["model_name", "outcome"])
+    _new = Histogram("vllm_omni:test_only_family_s", "New.", ["model_name", "outcome"])
 
 
     class OmniPrometheusMetrics:
@@ -55,7 +55,7 @@ def test_families_are_read_through_the_packages_constants_and_compared(tmp_path)
     states = {f["name"]: f["state"] for f in report["families"]}
     assert states["vllm_omni:num_requests_running"] == "ok"
     assert states["vllm_omni:e2e_request_latency_s"] == "differs: help"
-    assert states["vllm_omni:duplex_append_latency_s"] == "new"
+    assert states["vllm_omni:test_only_family_s"] == "new"
     assert states["vllm_omni:realtime_vad_errors"] == "only in the catalog"
     # The drop-in's definitions lack the checkout's constants: listed as API differences.
     assert "vllm_omni.metrics.definitions.E2E" in report["api"]

@@ -52,6 +52,7 @@ NUM_INFERENCE_STEPS = "vllm_omni:num_inference_steps"
 IMAGE_COUNT_METRIC = "vllm_omni:image_count"  # counter
 IMAGE_PIXELS_METRIC = "vllm_omni:image_pixels"
 PEAK_MEMORY_MB = "vllm_omni:peak_memory_mb"
+PEAK_MEMORY_MB_METRIC = PEAK_MEMORY_MB  # the name newer upstream modules import
 REQUESTS_FAILED = "vllm_omni:requests_failed"  # counter
 KV_WAIT_S = "vllm_omni:kv_wait_s"
 
@@ -91,6 +92,21 @@ REALTIME_VAD_INFERENCE_LATENCY_S = "vllm_omni:realtime_vad_inference_latency_s"
 REALTIME_VAD_ENDPOINT_DELAY_S = "vllm_omni:realtime_vad_endpoint_delay_s"
 REALTIME_VAD_ERRORS = "vllm_omni:realtime_vad_errors"  # counter
 
+# ---- Scheduler-native full duplex (OmniPrometheusMetrics, upstream-changes-2026-09 §1.1) ----
+DUPLEX_SESSIONS = "vllm_omni:duplex_sessions"
+DUPLEX_APPEND_REQUESTS = "vllm_omni:duplex_append_requests"  # counter
+DUPLEX_APPEND_LATENCY_S = "vllm_omni:duplex_append_latency_s"
+DUPLEX_CONTROL_QUEUE_WAIT_S = "vllm_omni:duplex_control_queue_wait_s"
+DUPLEX_CONTEXT_TOKENS = "vllm_omni:duplex_context_tokens"
+DUPLEX_CONTEXT_LIMIT_TOKENS = "vllm_omni:duplex_context_limit_tokens"
+DUPLEX_CONTEXT_UTILIZATION = "vllm_omni:duplex_context_utilization"
+DUPLEX_APPEND_RECEIPTS = "vllm_omni:duplex_append_receipts"
+DUPLEX_REPLICA_AFFINITY_LOSS = "vllm_omni:duplex_replica_affinity_loss"  # counter
+DUPLEX_REPLAY_JOURNAL_TOKENS = "vllm_omni:duplex_replay_journal_tokens"
+DUPLEX_REPLAY_JOURNAL_BYTES = "vllm_omni:duplex_replay_journal_bytes"
+DUPLEX_RESOURCE_GENERATION = "vllm_omni:duplex_resource_generation"
+DUPLEX_KV_REBUILDS = "vllm_omni:duplex_kv_rebuilds"  # counter
+
 # ---- Label sets (§2.3) and buckets (§2.1), read from the C++ catalog (one definition) ----
 _ROWS = {row[0]: row for row in _native.catalog()}  # name -> (name, kind, help, labels, buckets, ...)
 
@@ -112,6 +128,10 @@ TRANSFER_LABELS = _labels(TRANSFER_SIZE_BYTES)
 SPEECH_STREAM_ABORTED_LABELS = _labels(SPEECH_STREAM_ABORTED)
 REALTIME_VAD_LABELS = _labels(REALTIME_VAD_ACTIVE_SESSIONS)
 REALTIME_VAD_ERROR_LABELS = _labels(REALTIME_VAD_ERRORS)
+DUPLEX_SESSION_LABELS = _labels(DUPLEX_SESSIONS)
+DUPLEX_APPEND_LABELS = _labels(DUPLEX_APPEND_REQUESTS)
+DUPLEX_CONTROL_LABELS = _labels(DUPLEX_CONTROL_QUEUE_WAIT_S)
+DUPLEX_KV_REBUILD_LABELS = _labels(DUPLEX_KV_REBUILDS)
 
 # `+Inf` is implicit. Byte bounds are ints, as upstream writes them.
 SECONDS_BUCKETS = tuple(_ROWS[E2E_REQUEST_LATENCY_S][4])
@@ -124,9 +144,11 @@ BYTES_BUCKETS = tuple(int(b) for b in _ROWS[TRANSFER_SIZE_BYTES][4])
 
 # Every family name above, in catalog order (derived, so it survives a regenerated block).
 ALL_METRIC_NAMES: tuple[str, ...] = tuple(
-    value
-    for name, value in list(globals().items())
-    if name.isupper() and isinstance(value, str) and value.startswith(METRIC_PREFIX) and value != METRIC_PREFIX
+    dict.fromkeys(  # once each: an alias (PEAK_MEMORY_MB_METRIC) names the same family
+        value
+        for name, value in list(globals().items())
+        if name.isupper() and isinstance(value, str) and value.startswith(METRIC_PREFIX) and value != METRIC_PREFIX
+    )
 )
 
 # ---- Bench-side stems and snapshot keys (§3.8; plain names, not Prometheus families) ----

@@ -65,6 +65,7 @@ enum class Group : uint8_t {
   kSpeech,     // Speech streaming completed/aborted counters (§3.7)
   kTransfer,   // per-edge cross-stage transfer histograms (§3.4)
   kRealtime,   // realtime server-side VAD sessions, latencies and errors (§3.5)
+  kDuplex,     // scheduler-native full-duplex sessions (upstream's OmniPrometheusMetrics, 2026-09)
   kEngine,     // upstream per-engine `vllm:*` families, relabelled to stage + replica (§3.6)
 };
 
@@ -87,6 +88,9 @@ struct FamilySpec {
   Bind bind;
   Group group;
   Guard guard = Guard::kNone;
+  // An eager family with a label after model_name binds one child per value listed here, for
+  // that label (duplex_sessions{state="active"|"closing"}); empty: the model's one child.
+  std::span<const std::string_view> eager_values = {};
 };
 
 constexpr MetricType ToMetricType(Kind kind) {
@@ -202,6 +206,37 @@ inline constexpr std::array<std::string_view, 2> kStageTypes = {kStageTypeLlm, k
 inline constexpr std::array<std::string_view, 4> kSpeechAbortReasons = {"cancelled", "closed",
                                                                         "engine_dead", "error"};
 
+// Duplex label values (upstream's OmniPrometheusMetrics bounds each; anything else becomes the
+// fallback named beside the set).
+inline constexpr std::array<std::string_view, 2> kDuplexSessionStates = {"active", "closing"};
+inline constexpr std::array<std::string_view, 9> kDuplexAppendOutcomes = {"success",
+                                                                          "deduplicated",
+                                                                          "timeout",
+                                                                          "resource_exhausted",
+                                                                          "admission_rejected",
+                                                                          "cancelled",
+                                                                          "replica_lost",
+                                                                          "kv_recovery_failed",
+                                                                          "error"};
+inline constexpr std::string_view kDuplexAppendOutcomeFallback = "error";
+inline constexpr std::array<std::string_view, 6> kDuplexControlOperations = {
+    "open", "append", "signal", "close", "touch", "resume"};
+inline constexpr std::string_view kDuplexControlOperationFallback = "unknown";
+inline constexpr std::array<std::string_view, 2> kDuplexKvRebuildReasons = {"replica_loss",
+                                                                            "context_rollover"};
+inline constexpr std::string_view kDuplexKvRebuildReasonFallback = "other";
+inline constexpr std::array<std::string_view, 2> kDuplexKvRebuildOutcomes = {"success", "failure"};
+inline constexpr std::string_view kDuplexKvRebuildOutcomeFallback = "failure";
+// `value` when it is one of `allowed`, else `fallback`.
+constexpr std::string_view Bounded(std::string_view value,
+                                   std::span<const std::string_view> allowed,
+                                   std::string_view fallback) {
+  for (std::string_view a : allowed) {
+    if (a == value) return a;
+  }
+  return fallback;
+}
+
 // Extra-label values upstream binds eagerly for every engine (as seen in the V1 fixture).
 inline constexpr std::array<std::string_view, 5> kEngineFinishedReasons = {
     "stop", "length", "abort", "error", "repetition"};
@@ -240,6 +275,12 @@ inline constexpr std::array<std::string_view, 5> kTransferLabels = {
 // Not §2.3 constants: realtime_vad_errors (§3.5) and speech_stream_aborted (design doc).
 inline constexpr std::array<std::string_view, 2> kRealtimeVadErrorLabels = {"model_name", "reason"};
 inline constexpr std::array<std::string_view, 2> kSpeechAbortedLabels = {"model_name", "reason"};
+// Duplex families (upstream-changes-2026-09 §1.1).
+inline constexpr std::array<std::string_view, 2> kDuplexSessionLabels = {"model_name", "state"};
+inline constexpr std::array<std::string_view, 2> kDuplexAppendLabels = {"model_name", "outcome"};
+inline constexpr std::array<std::string_view, 2> kDuplexControlLabels = {"model_name", "operation"};
+inline constexpr std::array<std::string_view, 3> kDuplexKvRebuildLabels = {"model_name", "reason",
+                                                                           "outcome"};
 // `vllm:*` per-engine families: upstream's (model_name, engine) with engine -> stage, replica.
 inline constexpr std::array<std::string_view, 3> kEngineLabels = {"model_name", "stage", "replica"};
 inline constexpr std::array<std::string_view, 4> kEngineWaitingReasonLabels = {
@@ -329,8 +370,8 @@ Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error =
 // ---- Tables ----
 
 // Every `vllm_omni:*` family: pipeline (6), image/diffusion service (10), diffusion breakdown
-// (9), audio (7), speech streaming (2), cross-stage transfer (4), realtime VAD (4); grouped, in
-// that order.
+// (9), audio (7), speech streaming (2), cross-stage transfer (4), realtime VAD (4), duplex (13);
+// grouped, in that order.
 std::span<const FamilySpec> OmniFamilies();
 // A family's row: OmniFamilies()[family].
 const FamilySpec& OmniSpec(OmniFamily family);
@@ -356,9 +397,14 @@ class FamilySet {
   explicit FamilySet(Registry& registry, bool (*wanted)(const FamilySpec&) = nullptr) {
     for (size_t i = 0; i < made_.size(); ++i) {
       specs_[i] = &FamilySpecOf(static_cast<Id>(i));
-      if (wanted == nullptr || wanted(*specs_[i])) made_[i] = RegisterFamily(registry, *specs_[i]);
+      if (wanted != nullptr && !wanted(*specs_[i])) continue;
+      made_[i] = RegisterFamily(registry, *specs_[i]);
+      complete_ = complete_ && !std::holds_alternative<std::monostate>(made_[i]);
     }
   }
+
+  // True when every wanted family was registered (none refused by the registry).
+  bool Complete() const { return complete_; }
 
   template <Id F>
   Family<FamilyInstrument<F>>* Get() const {
@@ -373,6 +419,7 @@ class FamilySet {
  private:
   std::array<AnyFamily, FamilyCount(Id{})> made_;
   std::array<const FamilySpec*, FamilyCount(Id{})> specs_{};
+  bool complete_ = true;
 };
 
 // Every upstream per-engine `vllm:*` family vLLM main has in a plain set-up plus NIXL's (43):

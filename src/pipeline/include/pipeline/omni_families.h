@@ -162,6 +162,46 @@
     kPipelineLabels, kSecondsFastBuckets, Bind::kEager, Group::kRealtime)                          \
   X(kRealtimeVadErrors, "vllm_omni:realtime_vad_errors", Counter,                                  \
     "Server VAD errors and input-overflow rejections by reason.", kRealtimeVadErrorLabels,         \
-    kNoBuckets, Bind::kLazy, Group::kRealtime)
+    kNoBuckets, Bind::kLazy, Group::kRealtime)                                                     \
+  /* Scheduler-native full-duplex sessions (upstream-changes-2026-09 §1.1). */                    \
+  X(kDuplexSessions, "vllm_omni:duplex_sessions", Gauge,                                           \
+    "Current scheduler-native duplex sessions by bounded lifecycle state.", kDuplexSessionLabels,  \
+    kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative, kDuplexSessionStates)         \
+  X(kDuplexAppendRequests, "vllm_omni:duplex_append_requests", Counter,                            \
+    "Scheduler-native duplex append attempts by bounded outcome.", kDuplexAppendLabels,            \
+    kNoBuckets, Bind::kLazy, Group::kDuplex)                                                       \
+  X(kDuplexAppendLatencyS, "vllm_omni:duplex_append_latency_s", Histogram,                         \
+    "Scheduler-native duplex append latency in seconds, excluding control-tail queue wait.",       \
+    kDuplexAppendLabels, kSecondsFastBuckets, Bind::kLazy, Group::kDuplex, Guard::kClampNegative)  \
+  X(kDuplexControlQueueWaitS, "vllm_omni:duplex_control_queue_wait_s", Histogram,                  \
+    "Duplex command wait in its per-session ordered control tail, in seconds.",                    \
+    kDuplexControlLabels, kSecondsFastBuckets, Bind::kLazy, Group::kDuplex, Guard::kClampNegative) \
+  X(kDuplexContextTokens, "vllm_omni:duplex_context_tokens", Gauge,                                \
+    "Largest current retained Stage-0 context among active native duplex sessions.",               \
+    kPipelineLabels, kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative)              \
+  X(kDuplexContextLimitTokens, "vllm_omni:duplex_context_limit_tokens", Gauge,                     \
+    "Largest configured Stage-0 context limit among active native duplex sessions.",               \
+    kPipelineLabels, kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative)              \
+  X(kDuplexContextUtilization, "vllm_omni:duplex_context_utilization", Gauge,                      \
+    "Largest current Stage-0 context-limit utilization among active native duplex sessions.",      \
+    kPipelineLabels, kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative)              \
+  X(kDuplexAppendReceipts, "vllm_omni:duplex_append_receipts", Gauge,                              \
+    "Largest current bounded append-receipt cache among active native duplex sessions.",           \
+    kPipelineLabels, kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative)              \
+  X(kDuplexReplicaAffinityLoss, "vllm_omni:duplex_replica_affinity_loss", Counter,                 \
+    "Native duplex sessions whose resident-KV replica affinity was lost.", kPipelineLabels,        \
+    kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kSkipNonPositive)                             \
+  X(kDuplexReplayJournalTokens, "vllm_omni:duplex_replay_journal_tokens", Gauge,                   \
+    "Largest bounded committed replay journal among active native duplex sessions, in tokens.",    \
+    kPipelineLabels, kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative)              \
+  X(kDuplexReplayJournalBytes, "vllm_omni:duplex_replay_journal_bytes", Gauge,                     \
+    "Largest bounded committed replay journal among active native duplex sessions, in bytes.",     \
+    kPipelineLabels, kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative)              \
+  X(kDuplexResourceGeneration, "vllm_omni:duplex_resource_generation", Gauge,                      \
+    "Largest physical scheduler-request generation among active native duplex sessions.",          \
+    kPipelineLabels, kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative)              \
+  X(kDuplexKvRebuilds, "vllm_omni:duplex_kv_rebuilds", Counter,                                    \
+    "Scheduler-native duplex KV rebuild attempts by bounded reason and outcome.",                  \
+    kDuplexKvRebuildLabels, kNoBuckets, Bind::kLazy, Group::kDuplex, Guard::kSkipNonPositive)
 
 #endif  // MODELMETRICS_PIPELINE_OMNI_FAMILIES_H_

@@ -1,0 +1,87 @@
+// The observe layer of the scheduler-native full-duplex families (kDuplex in catalog.h; upstream's
+// duplex methods of OmniPrometheusMetrics, shared/spec/reference/upstream-changes-2026-09.md §1.1).
+//
+// Contract.
+// - The constructor registers the thirteen kDuplex families with the registry (a second instance
+//   on the same registry shares them) and binds the eager children for its model:
+//   duplex_sessions{state="active"|"closing"}, the seven model-only gauges and the affinity-loss
+//   counter render zeros from the start, even with stats off. Append requests and latency,
+//   control-queue wait and KV rebuilds are bound on first use.
+// - Label values are bounded as upstream bounds them (catalog.h: kDuplexAppendOutcomes,
+//   kDuplexControlOperations, kDuplexKvRebuildReasons/Outcomes; anything else becomes the
+//   set's fallback), so a caller cannot grow a family without bound.
+// - Each value goes through its family's catalog Guard: gauges and latencies are clamped to
+//   >= 0, counts <= 0 are dropped; NaN is dropped (catalog.h, ApplyGuard).
+// - Gating: `log_stats` (default: the registry's) false makes every method a no-op.
+//
+// Thread-safety: every method may be called from any thread at once; eager handles are
+// lock-free, and the lazily bound children are cached under a mutex.
+#ifndef MODELMETRICS_PIPELINE_DUPLEX_METRICS_H_
+#define MODELMETRICS_PIPELINE_DUPLEX_METRICS_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/mutex.h"
+#include "modelmetrics/metrics.h"
+#include "pipeline/catalog.h"
+
+namespace modelmetrics::pipeline {
+
+class DuplexMetrics {
+ public:
+  DuplexMetrics(Registry& registry, std::string model_name,
+                std::optional<bool> log_stats = std::nullopt);
+  DuplexMetrics(const DuplexMetrics&) = delete;
+  DuplexMetrics& operator=(const DuplexMetrics&) = delete;
+
+  bool ok() const { return ok_; }  // false when a family name was taken by another definition
+  bool log_stats() const { return log_stats_; }
+  const std::string& model_name() const { return model_name_; }
+
+  // duplex_sessions{state="active"} and {state="closing"}.
+  void SetSessions(double active, double closing) const;
+  // duplex_append_requests_total{outcome} += 1 and duplex_append_latency_s{outcome}.
+  void ObserveAppend(std::string_view outcome, double latency_s);
+  // duplex_control_queue_wait_s{operation}.
+  void ObserveControlQueueWait(std::string_view operation, double queue_wait_s);
+  // The four context gauges: retained tokens, limit, utilization, append receipts.
+  void SetContext(double max_tokens, double max_limit_tokens, double max_utilization,
+                  double max_receipts) const;
+  void IncReplicaAffinityLoss(double count = 1) const;
+  // The three recovery gauges: journal tokens, journal bytes, resource generation.
+  void SetRecoveryState(double max_journal_tokens, double max_journal_bytes,
+                        double max_resource_generation) const;
+  // duplex_kv_rebuilds_total{reason, outcome} += count.
+  void IncKvRecovery(std::string_view reason, std::string_view outcome, double count = 1);
+
+ private:
+  // Lazily bound children, by the index of their bounded label values (the fallback last).
+  static constexpr size_t kOutcomes = kDuplexAppendOutcomes.size();  // "error" is one of them
+  static constexpr size_t kOperations = kDuplexControlOperations.size() + 1;  // + "unknown"
+  static constexpr size_t kReasons = kDuplexKvRebuildReasons.size() + 1;      // + "other"
+  static constexpr size_t kRebuildOutcomes = kDuplexKvRebuildOutcomes.size();
+
+  template <OmniFamily F>
+  void SetGauge(const Gauge& gauge, double value) const;
+
+  bool ok_ = false;
+  bool log_stats_ = false;
+  std::string model_name_;
+  FamilySet<OmniFamily> families_;
+  Gauge active_, closing_, context_tokens_, context_limit_, utilization_, receipts_;
+  Gauge journal_tokens_, journal_bytes_, generation_;
+  Counter affinity_loss_;
+  base::Mutex mu_;
+  std::array<std::optional<std::pair<Counter, Histogram>>, kOutcomes> append_ GUARDED_BY(mu_);
+  std::array<std::optional<Histogram>, kOperations> queue_wait_ GUARDED_BY(mu_);
+  std::array<std::optional<Counter>, kReasons * kRebuildOutcomes> rebuilds_ GUARDED_BY(mu_);
+};
+
+}  // namespace modelmetrics::pipeline
+
+#endif  // MODELMETRICS_PIPELINE_DUPLEX_METRICS_H_
