@@ -44,6 +44,7 @@ constexpr double kTokenCountBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 100
 constexpr double kIterationTokensBuckets[] = {1,   8,    16,   32,   64,   128,  256,
                                               512, 1024, 2048, 4096, 8192, 16384};
 constexpr double kRequestParamsNBuckets[] = {1, 2, 5, 10, 20};
+constexpr double kRequestNumPreemptionsBuckets[] = {1, 2, 3, 4, 5, 10, 20};
 constexpr double kTtftBuckets[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
                                    0.25,  0.5,   0.75, 1,    2.5,  5,    7.5,  10,
                                    20,    40,    80,   160,  640,  2560};

@@ -53,7 +53,7 @@ struct EngineStatsLogger::EngineHandles {
   std::array<Counter, kEngineFinishedReasons.size()> request_success;
   Histogram iteration_tokens, max_generation_tokens, params_n, params_max_tokens;
   Histogram ttft, inter_token, time_per_output_token;
-  Histogram e2e, queue_time, inference_time, prefill_time, decode_time;
+  Histogram e2e, queue_time, inference_time, prefill_time, decode_time, num_preemptions;
   Histogram request_prompt_tokens, request_generation_tokens, prefill_kv_computed;
   std::array<Gauge, kEngineSleepStates.size()> sleep_state;
 };
@@ -206,6 +206,7 @@ std::unique_ptr<EngineStatsLogger::EngineHandles> EngineStatsLogger::BindEngine(
   h->inference_time = Child<EngineFamily::kRequestInferenceTimeSeconds>(e);
   h->prefill_time = Child<EngineFamily::kRequestPrefillTimeSeconds>(e);
   h->decode_time = Child<EngineFamily::kRequestDecodeTimeSeconds>(e);
+  h->num_preemptions = Child<EngineFamily::kRequestNumPreemptions>(e);
   h->prefill_kv_computed = Child<EngineFamily::kRequestPrefillKvComputedTokens>(e);
   return h;
 }
@@ -295,6 +296,7 @@ bool EngineStatsLogger::Record(size_t engine_index, const SchedulerStats* schedu
     h.prefill_time.Observe(r.prefill_time);
     h.inference_time.Observe(r.inference_time);
     h.decode_time.Observe(r.decode_time);
+    h.num_preemptions.Observe(static_cast<double>(r.num_preemptions));
     const int64_t cached = std::max<int64_t>(r.num_cached_tokens, 0);
     const auto prompt = static_cast<int64_t>(r.num_prompt_tokens);
     h.prefill_kv_computed.Observe(static_cast<double>(std::max<int64_t>(prompt - cached, 0)));

@@ -109,14 +109,15 @@ pipeline::FinishReason ReasonOf(std::string_view name) {
 }
 
 // (reason, e2e, prompt, generation, max_tokens | None, queued, prefill, inference, decode,
-//  mean_tpot, num_cached)
+//  mean_tpot, num_cached[, num_preemptions])
 bool Finished(PyObject* t, pipeline::FinishedRequestStats* f) {
-  PyObject *reason, *prompt, *generation, *max_tokens, *cached;
-  if (!PyArg_ParseTuple(t, "OdOOOdddddO:finished", &reason, &f->e2e_latency, &prompt, &generation,
+  PyObject *reason, *prompt, *generation, *max_tokens, *cached, *preemptions = nullptr;
+  if (!PyArg_ParseTuple(t, "OdOOOdddddO|O:finished", &reason, &f->e2e_latency, &prompt, &generation,
                         &max_tokens, &f->queued_time, &f->prefill_time, &f->inference_time,
-                        &f->decode_time, &f->mean_time_per_output_token, &cached)) {
+                        &f->decode_time, &f->mean_time_per_output_token, &cached, &preemptions)) {
     return false;
   }
+  if (preemptions != nullptr && !Count(preemptions, &f->num_preemptions)) return false;
   LabelValue r;
   if (!r.Set(reason)) return false;
   f->finish_reason = ReasonOf(r.view());

@@ -549,6 +549,7 @@ class Simulation {
             done.decode_time / static_cast<double>(done.num_generation_tokens);
         done.max_tokens_param = 1024;
         done.num_cached_tokens = static_cast<int64_t>(done.num_prompt_tokens / 4);
+        done.num_preemptions = Chance(0.9) ? 0 : 1 + Pick(3);  // KV pressure preempts a few
         iter.finished_requests.push_back(done);
       }
       // Each scheduler's make_stats() reports once a second (§4.9); iteration stats every step.

@@ -836,10 +836,11 @@ class VllmFixtureTest : public ::testing::Test {
 };
 std::vector<MetricFamily>* VllmFixtureTest::families_ = nullptr;
 
-// vLLM main changed its families since the fixture was captured: one removed (April 2026), one
+// vLLM main changed its families since the fixture was captured: one removed (April 2026), two
 // added. The engine table follows vLLM main.
 constexpr std::string_view kRemovedUpstream = "vllm:prompt_tokens_recomputed";
-constexpr std::string_view kAddedUpstream = "vllm:num_requests_waiting_by_reason";
+constexpr std::string_view kAddedUpstream[] = {"vllm:num_requests_waiting_by_reason",
+                                               "vllm:request_num_preemptions"};
 
 TEST_F(VllmFixtureTest, EveryVllmFamilyIsInTheEngineTable) {
   std::vector<const MetricFamily*> engine = EngineFamilies();
@@ -913,9 +914,22 @@ TEST_F(VllmFixtureTest, EngineTableHasNothingElse) {
   for (const MetricFamily* f : EngineFamilies()) fixture.insert(TableName(*f));
   std::set<std::string> table;
   for (const FamilySpec& f : VllmEngineFamilies()) table.insert(std::string(f.name));
-  EXPECT_EQ(SetDiff(table, fixture),
-            " missing " + std::string(kRemovedUpstream) + " extra " + std::string(kAddedUpstream));
-  EXPECT_EQ(VllmEngineFamilies().size(), fixture.size()) << "duplicate rows";
+  std::string expected = " missing " + std::string(kRemovedUpstream);
+  for (std::string_view added : kAddedUpstream) expected += " extra " + std::string(added);
+  EXPECT_EQ(SetDiff(table, fixture), expected);
+  EXPECT_EQ(VllmEngineFamilies().size(), fixture.size() + 1) << "duplicate rows";
+}
+
+// The family added after the fixture that the references describe: buckets as
+// upstream-changes-2026-09.md §2 lists them (HELP: vLLM's loggers.py, in the row's comment).
+TEST(UpstreamChangesTest, RequestNumPreemptionsBucketsMatchSection2) {
+  const std::string text = ReadFile(kUpstreamChangesPath);
+  EXPECT_NE(text.find("`vllm:request_num_preemptions` histogram, buckets 1, 2, 3, 4, 5, 10, 20"),
+            std::string::npos);
+  const FamilySpec* spec = FindVllmEngineFamily("vllm:request_num_preemptions");
+  ASSERT_NE(spec, nullptr);
+  EXPECT_EQ(ToVector(spec->buckets), (std::vector<double>{1, 2, 3, 4, 5, 10, 20}));
+  EXPECT_EQ(ToStrings(spec->labels), ToStrings(kEngineLabels));
 }
 
 TEST_F(VllmFixtureTest, SkippedFamiliesAreCreatedGaugesOfKeptFamilies) {
@@ -1087,7 +1101,7 @@ TEST(CatalogInvariantsTest, GroupSizes) {
   EXPECT_EQ(sizes[Group::kRealtime], 4u);
   EXPECT_EQ(sizes[Group::kDuplex], 13u);
   EXPECT_EQ(OmniFamilies().size(), 55u);
-  EXPECT_EQ(VllmEngineFamilies().size(), 43u);
+  EXPECT_EQ(VllmEngineFamilies().size(), 44u);
   // The table is grouped: each group's rows are contiguous.
   std::set<Group> closed;
   for (size_t i = 0; i < OmniFamilies().size(); ++i) {

@@ -316,7 +316,7 @@ TEST(TestOmniPrometheusStatLogger, ClassSlotsPointToWrappers) {
       EXPECT_FALSE(labels.count("engine")) << s.name;
     }
   }
-  EXPECT_EQ(families, 35u);  // vLLM main's plain set-up
+  EXPECT_EQ(families, 36u);  // vLLM main's plain set-up
 }
 
 TEST(TestOmniPrometheusStatLogger, PerEngineLabelvaluesSetterRewritesTo3tuple) {
@@ -544,7 +544,8 @@ void RecordEverything(EngineStatsLogger& logger, size_t engine) {
                                   .inference_time = 1.1,
                                   .decode_time = 0.9,
                                   .mean_time_per_output_token = 0.014,
-                                  .num_cached_tokens = 90});
+                                  .num_cached_tokens = 90,
+                                  .num_preemptions = 2});
   MultiModalCacheStats mm{.queries = 2, .hits = 1};
   std::string error;
   ASSERT_TRUE(logger.Record(engine, &s, &it, &mm, &error)) << error;
@@ -563,7 +564,8 @@ class EngineStatsRender : public ::testing::TestWithParam<Format> {};
 // layout {1,2,1}: same type, HELP and buckets; every series labelled stage + replica (no engine),
 // and the label names are the fixture's with engine replaced; strict parse in both formats. Two
 // differences are vLLM's since the capture: prompt_tokens_recomputed is gone and
-// num_requests_waiting_by_reason is new; cache_config_info carries the keys it is given.
+// num_requests_waiting_by_reason and request_num_preemptions are new; cache_config_info carries
+// the keys it is given.
 TEST_P(EngineStatsRender, EveryFixtureFamilyWithStageAndReplica) {
   Registry registry;
   auto logger = EngineStatsLogger::Create(
@@ -582,7 +584,7 @@ TEST_P(EngineStatsRender, EveryFixtureFamilyWithStageAndReplica) {
   for (MetricFamily& f : ParseFamilies(ReadFile(kV1FixturePath), text)) {
     if (f.name.starts_with("vllm:") && !f.name.ends_with("_created")) fixture.push_back(f);
   }
-  ASSERT_EQ(fixture.size(), VllmEngineFamilies().size());
+  ASSERT_EQ(fixture.size() + 1, VllmEngineFamilies().size());
 
   const std::vector<MetricFamily> ours = ParsedFamilies(registry, GetParam());
   std::map<std::string, const MetricFamily*> by_key;
@@ -590,7 +592,7 @@ TEST_P(EngineStatsRender, EveryFixtureFamilyWithStageAndReplica) {
     EXPECT_TRUE(f.name.starts_with("vllm:")) << f.name;
     by_key[FamilyKey(f)] = &f;
   }
-  EXPECT_EQ(by_key.size(), fixture.size());
+  EXPECT_EQ(by_key.size(), fixture.size() + 1);
 
   // Label names (without le) and le values of a family's samples.
   auto shape = [](const MetricFamily& f, bool relabel) {
@@ -613,6 +615,10 @@ TEST_P(EngineStatsRender, EveryFixtureFamilyWithStageAndReplica) {
 
   EXPECT_EQ(by_key.count("vllm:prompt_tokens_recomputed"), 0u);
   EXPECT_EQ(by_key.count("vllm:num_requests_waiting_by_reason"), 1u);
+  ASSERT_EQ(by_key.count("vllm:request_num_preemptions"), 1u);
+  EXPECT_EQ(shape(*by_key["vllm:request_num_preemptions"], false).second,
+            (std::set<std::string>{"1.000000", "2.000000", "3.000000", "4.000000", "5.000000",
+                                   "10.000000", "20.000000", "+Inf"}));
   for (const MetricFamily& want : fixture) {
     SCOPED_TRACE(want.name);
     if (FamilyKey(want) == "vllm:prompt_tokens_recomputed") continue;  // removed upstream
@@ -738,7 +744,7 @@ TEST(EngineStatsLogger, ScopedUnregisterKeepsOmniFamilies) {
   EXPECT_EQ(Value(families, "vllm:generation_tokens_total", At("1", "0")), 7);
   EXPECT_EQ(Value(families, "vllm_omni:requests_success_total", {{"model_name", "m"}}), 1);
   // vLLM main's 35 families of a plain set-up (no connector, no cache_config_info yet).
-  constexpr size_t kPlainFamilies = 35;
+  constexpr size_t kPlainFamilies = 36;
   EXPECT_EQ(families.size(), kPlainFamilies + 1);
 
   EXPECT_EQ(registry.RemovePrefix(kEnginePrefix), kPlainFamilies);

@@ -70,7 +70,7 @@ def test_record_reads_vllm_shaped_objects():
     it = NS(num_generation_tokens=10, num_prompt_tokens=50, num_preempted_reqs=1,
             prompt_token_stats=NS(computed=30, local_cache_hit=20, external_kv_transfer=0,
                                   cached_tokens=20),
-            finished_requests=[finished(), finished(finish_reason="length")],
+            finished_requests=[finished(), finished(finish_reason="length", num_preemptions=3)],
             max_num_generation_tokens_iter=[128], n_params_iter=[1],
             time_to_first_tokens_iter=[0.2], inter_token_latencies_iter=[0.01, 0.02])
     logger.record(sched, it, NS(queries=5, hits=2), engine_idx=2)
@@ -95,6 +95,10 @@ def test_record_reads_vllm_shaped_objects():
     assert sample(text, f'vllm:request_success_total{{finished_reason="stop",{lab}}}') == 2.0
     assert sample(text, f'vllm:request_success_total{{finished_reason="length",{lab}}}') == 2.0
     assert sample(text, f"vllm:e2e_request_latency_seconds_count{{{lab}}}") == 4.0
+    # Once per finished request, 0 included (vLLM #49984); a record without the field counts 0.
+    assert sample(text, f'vllm:request_num_preemptions_bucket{{le="1.0",{lab}}}') == 2.0
+    assert sample(text, f'vllm:request_num_preemptions_bucket{{le="3.0",{lab}}}') == 4.0
+    assert sample(text, f"vllm:request_num_preemptions_sum{{{lab}}}") == 6.0
     assert sample(text, f"vllm:inter_token_latency_seconds_count{{{lab}}}") == 4.0
     # Every engine's children exist at once (eager), with zeros.
     other = f'model_name="{model}",replica="1",stage="0"'

@@ -46,7 +46,8 @@ def iteration_stats(rng, running=64, finishing=8):
             max_tokens_param=None if i % 3 == 0 else 1024, queued_time=rng.random(),
             prefill_time=rng.random() * 2, inference_time=rng.random() * 20,
             decode_time=rng.random() * 18, mean_time_per_output_token=rng.random() / 10,
-            num_cached_tokens=-1 if i == 0 else 128) for i in range(finishing)],
+            num_cached_tokens=-1 if i == 0 else 128, num_preemptions=rng.choice((0, 0, 0, 1, 4, 30)))
+            for i in range(finishing)],
         max_num_generation_tokens_iter=[rng.randint(1, 2048) for _ in range(finishing)],
         n_params_iter=[1] * finishing,
         time_to_first_tokens_iter=[rng.random() for _ in range(finishing)],

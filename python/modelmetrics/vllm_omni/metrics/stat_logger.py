@@ -296,7 +296,7 @@ def _finished_tuple(f):
         _get(f, "max_tokens_param"), float(_get(f, "queued_time", 0.0)),
         float(_get(f, "prefill_time", 0.0)), float(_get(f, "inference_time", 0.0)),
         float(_get(f, "decode_time", 0.0)), float(_get(f, "mean_time_per_output_token", 0.0)),
-        _get(f, "num_cached_tokens", 0),
+        _get(f, "num_cached_tokens", 0), _get(f, "num_preemptions", 0) or 0,
     )
 
 

@@ -422,9 +422,9 @@ class FamilySet {
   bool complete_ = true;
 };
 
-// Every upstream per-engine `vllm:*` family vLLM main has in a plain set-up plus NIXL's (43):
+// Every upstream per-engine `vllm:*` family vLLM main has in a plain set-up plus NIXL's (44):
 // the V1 fixture's, in fixture order, without prompt_tokens_recomputed (removed upstream in April
-// 2026) and with num_requests_waiting_by_reason (added after the fixture).
+// 2026) and with num_requests_waiting_by_reason and request_num_preemptions (added after it).
 std::span<const FamilySpec> VllmEngineFamilies();
 
 // Look-ups by exact name (counters without `_total`); nullptr when absent.

@@ -136,6 +136,10 @@
   X(kRequestDecodeTimeSeconds, "vllm:request_decode_time_seconds", Histogram,                      \
     "Histogram of time spent in DECODE phase for request.", kEngineLabels, kRequestPhaseBuckets,   \
     Bind::kEager, Group::kEngine)                                                                  \
+  /* After the fixture (vLLM #49984; HELP as vllm/v1/metrics/loggers.py at 00ec631b). */           \
+  X(kRequestNumPreemptions, "vllm:request_num_preemptions", Histogram,                             \
+    "Histogram of the number of times a request was preempted.", kEngineLabels,                    \
+    kRequestNumPreemptionsBuckets, Bind::kEager, Group::kEngine)                                   \
   X(kRequestPrefillKvComputedTokens, "vllm:request_prefill_kv_computed_tokens", Histogram,         \
     "Histogram of new KV tokens computed during prefill (excluding cached tokens).",               \
     kEngineLabels, kTokenCountBuckets, Bind::kEager, Group::kEngine)                               \

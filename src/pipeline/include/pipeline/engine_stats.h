@@ -150,6 +150,7 @@ struct FinishedRequestStats {
   double decode_time = 0;
   double mean_time_per_output_token = 0;
   int64_t num_cached_tokens = 0;  // may be the -1 "unknown" sentinel
+  uint64_t num_preemptions = 0;   // times this request was preempted (vLLM #49984)
 };
 
 // Where the step's prompt tokens came from.

@@ -205,6 +205,9 @@ class PrometheusStatLogger(AggregateStatLoggerBase):
         self.histogram_inference_time_request = made["inference"]
         self.histogram_prefill_time_request = made["prefill"]
         self.histogram_decode_time_request = made["decode"]
+        self.histogram_request_num_preemptions = each(histogram(
+            "vllm:request_num_preemptions",
+            "Histogram of the number of times a request was preempted.", [1, 2, 3, 4, 5, 10, 20]))
         self.histogram_prefill_kv_computed_request = each(histogram(
             "vllm:request_prefill_kv_computed_tokens",
             "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
@@ -322,6 +325,7 @@ class PrometheusStatLogger(AggregateStatLoggerBase):
             self.histogram_prefill_time_request[engine_idx].observe(r.prefill_time)
             self.histogram_inference_time_request[engine_idx].observe(r.inference_time)
             self.histogram_decode_time_request[engine_idx].observe(r.decode_time)
+            self.histogram_request_num_preemptions[engine_idx].observe(r.num_preemptions)
             self.histogram_prefill_kv_computed_request[engine_idx].observe(
                 r.num_prompt_tokens - max(r.num_cached_tokens, 0))
             self.histogram_num_prompt_tokens_request[engine_idx].observe(r.num_prompt_tokens)

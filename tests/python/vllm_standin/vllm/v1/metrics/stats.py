@@ -67,6 +67,7 @@ class FinishedRequestStats:
     finish_reason: FinishReason = FinishReason.STOP
     e2e_latency: float = 0.0
     num_prompt_tokens: int = 0
+    num_preemptions: int = 0  # vLLM #49984
     num_generation_tokens: int = 0
     max_tokens_param: int | None = None
     queued_time: float = 0.0
