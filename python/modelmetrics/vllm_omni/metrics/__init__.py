@@ -2,8 +2,11 @@
 newer module revisions shared/spec/reference/vllm-omni-python-api.md names).
 
 Modules: ``prometheus``, ``modality``, ``transfer``, ``realtime``, ``stats``, ``utils``,
-``definitions`` and ``stat_logger``. The observe methods run in C++; dataclasses and the
-aggregator's bookkeeping are Python, as upstream's.
+``definitions`` and ``stat_logger``; and upstream's newer pure-Python helpers
+``concurrency_trace`` (an opt-in JSON-lines trace and its summary), ``duplex_frame_timing``
+(opt-in per-frame timing lines), ``duplex_turn`` (per-turn log tables of duplex sessions) and
+``stream_edge`` (first-event timings per stage edge). The observe methods run in C++;
+dataclasses and the aggregator's bookkeeping are Python, as upstream's.
 
 Importing this package registers one collector in prometheus_client's default ``REGISTRY``
 (when prometheus_client is installed), so every family appears on ``generate_latest(REGISTRY)``,

@@ -721,6 +721,19 @@ class OrchestratorAggregator:
         return {str(sid): {k: v for k, v in merged[sid].items() if not k.startswith("_")} for sid in ordered}
 
     # ---- Summary (§5.3) ----
+    def _identity(self) -> Mapping[str, Any] | None:
+        return self.timing_identity if isinstance(self.timing_identity, Mapping) else None
+
+    def _format_request_table_title(self, kind: str, rid: str) -> str:
+        """``Kind [request_id=...]``, with a duplex turn's response, turn and reason when set."""
+        identity = self._identity()
+        if not identity:
+            return f"{kind} [request_id={rid}]"
+        parts = [f"request_id={identity.get('req') or rid}"]
+        parts.extend(f"{key}={identity[key]}" for key in ("response", "turn", "reason")
+                     if identity.get(key) is not None)  # fmt: skip
+        return f"{kind} [{' '.join(parts)}]"
+
     def _timing_line(self, rid: str, e2e_evt: RequestE2EStats) -> str:
         """The one-line ``[OmniTiming]`` summary of a request (without the prefix)."""
         events = self.stage_events.get(rid, [])
@@ -728,8 +741,8 @@ class OrchestratorAggregator:
         timings = timings if isinstance(timings, Mapping) else {}
         preprocess_ms = timings.get("preprocess_ms")
         preprocess_ms = None if preprocess_ms is None else _num(preprocess_ms)
-        identity = self.timing_identity if isinstance(self.timing_identity, Mapping) else None
-        parts = [f"req={identity.get('req', rid) if identity else rid}"]
+        identity = self._identity()
+        parts = [f"req={(identity.get('req') if identity else None) or rid}"]
         if identity:
             parts.extend(f"{key}={identity[key]}" for key in ("response", "turn", "reason")
                          if identity.get(key) is not None)  # fmt: skip
@@ -807,7 +820,8 @@ class OrchestratorAggregator:
                 e2e_fields = sorted(k for k, v in e2e_data.items() if not _is_zero(v))
                 if e2e_fields:
                     logger.info(
-                        "\n%s", _format_table(f"RequestE2EStats [request_id={rid}]", e2e_data, value_fields=e2e_fields)
+                        "\n%s", _format_table(self._format_request_table_title("RequestE2EStats", rid), e2e_data,
+                                           value_fields=e2e_fields)
                     )
                 logger.info("[OmniTiming] %s", self._timing_line(rid, e2e_evt))
 
@@ -833,7 +847,7 @@ class OrchestratorAggregator:
                 if value_fields:
                     logger.info(
                         "\n%s",
-                        _format_table(f"StageRequestStats [request_id={rid}]", stage_rows,
+                        _format_table(self._format_request_table_title("StageRequestStats", rid), stage_rows,
                                       column_key="stage_id", value_fields=value_fields),  # fmt: skip
                     )
 
@@ -847,7 +861,7 @@ class OrchestratorAggregator:
                 if value_fields:
                     logger.info(
                         "\n%s",
-                        _format_table(f"TransferEdgeStats [request_id={rid}]", transfer_rows,
+                        _format_table(self._format_request_table_title("TransferEdgeStats", rid), transfer_rows,
                                       column_key="edge", value_fields=value_fields),  # fmt: skip
                     )
 
