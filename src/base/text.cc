@@ -34,6 +34,15 @@ size_t Utf8SequenceLength(std::string_view text) {
   return length;
 }
 
+bool IsValidUtf8(std::string_view text) {
+  while (!text.empty()) {
+    const size_t n = Utf8SequenceLength(text);
+    if (n == 0) return false;
+    text.remove_prefix(n);
+  }
+  return true;
+}
+
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD

@@ -20,33 +20,12 @@
 #include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/multiprocess.h"
+#include "names.h"
 #include "series.h"
 
 namespace modelmetrics {
 namespace metrics_internal {
 namespace {
-
-bool ValidMetricName(std::string_view name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
-                    (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
-
-bool ValidLabelName(std::string_view name) {
-  if (name.empty() || name.starts_with("__")) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-                    (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
 
 // The sample names a family renders (the registry reserves them).
 std::vector<std::string> SampleNames(const FamilyOptions& o, MetricType type) {

@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "modelmetrics/metrics.h"
+#include "segment_check.h"
 
 namespace modelmetrics::segment {
 
 struct FamilyText {
   FamilyOptions options;  // name, help, unit, label names, bounds, mode
   MetricType type = MetricType::kUntyped;
-  bool valid = false;              // the record pointed only inside the segment
+  bool valid = false;              // the record passed CheckFamily
   std::string sample;              // counters: name_total; others: name
   std::string bucket, count, sum;  // histograms: the sample names
   std::vector<std::string> le;     // histograms: `le` values, +Inf last
@@ -33,12 +34,16 @@ struct SeriesText {
   // The sorted label text split where the family's extra label sorts (`le` for histograms,
   // `pid` for per-process gauges; counters: all in `before`).
   std::string before, after;
-  bool valid = false;  // the record was in bounds and matched its family's label count
+  bool valid = false;     // the record passed SeriesCheck
+  size_t line_bytes = 0;  // the most one of its sample lines takes
 };
 
 struct ScrapeCache {
   std::vector<FamilyText> families;
   std::vector<SeriesText> series;
+  SeriesCheck check;         // the series read so far (overlaps, repeated label sets)
+  SkipCounts skipped = {};   // records skipped, by reason (shown by Render when any)
+  uint64_t budget_used = 0;  // bytes the valid series render at most, summed
 };
 
 }  // namespace modelmetrics::segment

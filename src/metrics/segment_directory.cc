@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "segment_check.h"
 #include "segment_layout.h"
 
 namespace modelmetrics {
@@ -116,8 +117,9 @@ void Sync(SharedSegment::Impl& impl) REQUIRES(impl.mu) {
   const uint32_t families = impl.PublishedFamilies();
   for (; impl.families_indexed < families; ++impl.families_indexed) {
     const FamilyRecord r = impl.families[impl.families_indexed];
-    if (!impl.ValidFamily(r)) continue;
-    impl.family_by_name.emplace(std::string(impl.Text(r.name)), impl.families_indexed);
+    CheckedFamily checked;  // a family that fails is never found, so never joined
+    if (CheckFamily(impl, r, &checked) != Skip::kNone) continue;
+    impl.family_by_name.emplace(std::move(checked.options.name), impl.families_indexed);
   }
   for (; impl.series_indexed < series; ++impl.series_indexed) {
     const SeriesRecord r = impl.series[impl.series_indexed];

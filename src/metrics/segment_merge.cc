@@ -16,6 +16,10 @@ using segment::FamilyText;
 using segment::SeriesRecord;
 using segment::SeriesText;
 
+// Bytes of a sample line beyond its name and labels: braces, quotes, an extra label
+// (`le="..."`, `pid="..."`), the value, the newline.
+constexpr size_t kLineOverhead = 96;
+
 double AsDouble(uint64_t bits) { return std::bit_cast<double>(bits); }
 
 struct SlotView {
@@ -36,26 +40,11 @@ std::vector<SlotView> Slots(const SharedSegment::Impl& impl) {
   return out;
 }
 
-std::vector<std::string> Split(std::string_view joined) {
-  std::vector<std::string> out;
-  for (;;) {
-    const size_t end = joined.find('\xff');
-    out.emplace_back(joined.substr(0, end));
-    if (end == std::string_view::npos) return out;
-    joined.remove_prefix(end + 1);
-  }
-}
-
-FamilyText MakeFamilyText(const SharedSegment::Impl& impl, const FamilyRecord& f) {
+FamilyText MakeFamilyText(segment::CheckedFamily f) {
   FamilyText t;
   t.valid = true;
-  t.type = static_cast<MetricType>(f.type);
-  t.options.name = impl.Text(f.name);
-  t.options.help = impl.Text(f.help);
-  t.options.unit = impl.Text(f.unit);
-  if (f.labels.size > 0) t.options.labels = Split(impl.Text(f.labels));
-  t.options.buckets.assign(impl.Bounds(f), impl.Bounds(f) + f.bounds);
-  t.options.multiprocess_mode = static_cast<MultiprocessMode>(f.mode);
+  t.type = f.type;
+  t.options = std::move(f.options);
   const std::string& name = t.options.name;
   t.sample = t.type == MetricType::kCounter ? name + "_total" : name;
   if (t.type == MetricType::kHistogram) {
@@ -73,14 +62,12 @@ FamilyText MakeFamilyText(const SharedSegment::Impl& impl, const FamilyRecord& f
 
 // The series' label text, sorted by name as prometheus_client's writer sorts, split where the
 // family's extra label (`le`, or a per-process gauge's `pid`) sorts.
-SeriesText MakeSeriesText(const SharedSegment::Impl& impl, const SeriesRecord& r,
-                          const FamilyText& ft) {
+SeriesText MakeSeriesText(std::vector<std::string> values, uint32_t cell, const FamilyText& ft) {
   SeriesText t;
-  t.cell = r.cell;
+  t.cell = cell;
+  t.valid = true;
+  t.values = std::move(values);
   const std::vector<std::string>& labels = ft.options.labels;
-  if (!labels.empty()) t.values = Split(impl.Text(r.values));
-  t.valid = t.values.size() == labels.size();
-  if (!t.valid) return t;
   const std::string_view extra = ft.type == MetricType::kHistogram ? "le"
                                  : ft.type == MetricType::kGauge   ? "pid"
                                                                    : "";
@@ -96,32 +83,45 @@ SeriesText MakeSeriesText(const SharedSegment::Impl& impl, const SeriesRecord& r
     text.push_back('"');
   }
   if (extra.empty()) std::swap(t.before, t.after);  // all of it, in `before`
+  // One sample line at most: the longest sample name, the labels, the extra label, the value.
+  t.line_bytes = std::max(ft.sample.size(), ft.bucket.size()) + t.before.size() + t.after.size() +
+                 kLineOverhead;
   return t;
 }
 
-// Brings the cache up to the records published when the scrape began.
+// Brings the cache up to the records published when the scrape began. Each record is copied
+// before it is checked (segment_check.h), and only the copy is used.
 void Refresh(SharedSegment::Impl& impl, uint32_t families, uint32_t series)
     REQUIRES(impl.render_mu) {
   segment::ScrapeCache& c = impl.cache;
-  // Each record is copied before it is checked, and only the copy is used.
   while (c.families.size() < families) {
     const FamilyRecord f = impl.families[c.families.size()];
-    c.families.push_back(impl.ValidFamily(f) ? MakeFamilyText(impl, f) : FamilyText{});
+    segment::CheckedFamily checked;
+    const segment::Skip why = segment::CheckFamily(impl, f, &checked);
+    ++c.skipped[static_cast<size_t>(why)];
+    c.families.push_back(why == segment::Skip::kNone ? MakeFamilyText(std::move(checked))
+                                                     : FamilyText{});
   }
   while (c.series.size() < series) {
     const SeriesRecord r = impl.series[c.series.size()];
-    const FamilyText* ft = r.family < c.families.size() ? &c.families[r.family] : nullptr;
-    const bool valid =
-        ft != nullptr && ft->valid && impl.ValidSeries(r, families) &&
-        uint64_t{r.cell} +
-                segment::CellWords(ft->type, static_cast<uint32_t>(ft->options.buckets.size())) <=
-            impl.geometry.words_per_slot;
-    if (!valid) {
-      c.series.emplace_back();  // skipped: a record pointing outside the segment
+    FamilyText* ft = r.family < c.families.size() && c.families[r.family].valid
+                         ? &c.families[r.family]
+                         : nullptr;
+    segment::FamilyShape shape;
+    if (ft != nullptr) {
+      shape = {.type = ft->type,
+               .labels = ft->options.labels.size(),
+               .bounds = ft->options.buckets.size()};
+    }
+    std::vector<std::string> values;
+    const segment::Skip why = c.check.Check(impl, r, ft != nullptr ? &shape : nullptr, &values);
+    ++c.skipped[static_cast<size_t>(why)];
+    if (why != segment::Skip::kNone) {
+      c.series.emplace_back();
       continue;
     }
-    c.series.push_back(MakeSeriesText(impl, r, *ft));
-    c.families[r.family].series.push_back(static_cast<uint32_t>(c.series.size() - 1));
+    c.series.push_back(MakeSeriesText(std::move(values), r.cell, *ft));
+    ft->series.push_back(static_cast<uint32_t>(c.series.size() - 1));
   }
 }
 
@@ -222,24 +222,54 @@ void MergeSeries(const SharedSegment::Impl& impl, const FamilyText& ft, uint32_t
   }
 }
 
+// Lines a merged series renders.
+uint64_t Lines(const FamilyText& ft, const Merged& m) {
+  const uint64_t own = !m.any ? 0 : ft.type == MetricType::kHistogram ? ft.le.size() + 2 : 1;
+  return m.per_process.size() + own;
+}
+
 // Calls `visit(family index, series index, merged, cache)` for every series with a sample, in
 // family then registration order, under the cache's lock (`cache` is valid only in the call).
+// Series past the scrape budget are left out. Returns the records skipped, by reason (the
+// directory's so far, and this scrape's budget).
 template <typename Visit>
-void Scrape(SharedSegment::Impl& impl, Visit visit) {
+segment::SkipCounts Scrape(SharedSegment::Impl& impl, Visit visit) {
   const uint32_t series = impl.PublishedSeries();  // first: a series' family is older
   const uint32_t families = impl.PublishedFamilies();
   const std::vector<SlotView> slots = Slots(impl);
   base::MutexLock lock(&impl.render_mu);
   Refresh(impl, families, series);
+  const uint64_t budget = segment::ScrapeBudget(impl);
+  uint64_t rendered = 0, over_budget = 0;
   Merged merged;
   for (uint32_t fi = 0; fi < families; ++fi) {
-    for (uint32_t si : impl.cache.families[fi].series) {
-      if (si >= series || !impl.cache.series[si].valid) continue;
-      MergeSeries(impl, impl.cache.families[fi], impl.cache.series[si].cell, slots, &merged);
-      if (merged.any || !merged.per_process.empty()) visit(fi, si, merged, impl.cache);
+    const FamilyText& ft = impl.cache.families[fi];
+    for (uint32_t si : ft.series) {
+      const SeriesText& st = impl.cache.series[si];
+      if (si >= series || !st.valid) continue;
+      MergeSeries(impl, ft, st.cell, slots, &merged);
+      const uint64_t bytes = Lines(ft, merged) * st.line_bytes;
+      if (bytes == 0) continue;
+      if (rendered + bytes > budget) {
+        ++over_budget;
+        continue;
+      }
+      rendered += bytes;
+      visit(fi, si, merged, impl.cache);
     }
   }
+  segment::SkipCounts skipped = impl.cache.skipped;
+  skipped[static_cast<size_t>(segment::Skip::kNone)] = 0;
+  skipped[static_cast<size_t>(segment::Skip::kScrapeBudget)] = over_budget;
+  return skipped;
 }
+
+// The self-metric of a scrape that skipped records: nothing when none was (the exposition is
+// then exactly prometheus_client's).
+constexpr std::string_view kSkippedName = "modelmetrics_multiprocess_skipped_records";
+constexpr std::string_view kSkippedHelp =
+    "Records of the shared segment's directory this scrape left out, by reason (a corrupt or "
+    "foreign record, or past the scrape's byte budget).";
 
 // `before`, the extra label (when given), `after`, comma-joined.
 void JoinLabels(const SeriesText& t, std::string_view extra, std::string* out) {
@@ -260,24 +290,37 @@ std::vector<MergedFamily> SharedSegment::Collect() const {
   Impl& impl = *impl_;
   std::vector<MergedFamily> out;
   int last = -1;
-  Scrape(impl, [&](uint32_t fi, uint32_t si, const Merged& m, const segment::ScrapeCache& cache) {
-    if (static_cast<int>(fi) != last) {
-      out.push_back({.options = cache.families[fi].options, .type = cache.families[fi].type});
-      last = static_cast<int>(fi);
-    }
-    const std::vector<std::string>& values = cache.series[si].values;
-    for (const Merged::Process& p : m.per_process) {
-      out.back().children.push_back({.label_values = values, .pid = p.pid, .value = p.value});
-    }
-    if (!m.any) return;
-    MergedChild child{.label_values = values, .value = m.value};
-    if (out.back().type == MetricType::kHistogram) {
-      child.buckets = m.buckets;
-      child.count = m.count;
-      child.sum = m.sum;
-    }
-    out.back().children.push_back(std::move(child));
-  });
+  const segment::SkipCounts skipped = Scrape(
+      impl, [&](uint32_t fi, uint32_t si, const Merged& m, const segment::ScrapeCache& cache) {
+        if (static_cast<int>(fi) != last) {
+          out.push_back({.options = cache.families[fi].options, .type = cache.families[fi].type});
+          last = static_cast<int>(fi);
+        }
+        const std::vector<std::string>& values = cache.series[si].values;
+        for (const Merged::Process& p : m.per_process) {
+          out.back().children.push_back({.label_values = values, .pid = p.pid, .value = p.value});
+        }
+        if (!m.any) return;
+        MergedChild child{.label_values = values, .value = m.value};
+        if (out.back().type == MetricType::kHistogram) {
+          child.buckets = m.buckets;
+          child.count = m.count;
+          child.sum = m.sum;
+        }
+        out.back().children.push_back(std::move(child));
+      });
+  MergedFamily self{.options = {.name = std::string(kSkippedName),
+                                .help = std::string(kSkippedHelp),
+                                .labels = {"reason"},
+                                .multiprocess_mode = MultiprocessMode::kMax},
+                    .type = MetricType::kGauge};
+  for (size_t r = 0; r < skipped.size(); ++r) {
+    if (skipped[r] == 0) continue;
+    self.children.push_back(
+        {.label_values = {std::string(segment::SkipName(static_cast<segment::Skip>(r)))},
+         .value = static_cast<double>(skipped[r])});
+  }
+  if (!self.children.empty()) out.push_back(std::move(self));
   return out;
 }
 
@@ -287,38 +330,49 @@ void SharedSegment::Render(ExpositionWriter& writer) const {
   int last = -1;
   std::string labels, extra;
   // As MultiProcessCollector: a family no process gave a sample is not written.
-  Scrape(impl, [&](uint32_t fi, uint32_t si, const Merged& m, const segment::ScrapeCache& cache) {
-    const FamilyText& ft = cache.families[fi];
-    const SeriesText& st = cache.series[si];
-    const MetricType type = ft.type;
-    if (static_cast<int>(fi) != last) {
-      const FamilyOptions& o = ft.options;
-      writer.BeginFamily(type == MetricType::kCounter && !om ? ft.sample : o.name, type, o.help,
-                         !o.help.empty(), o.unit);
-      last = static_cast<int>(fi);
-    }
-    for (const Merged::Process& p : m.per_process) {
-      extra = "pid=\"" + std::to_string(p.pid) + "\"";
-      JoinLabels(st, extra, &labels);
-      writer.SampleWithLabelText(ft.sample, labels, p.value);
-    }
-    if (!m.any) return;
-    if (type != MetricType::kHistogram) {
-      JoinLabels(st, {}, &labels);
-      writer.SampleWithLabelText(ft.sample, labels, m.value);
-      return;
-    }
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b < m.buckets.size(); ++b) {
-      cumulative += m.buckets[b];
-      extra = "le=\"" + ft.le[b] + "\"";
-      JoinLabels(st, extra, &labels);
-      writer.SampleWithLabelText(ft.bucket, labels, static_cast<double>(cumulative));
-    }
-    JoinLabels(st, {}, &labels);
-    writer.SampleWithLabelText(ft.count, labels, static_cast<double>(m.count));
-    writer.SampleWithLabelText(ft.sum, labels, m.sum);
-  });
+  const segment::SkipCounts skipped = Scrape(
+      impl, [&](uint32_t fi, uint32_t si, const Merged& m, const segment::ScrapeCache& cache) {
+        const FamilyText& ft = cache.families[fi];
+        const SeriesText& st = cache.series[si];
+        const MetricType type = ft.type;
+        if (static_cast<int>(fi) != last) {
+          const FamilyOptions& o = ft.options;
+          writer.BeginFamily(type == MetricType::kCounter && !om ? ft.sample : o.name, type, o.help,
+                             !o.help.empty(), o.unit);
+          last = static_cast<int>(fi);
+        }
+        for (const Merged::Process& p : m.per_process) {
+          extra = "pid=\"" + std::to_string(p.pid) + "\"";
+          JoinLabels(st, extra, &labels);
+          writer.SampleWithLabelText(ft.sample, labels, p.value);
+        }
+        if (!m.any) return;
+        if (type != MetricType::kHistogram) {
+          JoinLabels(st, {}, &labels);
+          writer.SampleWithLabelText(ft.sample, labels, m.value);
+          return;
+        }
+        uint64_t cumulative = 0;
+        for (size_t b = 0; b < m.buckets.size(); ++b) {
+          cumulative += m.buckets[b];
+          extra = "le=\"" + ft.le[b] + "\"";
+          JoinLabels(st, extra, &labels);
+          writer.SampleWithLabelText(ft.bucket, labels, static_cast<double>(cumulative));
+        }
+        JoinLabels(st, {}, &labels);
+        writer.SampleWithLabelText(ft.count, labels, static_cast<double>(m.count));
+        writer.SampleWithLabelText(ft.sum, labels, m.sum);
+      });
+  bool begun = false;
+  for (size_t r = 0; r < skipped.size(); ++r) {
+    if (skipped[r] == 0) continue;
+    if (!begun) writer.BeginFamily(kSkippedName, MetricType::kGauge, kSkippedHelp, true, "");
+    begun = true;
+    writer.SampleWithLabelText(
+        kSkippedName,
+        "reason=\"" + std::string(segment::SkipName(static_cast<segment::Skip>(r))) + "\"",
+        static_cast<double>(skipped[r]));
+  }
 }
 
 std::string SharedSegment::Render(Format format) const {

@@ -22,9 +22,14 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
+#include <cstring>
+
 #include "metrics/segment_layout.h"
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/multiprocess.h"
+#include "modelmetrics/parser.h"
 #include "test_deadlines.h"
 
 namespace modelmetrics {
@@ -490,6 +495,175 @@ TEST(SharedSegment, ACorruptDirectoryIsSkippedNotFollowed) {
   EXPECT_EQ(more.AddCounter({.name = "later", .help = "H."}, &error), nullptr);
   EXPECT_THAT(error, HasSubstr("is full"));
   munmap(map, bytes);
+}
+
+// Another process's (or a stray write's) view of a segment's bytes, as a hostile writer has it.
+class Tamper {
+ public:
+  Tamper(const std::string& name, size_t bytes) : bytes_(bytes) {
+    const int fd = shm_open(("/" + name).c_str(), O_RDWR, 0);
+    EXPECT_GE(fd, 0);
+    map_ = static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    close(fd);
+    EXPECT_NE(map_, MAP_FAILED);
+    header = reinterpret_cast<segment::SegmentHeader*>(map_);
+    families = reinterpret_cast<segment::FamilyRecord*>(map_ + header->layout.families_offset);
+    series = reinterpret_cast<segment::SeriesRecord*>(map_ + header->layout.series_offset);
+    arena = reinterpret_cast<char*>(map_ + header->layout.arena_offset);
+  }
+  ~Tamper() { munmap(map_, bytes_); }
+  // Appends `text` to the arena (aligned), as a writer would; its reference.
+  segment::ArenaText Text(std::string_view text, size_t align = 8) {
+    const uint64_t at = (header->arena_used + align - 1) / align * align;
+    std::memcpy(arena + at, text.data(), text.size());
+    header->arena_used = at + text.size();
+    return {static_cast<uint32_t>(at), static_cast<uint32_t>(text.size())};
+  }
+  // The text of a family's name, writable in place.
+  char* NameOf(uint32_t family) { return arena + families[family].name.offset; }
+  char* ValuesOf(uint32_t series_index) { return arena + series[series_index].values.offset; }
+
+  segment::SegmentHeader* header;
+  segment::FamilyRecord* families;
+  segment::SeriesRecord* series;
+  char* arena;
+
+ private:
+  size_t bytes_;
+  uint8_t* map_;
+};
+
+double Skipped(const std::vector<MergedFamily>& merged, const std::string& reason) {
+  const MergedFamily* self = Find(merged, "modelmetrics_multiprocess_skipped_records");
+  if (self == nullptr) return 0;
+  for (const MergedChild& c : self->children) {
+    if (c.label_values == std::vector<std::string>{reason}) return c.value;
+  }
+  return 0;
+}
+
+// Strictly parsed, or a failure naming the first error.
+std::vector<MetricFamily> StrictParse(const std::string& text) {
+  ParseOptions options;
+  options.format = Format::kText;
+  std::vector<ParseError> errors;
+  std::vector<MetricFamily> families = ParseFamilies(text, options, &errors);
+  EXPECT_TRUE(errors.empty()) << errors.front().ToString();
+  return families;
+}
+
+long MaxRssKiB() {
+  struct rusage usage = {};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// The record of issue 38's probe: a histogram claiming 57,144 bounds (here even increasing ones,
+// the worst case) and every series record the segment can hold claiming its cells. The scrape
+// answers the valid families, skips all but one of the claims, and stays small.
+TEST(SharedSegment, AHugeCorruptRecordCostsABoundedScrape) {
+  const std::string name = UniqueName("huge");
+  const size_t bytes = size_t{64} << 20;
+  auto segment = Attach(name, 16, bytes);
+  Registry registry(RegistryOptions{.shared = segment});
+  registry.AddCounter({.name = "good", .labels = {"k"}})->Labels({"a"}).Add(uint64_t{3});
+  auto* gauge = registry.AddGauge({.name = "level", .multiprocess_mode = MultiprocessMode::kMax});
+  gauge->Labels({}).Set(7);
+  Tamper t(name, bytes);
+  std::vector<double> bounds(57144);
+  for (size_t i = 0; i < bounds.size(); ++i) bounds[i] = static_cast<double>(i + 1);
+  const segment::ArenaText bound_text =
+      t.Text(std::string_view(reinterpret_cast<const char*>(bounds.data()), bounds.size() * 8));
+  const uint32_t evil = t.header->families.load();
+  t.families[evil] = {.name = t.Text("evil", 1),
+                      .help = {},
+                      .unit = {},
+                      .labels = {},
+                      .bounds_offset = bound_text.offset,
+                      .bounds = 57144,
+                      .type = static_cast<uint8_t>(MetricType::kHistogram),
+                      .mode = 0};
+  t.header->families.store(evil + 1);
+  const uint32_t first = t.header->series.load();
+  const uint32_t last = t.header->layout.max_series;  // 262,144 for 64 MiB
+  ASSERT_EQ(last, 262144u);
+  for (uint32_t i = first; i < last; ++i) {
+    t.series[i] = {
+        .family = evil, .values = {}, .cell = static_cast<uint32_t>(t.header->words_used)};
+  }
+  t.header->series.store(last);
+  const long rss_before = MaxRssKiB();
+  for (int scrape = 0; scrape < 3; ++scrape) {
+    const std::string text = segment->Render(Format::kText);
+    EXPECT_LT(text.size(), size_t{64} << 20);
+    const std::vector<MetricFamily> parsed = StrictParse(text);
+    EXPECT_THAT(text, HasSubstr("good_total{k=\"a\"} 3.0\n"));
+    EXPECT_THAT(text, HasSubstr("level 7.0\n"));
+  }
+  EXPECT_LT(MaxRssKiB() - rss_before, 64 * 1024) << "KiB the scrapes added to the peak";
+  const auto merged = segment->Collect();
+  EXPECT_EQ(Skipped(merged, "overlap"), static_cast<double>(last - first - 1));
+  ASSERT_NE(Find(merged, "evil"), nullptr);  // the one claim that fits, as it was written
+  EXPECT_EQ(Find(merged, "evil")->children.size(), 1u);
+}
+
+// One bad byte in a name, a label name or a label value: that family or series is left out, the
+// rest of the scrape parses, and the reason shows on the self-metric.
+TEST(SharedSegment, InvalidNamesAndTextInRecordsAreSkipped) {
+  const std::string name = UniqueName("names");
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  registry.AddCounter({.name = "bad_name", .labels = {"k"}})->Labels({"a"}).Inc();
+  registry.AddCounter({.name = "bad_label", .labels = {"k"}})->Labels({"a"}).Inc();
+  auto* values = registry.AddCounter({.name = "values", .labels = {"k"}});
+  values->Labels({"bad"}).Inc();
+  values->Labels({"line\nbreak \"quoted\" \\"}).Inc();  // valid UTF-8: escaped, kept
+  values->Labels({"fine"}).Inc();
+  registry.AddGauge({.name = "newline_help", .help = "one\ntwo \\ three"})->Labels({}).Set(1);
+  Tamper t(name, size_t{4} << 20);
+  t.NameOf(0)[3] = '\xff';                           // bad\xffname
+  (t.arena + t.families[1].labels.offset)[0] = ' ';  // label name " "
+  t.ValuesOf(2)[0] = '\xc0';                         // "\xc0ad": not UTF-8
+  const std::string text = segment->Render(Format::kText);
+  StrictParse(text);
+  EXPECT_THAT(text, Not(HasSubstr("\xff")));
+  EXPECT_THAT(text, Not(HasSubstr("bad_label_total")));
+  EXPECT_THAT(text, Not(HasSubstr("k=\"\xc0ad\"")));
+  EXPECT_THAT(text, HasSubstr("values_total{k=\"fine\"} 1.0\n"));
+  EXPECT_THAT(text, HasSubstr("values_total{k=\"line\\nbreak \\\"quoted\\\" \\\\\"} 1.0\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP newline_help one\\ntwo \\\\ three\n"));
+  const auto merged = segment->Collect();
+  EXPECT_EQ(Skipped(merged, "bad_name"), 1);
+  EXPECT_EQ(Skipped(merged, "bad_label_names"), 1);
+  EXPECT_EQ(Skipped(merged, "bad_text"), 1);
+  // The series of the two skipped families go with them.
+  EXPECT_EQ(Skipped(merged, "no_family"), 2);
+}
+
+// A series record copied under another index, or pointed at another family's cells, is not a
+// second series: each series renders once.
+TEST(SharedSegment, RepeatedOrOverlappingSeriesRecordsRenderOnce) {
+  const std::string name = UniqueName("repeat");
+  auto segment = Attach(name);
+  Registry registry(RegistryOptions{.shared = segment});
+  registry.AddCounter({.name = "a", .labels = {"k"}})->Labels({"x"}).Add(uint64_t{2});
+  registry.AddCounter({.name = "b", .labels = {"k"}})->Labels({"y"}).Add(uint64_t{5});
+  Tamper t(name, size_t{4} << 20);
+  const uint32_t n = t.header->series.load();
+  segment::SeriesRecord copy = t.series[0];
+  copy.cell = static_cast<uint32_t>(t.header->words_used);  // fresh cells, same label set
+  t.series[n] = copy;
+  segment::SeriesRecord moved = t.series[1];
+  moved.family = 0;  // b's cells, claimed for a
+  t.series[n + 1] = moved;
+  t.header->series.store(n + 2);
+  const std::string text = segment->Render(Format::kText);
+  StrictParse(text);
+  EXPECT_EQ(text.find("a_total{k=\"x\"}"), text.rfind("a_total{k=\"x\"}"));
+  EXPECT_THAT(text, Not(HasSubstr("a_total{k=\"y\"}")));
+  const auto merged = segment->Collect();
+  EXPECT_EQ(Skipped(merged, "duplicate"), 1);
+  EXPECT_EQ(Skipped(merged, "overlap"), 1);
 }
 
 TEST(SharedSegment, ThreadsOfOneProcessShareItsSlotExactly) {

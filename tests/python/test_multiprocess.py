@@ -404,6 +404,43 @@ def test_a_separate_scraper_reads_the_service_without_joining_it(tmp_path):
     assert "slots 2 own -1" in out  # the parent's and the worker's; the scraper took none
 
 
+def test_corrupt_bytes_in_the_segment_leave_every_scrape_valid(tmp_path):
+    """A byte that is not UTF-8 written into a family name and one into a label value by
+    another party: the scrape leaves that family and that series out, names why on its own
+    self-metric, and parses with prometheus_client's parser and with promtool."""
+    out = run(tmp_path, """
+    import mmap, subprocess
+    import modelmetrics.prometheus_client as pc
+    from modelmetrics import _native
+    from modelmetrics.prometheus_client import multiprocess
+    from prometheus_client.parser import text_string_to_metric_families
+
+    pc.Counter("victim_family", "Victim.", ["k"]).labels("x").inc()
+    values = pc.Counter("values_family", "Values.", ["k"])
+    values.labels("value_marker").inc()
+    values.labels("kept").inc(3)
+    with open("/dev/shm/" + _native.multiprocess_segment(), "r+b") as f:
+        m = mmap.mmap(f.fileno(), 0)
+    m[m.find(b"victim_family") + 6] = 0xff
+    m[m.find(b"value_marker")] = 0xc0  # never in UTF-8 (0xff would split the value in two)
+    registry = pc.CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    for scrape in range(3):
+        text = pc.generate_latest(registry).decode("utf-8")  # raises on a byte that is not UTF-8
+        names = sorted(f.name for f in text_string_to_metric_families(text))
+        check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                               text=True, timeout=60)
+        print("names", names)
+        print("promtool", check.returncode, "parsing error" in check.stdout + check.stderr)
+    print(text)
+    """, mp_env(tmp_path))
+    assert "names ['modelmetrics_multiprocess_skipped_records', 'values_family']" in out
+    assert out.count("promtool 3 False") + out.count("promtool 0 False") == 3, out
+    assert 'values_family_total{k="kept"} 3.0' in out
+    assert 'modelmetrics_multiprocess_skipped_records{reason="bad_name"} 1.0' in out
+    assert 'modelmetrics_multiprocess_skipped_records{reason="bad_text"} 1.0' in out
+
+
 def test_invalid_configuration_fails_the_import_clearly(tmp_path):
     script = tmp_path / "bad.py"
     script.write_text("import modelmetrics._native\n")

@@ -20,6 +20,9 @@ namespace modelmetrics::base {
 // Go's utf8.DecodeRuneInString rules (no overlongs, no surrogates, nothing past U+10FFFF).
 size_t Utf8SequenceLength(std::string_view text);
 
+// Whether all of `text` is valid UTF-8 (by Utf8SequenceLength's rules).
+bool IsValidUtf8(std::string_view text);
+
 // `text` with each byte that does not start a valid UTF-8 sequence replaced by U+FFFD, as Go's
 // strings.ToValidUTF8 does per byte (and encoding/json when it writes a string).
 std::string ValidUtf8(std::string_view text);
