@@ -73,15 +73,25 @@ struct SegmentOptions {
 
 // The segment a process of this service should attach to, from its environment:
 //   MODELMETRICS_MULTIPROC            the segment's name; else
-//   PROMETHEUS_MULTIPROC_DIR          (or prometheus_multiproc_dir) a name derived from the
-//                                     directory's path, so every process given the same directory
-//                                     meets in one segment (nothing is written in the directory)
+//   PROMETHEUS_MULTIPROC_DIR          (or prometheus_multiproc_dir) the name recorded in the
+//                                     directory (RecordedSegmentName), so every process given the
+//                                     same directory meets in one segment
 //   MODELMETRICS_MULTIPROC_BYTES      the size, e.g. 64M (K, M, G suffixes)
 //   MODELMETRICS_MULTIPROC_PROCESSES  process slots
 // nullopt when neither name variable is set, or (with *error) when a value is invalid.
 std::optional<SegmentOptions> SegmentOptionsFromEnvironment(std::string* error);
 
-// The segment name a multiprocess directory maps to.
+// The segment name recorded in a multiprocess directory's kSegmentNameFile: a random
+// `modelmetrics-<32 hex>`, recorded by the first process (`create`) with link(), so processes
+// starting at once agree on one. Another local user cannot read it (the file is 0600 in the
+// service's directory), so cannot make an object of that name first. A recorded file that is not
+// this user's private plain file is an error (nullopt, *error). Without a recorded name
+// (`create` false) or without the directory, the name its path gives (SegmentNameForDirectory).
+inline constexpr std::string_view kSegmentNameFile = "modelmetrics-segment";
+std::optional<std::string> RecordedSegmentName(std::string_view directory, bool create,
+                                               std::string* error);
+// The name a directory's path gives (FNV-1a of the resolved path): predictable, so used only
+// where no name is recorded.
 std::string SegmentNameForDirectory(std::string_view directory);
 
 // One merged series of a scrape.

@@ -52,7 +52,14 @@ class DirectoryLock {
   bool ok_ = false;
 };
 
+// The error of a registration that did not fit: the segment's own size, or (when reserving its
+// memory failed for want of space) /dev/shm's.
 std::string Full(const SharedSegment::Impl& impl, const char* what) {
+  if (impl.reserve_errno.exchange(0, std::memory_order_relaxed) == ENOSPC) {
+    return std::string("/dev/shm has no room left for the shared segment '") + impl.name + "' (" +
+           what + "): free space in /dev/shm, or give the container a larger one " +
+           "(its size, not MODELMETRICS_MULTIPROC_BYTES, is the limit here)";
+  }
   return std::string("the shared segment '") + impl.name + "' is full (" + what +
          "); give MODELMETRICS_MULTIPROC_BYTES a larger size and restart the service";
 }

@@ -180,6 +180,9 @@ struct SharedSegment::Impl {
   std::unordered_set<uint32_t> bound_gauges GUARDED_BY(mu);
 
   std::atomic<size_t> last_render_bytes{0};  // sizing hint for the next Render(Format)
+  // Why the last Reserve failed (ENOSPC: /dev/shm has no room), 0 when it was outside the
+  // segment; read by the error message of the registration that failed.
+  mutable std::atomic<int> reserve_errno{0};
   // Scrapes in this process. Not held across fork (a scrape holds the Python fork gate and then
   // this; PrepareFork only tries it): a child that inherits it held gets a fresh one.
   base::Mutex render_mu;

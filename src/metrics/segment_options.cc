@@ -1,7 +1,14 @@
 // A segment's name and size from the environment; multiprocess modes by name. See
 // modelmetrics/multiprocess.h.
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <array>
 #include <cstdio>
@@ -24,6 +31,15 @@ constexpr std::array<std::pair<MultiprocessMode, std::string_view>, 10> kModes =
     {MultiprocessMode::kMostRecent, "mostrecent"},
     {MultiprocessMode::kLiveMostRecent, "livemostrecent"},
 }};
+
+bool ValidRecordedName(std::string_view name) {
+  constexpr std::string_view kPrefix = "modelmetrics-";
+  if (!name.starts_with(kPrefix) || name.size() != kPrefix.size() + 32) return false;
+  for (char c : name.substr(kPrefix.size())) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
 
 const char* Env(const char* name) {
   const char* v = std::getenv(name);
@@ -62,6 +78,62 @@ std::optional<size_t> ParseSize(std::string_view text) {
   return value * multiplier;
 }
 
+// Reads the name a directory records; nullopt with *absent when there is no such file, or with
+// *error when there is one that is not this user's plain, private file holding a valid name.
+std::optional<std::string> ReadNameFile(const std::string& path, bool* absent, std::string* error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *absent = errno == ENOENT;
+    if (!*absent) *error = path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat st = {};
+  char text[256];
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+      (st.st_mode & 022) == 0) {
+    n = read(fd, text, sizeof(text));
+  }
+  close(fd);
+  std::string name(text, n > 0 ? static_cast<size_t>(n) : 0);
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  if (n <= 0 || !ValidRecordedName(name)) {
+    *error = path +
+             " is not a segment name this user recorded (a plain file of this user's, "
+             "writable by nobody else, holding modelmetrics-<hex>); remove it";
+    return std::nullopt;
+  }
+  return name;
+}
+
+// Records a new random name in `path` unless one is there (link() never replaces a file).
+bool RecordName(const std::string& dir, const std::string& path, std::string* error) {
+  unsigned char random[16];
+  if (getrandom(random, sizeof(random), 0) != static_cast<ssize_t>(sizeof(random))) {
+    *error = std::string("getrandom: ") + std::strerror(errno);
+    return false;
+  }
+  std::string name = "modelmetrics-";
+  for (unsigned char b : random) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    name.push_back(kHex[b >> 4]);
+    name.push_back(kHex[b & 15]);
+  }
+  const std::string temp = dir + "/." + std::string(kSegmentNameFile) + "." + name;
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = temp + ": " + std::strerror(errno);
+    return false;
+  }
+  const std::string line = name + "\n";
+  const bool written = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  close(fd);
+  const bool linked = written && (link(temp.c_str(), path.c_str()) == 0 || errno == EEXIST);
+  if (!linked) *error = path + ": " + std::strerror(errno);
+  unlink(temp.c_str());
+  return linked;
+}
+
 }  // namespace
 
 std::string_view MultiprocessModeName(MultiprocessMode mode) {
@@ -98,14 +170,37 @@ std::string SegmentNameForDirectory(std::string_view directory) {
   return name;
 }
 
+std::optional<std::string> RecordedSegmentName(std::string_view directory, bool create,
+                                               std::string* error) {
+  const std::string dir(directory);
+  struct stat st = {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return SegmentNameForDirectory(directory);  // no directory: the name its path gives
+  }
+  const std::string path = dir + "/" + std::string(kSegmentNameFile);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    bool absent = false;
+    if (auto name = ReadNameFile(path, &absent, error)) return name;
+    if (!absent) return std::nullopt;
+    if (!create) return SegmentNameForDirectory(directory);  // nobody has attached yet
+    if (!RecordName(dir, path, error)) return std::nullopt;
+  }
+  *error = path + " was removed and made again repeatedly";
+  return std::nullopt;
+}
+
 std::optional<SegmentOptions> SegmentOptionsFromEnvironment(std::string* error) {
   SegmentOptions options;
   if (const char* name = Env("MODELMETRICS_MULTIPROC")) {
     options.name = name;
   } else if (const char* dir = Env("PROMETHEUS_MULTIPROC_DIR")) {
-    options.name = SegmentNameForDirectory(dir);
+    auto name = RecordedSegmentName(dir, true, error);
+    if (!name) return std::nullopt;
+    options.name = *name;
   } else if (const char* old = Env("prometheus_multiproc_dir")) {
-    options.name = SegmentNameForDirectory(old);
+    auto name = RecordedSegmentName(old, true, error);
+    if (!name) return std::nullopt;
+    options.name = *name;
   } else {
     return std::nullopt;
   }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "segment_layout.h"
@@ -37,8 +38,13 @@ bool ByteLockedElsewhere(int fd, off_t byte) {
 
 bool Reserve(const SharedSegment::Impl& impl, uint64_t offset, uint64_t length) {
   if (length == 0) return true;
-  if (offset > impl.bytes || length > impl.bytes - offset) return false;
-  return posix_fallocate(impl.fd, static_cast<off_t>(offset), static_cast<off_t>(length)) == 0;
+  if (offset > impl.bytes || length > impl.bytes - offset) {
+    impl.reserve_errno.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  const int rc = posix_fallocate(impl.fd, static_cast<off_t>(offset), static_cast<off_t>(length));
+  if (rc != 0) impl.reserve_errno.store(rc, std::memory_order_relaxed);
+  return rc == 0;
 }
 
 std::optional<Layout> PlanLayout(size_t bytes, uint32_t slots) {
@@ -165,16 +171,24 @@ bool LeftBehind(int fd, size_t size) {
   return ours;
 }
 
-// The object must be this user's and writable by nobody else: another local user must not be
-// able to plant one for a service to attach to.
+// The object must be a plain file of this user's, closed to everybody else: another local user
+// must not be able to plant one (a FIFO, a device, an object of theirs) for a service to attach
+// to. Checked on the open descriptor, so nothing can be swapped in between.
 bool Owned(int fd, const std::string& name, struct stat* st, std::string* error) {
   if (fstat(fd, st) != 0) {
     *error = Errno("fstat");
     return false;
   }
+  if (!S_ISREG(st->st_mode)) {
+    *error = "/dev/shm/" + name + " is not a shared-memory object (a FIFO, a device or a " +
+             "directory planted under its name); remove it or choose another name";
+    return false;
+  }
   if (st->st_uid != geteuid() || (st->st_mode & 077) != 0) {
-    *error = "/dev/shm/" + name + " belongs to another user or is open to others (mode " +
-             std::to_string(st->st_mode & 0777) + "); remove it or choose another name";
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st->st_mode & 07777));
+    *error = "/dev/shm/" + name + " belongs to another user or is open to others (mode " + mode +
+             "); remove it or choose another name";
     return false;
   }
   return true;
@@ -215,7 +229,10 @@ Step CreateOrReplace(SharedSegment::Impl& impl, const SegmentOptions& options, s
 // One attempt at opening (an observer), or opening or creating (a process) the segment.
 Step AttachOnce(SharedSegment::Impl& impl, const SegmentOptions& options, std::string* error) {
   const std::string path = "/" + options.name;
-  const int flags = impl.observer ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC;
+  // O_NONBLOCK: a FIFO planted under the name opens at once (and is then refused) instead of
+  // waiting for a writer; O_NOFOLLOW: a symbolic link is not followed.
+  const int flags =
+      O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | (impl.observer ? O_RDONLY : O_RDWR | O_CREAT);
   impl.fd = shm_open(path.c_str(), flags, 0600);
   if (impl.fd < 0) {
     *error = impl.observer && errno == ENOENT

@@ -59,8 +59,13 @@ PyObject* SegmentName(PyObject*, PyObject* args) {
       if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "directory must be a str path");
       return nullptr;
     }
-    const std::string name = SegmentNameForDirectory(text);
-    return PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size()));
+    std::string error;
+    const std::optional<std::string> name = RecordedSegmentName(text, false, &error);
+    if (!name) {
+      PyErr_Format(PyExc_ValueError, "multiprocess directory %s: %s", text, error.c_str());
+      return nullptr;
+    }
+    return PyUnicode_FromStringAndSize(name->data(), static_cast<Py_ssize_t>(name->size()));
   }
   if (!Segment()) Py_RETURN_NONE;
   return PyUnicode_FromString(Segment()->name().c_str());

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -628,7 +629,8 @@ TEST(SharedSegment, InvalidNamesAndTextInRecordsAreSkipped) {
   StrictParse(text);
   EXPECT_THAT(text, Not(HasSubstr("\xff")));
   EXPECT_THAT(text, Not(HasSubstr("bad_label_total")));
-  EXPECT_THAT(text, Not(HasSubstr("k=\"\xc0" "ad\"")));
+  EXPECT_THAT(text, Not(HasSubstr("k=\"\xc0"
+                                  "ad\"")));
   EXPECT_THAT(text, HasSubstr("values_total{k=\"fine\"} 1.0\n"));
   EXPECT_THAT(text, HasSubstr("values_total{k=\"line\\nbreak \\\"quoted\\\" \\\\\"} 1.0\n"));
   EXPECT_THAT(text, HasSubstr("# HELP newline_help one\\ntwo \\\\ three\n"));
@@ -664,6 +666,99 @@ TEST(SharedSegment, RepeatedOrOverlappingSeriesRecordsRenderOnce) {
   const auto merged = segment->Collect();
   EXPECT_EQ(Skipped(merged, "duplicate"), 1);
   EXPECT_EQ(Skipped(merged, "overlap"), 1);
+}
+
+// Objects another local user plants under a segment's name (tests run as root here, so the
+// planted object is handed to uid 65534): a FIFO opens at once and is refused, never waited on;
+// an object of another user is refused; neither hangs a reader or a writer.
+TEST(SharedSegment, PlantedObjectsAreRefusedWithoutWaiting) {
+  for (const bool foreign : {false, true}) {
+    const std::string name = UniqueName(foreign ? "fifo-other" : "fifo");
+    const std::string path = "/dev/shm/" + name;
+    ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+    if (foreign) {
+      ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+    }
+    for (const bool observe : {true, false}) {
+      const auto start = std::chrono::steady_clock::now();
+      std::string error;
+      EXPECT_EQ(
+          SharedSegment::Attach(
+              {.name = name, .bytes = size_t{1} << 20, .process_slots = 4, .observe_only = observe},
+              &error),
+          nullptr);
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+      EXPECT_THAT(error, HasSubstr("not a shared-memory object"));
+    }
+    unlink(path.c_str());
+  }
+  // A plain object of another user, mode 0600: refused with its mode in octal.
+  const std::string name = UniqueName("squat");
+  const std::string path = "/dev/shm/" + name;
+  const int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+  std::string error;
+  EXPECT_EQ(SharedSegment::Attach({.name = name}, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("belongs to another user or is open to others (mode 0600)"));
+  unlink(path.c_str());
+}
+
+// A multiprocess directory records one random name, which processes starting at once agree on;
+// an object another user made under the name the directory's path would give changes nothing.
+TEST(SharedSegment, ADirectoryRecordsARandomNameTheProcessesShare) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / UniqueName("dir");
+  std::filesystem::create_directory(dir);
+  const std::string predictable = "/dev/shm/" + SegmentNameForDirectory(dir.string());
+  const int squat = open(predictable.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(squat, 0);
+  close(squat);
+  ASSERT_EQ(chown(predictable.c_str(), 65534, 65534), 0);
+  std::string error;
+  // Nothing recorded yet: a reader gets the path's name (and finds no service there).
+  EXPECT_EQ(RecordedSegmentName(dir.string(), false, &error),
+            SegmentNameForDirectory(dir.string()));
+  // Eight processes at once: one name, recorded once.
+  std::vector<pid_t> children;
+  for (int i = 0; i < 8; ++i) {
+    children.push_back(Child([&] {
+      std::string e;
+      const auto name = RecordedSegmentName(dir.string(), true, &e);
+      if (!name) return 2;
+      const std::string out = (dir / ("child-" + std::to_string(getpid()))).string();
+      FILE* f = std::fopen(out.c_str(), "w");
+      std::fputs(name->c_str(), f);
+      std::fclose(f);
+      return 0;
+    }));
+  }
+  for (pid_t pid : children) EXPECT_EQ(Wait(pid), 0);
+  const auto recorded = RecordedSegmentName(dir.string(), false, &error);
+  ASSERT_TRUE(recorded.has_value()) << error;
+  EXPECT_THAT(*recorded, ::testing::MatchesRegex("modelmetrics-[0-9a-f]{32}"));
+  EXPECT_NE(*recorded, SegmentNameForDirectory(dir.string()));
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (!file.starts_with("child-")) continue;
+    std::ifstream in(entry.path());
+    std::string name;
+    in >> name;
+    EXPECT_EQ(name, *recorded);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 8);
+  auto segment = Attach(*recorded);  // the service starts beside the squatted name
+  EXPECT_NE(segment, nullptr);
+  segment.reset();
+  // A recorded file this user does not own, or that others may write, is refused.
+  const std::string file = (dir / std::string(kSegmentNameFile)).string();
+  chmod(file.c_str(), 0622);
+  EXPECT_FALSE(RecordedSegmentName(dir.string(), true, &error).has_value());
+  EXPECT_THAT(error, HasSubstr("is not a segment name this user recorded"));
+  unlink(predictable.c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SharedSegment, ThreadsOfOneProcessShareItsSlotExactly) {

@@ -132,8 +132,9 @@ def test_workers_merge_as_prometheus_client_multiprocess_mode_merges(tmp_path, m
     assert [s for s in ours["g_livesum"]["samples"]] == [["g_livesum", [["k", "x"]], 1.0]]
     assert [s[2] for s in ours["g_all"]["samples"]] == [1.0, 2.0, 3.0]  # dead ones' kept
     assert [s[2] for s in ours["g_min"]["samples"]] == [1.0]
-    # Nothing on disk: the directory holds no file of ours, and the segment is gone.
-    assert list((tmp_path / "ours" / "multiproc").iterdir()) == []
+    # No file per process: the directory holds only the segment's recorded name, and the
+    # segment is gone.
+    assert [p.name for p in (tmp_path / "ours" / "multiproc").iterdir()] == ["modelmetrics-segment"]
     assert not leftover_segments()
 
 
@@ -441,6 +442,41 @@ def test_corrupt_bytes_in_the_segment_leave_every_scrape_valid(tmp_path):
     assert 'modelmetrics_multiprocess_skipped_records{reason="bad_text"} 1.0' in out
 
 
+def test_planted_objects_under_the_predictable_name_neither_hang_nor_stop_the_service(tmp_path):
+    """Another user (uid 65534 here; the tests run as root) made a FIFO under the name a
+    directory's path would give: the service records a random name in its directory and starts,
+    and a scraper given the directory reads the service at once."""
+    env = mp_env(tmp_path)
+    from modelmetrics import _native
+    predictable = "/dev/shm/" + _native.multiprocess_segment(env["PROMETHEUS_MULTIPROC_DIR"])
+    os.mkfifo(predictable, 0o600)
+    os.chown(predictable, 65534, 65534)
+    try:
+        out = run(tmp_path, """
+        import os, subprocess, sys
+        import modelmetrics.prometheus_client as pc
+        from modelmetrics import _native
+        pc.Counter("jobs", "Jobs.").inc(2)
+        print("recorded", _native.multiprocess_segment())
+        SCRAPER = (
+            "import sys\\n"
+            "import modelmetrics.prometheus_client as pc\\n"
+            "from modelmetrics.prometheus_client import multiprocess\\n"
+            "registry = pc.CollectorRegistry()\\n"
+            "multiprocess.MultiProcessCollector(registry, path=sys.argv[1])\\n"
+            "print(pc.generate_latest(registry).decode())\\n")
+        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        print(subprocess.run([sys.executable, "-c", SCRAPER, os.environ["PROMETHEUS_MULTIPROC_DIR"]],
+                             env=env, capture_output=True, text=True, check=True, timeout=30).stdout)
+        """, env, timeout=60)
+    finally:
+        os.unlink(predictable)
+    assert "jobs_total 2.0" in out
+    recorded = out.split("recorded ", 1)[1].split()[0]
+    assert "/dev/shm/" + recorded != predictable and len(recorded) == len("modelmetrics-") + 32
+    assert (tmp_path / "multiproc" / "modelmetrics-segment").read_text().strip() == recorded
+
+
 def test_invalid_configuration_fails_the_import_clearly(tmp_path):
     script = tmp_path / "bad.py"
     script.write_text("import modelmetrics._native\n")
@@ -598,4 +634,4 @@ def test_uvicorn_workers_scraped_by_prometheus_give_the_sums(tmp_path):
         if prom is not None:
             stop(prom, timeout=10)
         stop(app, timeout=10)
-    assert list((tmp_path / "multiproc").iterdir()) == []
+    assert [p.name for p in (tmp_path / "multiproc").iterdir()] == ["modelmetrics-segment"]
