@@ -234,6 +234,9 @@ class FamilyBase {
   // Keeps this family's values in `segment` from now on (call before its first child): false
   // (and *error) when the segment is full or holds the name with another definition.
   bool Share(std::shared_ptr<SharedSegment> segment, std::string* error);
+  // Whether its values are kept in a shared segment (a new child may then wait, boundedly, for
+  // the segment's directory lock).
+  bool shared() const { return shared_ != nullptr; }
   // Why the last label set was refused (its handle inert): a value over kMaxLabelValueBytes,
   // kMaxChildrenPerFamily reached, or a full shared segment; empty when none ever was.
   std::string LastRefusal() const;

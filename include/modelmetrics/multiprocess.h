@@ -13,8 +13,8 @@
 // sum over processes, dead ones included; gauges by their MultiprocessMode.
 //
 // Layout (src/metrics/segment_layout.h). A header; a table of process slots; an append-only
-// directory of families and series (name, labels, buckets, mode; written under a robust
-// process-shared mutex, read without it); and per process slot the same array of cells, a series
+// directory of families and series (name, labels, buckets, mode; written under a lock word
+// that names its holder, read without it); and per process slot the same array of cells, a series
 // at the same offset in every slot. A process writes only its own slot's cells, with atomic
 // operations (several of its threads may write), never taking a lock. A histogram's
 // `_count` is always the sum of the buckets a scrape read, so it equals `+Inf` in every scrape,

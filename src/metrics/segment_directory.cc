@@ -1,8 +1,12 @@
-// The segment's directory of families and series: appends under the robust mutex, a
+// The segment's directory of families and series: appends under the directory lock, a
 // process-local index of what is published, and the checks every record passes before use. See
 // segment_layout.h.
+#include <unistd.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "segment_check.h"
 #include "segment_layout.h"
@@ -31,24 +35,74 @@ std::string SeriesKey(uint32_t family, std::string_view values) {
   return key;
 }
 
-// The directory mutex, made consistent again if its last owner died holding it (what it was
-// appending was never published).
+// The directory's append lock (SegmentHeader::directory_lock): taken by compare-and-swap, waited
+// for with short sleeps for at most kDirectoryWait, taken over from a holder that is no live
+// process of the service. Failing, it names the holder in *error.
 class DirectoryLock {
  public:
-  explicit DirectoryLock(SegmentHeader* h) : h_(h) {
-    int rc = pthread_mutex_lock(&h_->mutex);
-    if (rc == EOWNERDEAD) rc = pthread_mutex_consistent(&h_->mutex);
-    ok_ = rc == 0;
+  DirectoryLock(SharedSegment::Impl& impl, std::string* error) : impl_(impl) {
+    const int slot = impl.slot.load(std::memory_order_relaxed);
+    mine_ = (uint64_t(static_cast<uint32_t>(slot) + 1) << 32) | static_cast<uint32_t>(getpid());
+    ok_ = Acquire(error);
   }
   ~DirectoryLock() {
-    if (ok_) pthread_mutex_unlock(&h_->mutex);
+    uint64_t expected = mine_;
+    if (ok_)
+      impl_.header->directory_lock.compare_exchange_strong(expected, 0, std::memory_order_release);
   }
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
   bool ok() const { return ok_; }
 
  private:
-  SegmentHeader* h_;
+  // Whether `word` names a process of the service that is running: its slot lock held, the
+  // slot recorded with its pid.
+  bool HolderAlive(uint64_t word) const {
+    const uint64_t slot = (word >> 32) - 1;
+    const auto pid = static_cast<int32_t>(word & 0xffffffffu);
+    if ((word >> 32) == 0 || slot >= impl_.geometry.process_slots) return false;
+    return impl_.slots[slot].pid.load(std::memory_order_relaxed) == pid &&
+           impl_.Alive(static_cast<uint32_t>(slot));
+  }
+
+  bool Acquire(std::string* error) {
+    std::atomic<uint64_t>& word = impl_.header->directory_lock;
+    const auto deadline = std::chrono::steady_clock::now() + kDirectoryWait;
+    auto pause = std::chrono::microseconds(50);
+    for (;;) {
+      uint64_t seen = 0;
+      if (word.compare_exchange_strong(seen, mine_, std::memory_order_acquire)) {
+        impl_.stuck_holder.store(0, std::memory_order_relaxed);
+        return true;
+      }
+      // A dead holder left at most unpublished bytes (segment_layout.h): take the lock over.
+      if (!HolderAlive(seen)) {
+        if (word.compare_exchange_strong(seen, mine_, std::memory_order_acquire)) {
+          impl_.stuck_holder.store(0, std::memory_order_relaxed);
+          return true;
+        }
+        continue;
+      }
+      // Waited for this very holder already: one bounded wait per stuck holder, not per call.
+      if (seen == impl_.stuck_holder.load(std::memory_order_relaxed) ||
+          std::chrono::steady_clock::now() >= deadline) {
+        impl_.stuck_holder.store(seen, std::memory_order_relaxed);
+        *error = "the shared segment's directory is held by process " +
+                 std::to_string(seen & 0xffffffffu) +
+                 " of the service, which has not released "
+                 "it for " +
+                 std::to_string(kDirectoryWait.count()) +
+                 " ms (stopped, or in a "
+                 "debugger?); this registration is dropped, one made after it is released succeeds";
+        return false;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
+    }
+  }
+
+  SharedSegment::Impl& impl_;
+  uint64_t mine_ = 0;
   bool ok_ = false;
 };
 
@@ -243,11 +297,8 @@ std::optional<uint32_t> SharedSegment::RegisterFamily(const FamilyOptions& optio
   base::MutexLock lock(&impl.mu);
   std::optional<uint32_t> found = segment::FindFamily(impl, options, type, error);
   if (!found) {
-    segment::DirectoryLock directory(impl.header);
-    if (!directory.ok()) {
-      *error = "the shared segment's directory lock failed";
-      return std::nullopt;
-    }
+    segment::DirectoryLock directory(impl, error);
+    if (!directory.ok()) return std::nullopt;
     found = segment::FindFamily(impl, options, type, error);
     if (!found) return segment::AppendFamily(impl, options, type, error);
   }
@@ -281,11 +332,8 @@ metrics_internal::SharedCell SharedSegment::RegisterSeries(
   if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end() && fits(it->second)) {
     return made(it->second);
   }
-  segment::DirectoryLock directory(impl.header);
-  if (!directory.ok()) {
-    *error = "the shared segment's directory lock failed";
-    return {};
-  }
+  segment::DirectoryLock directory(impl, error);
+  if (!directory.ok()) return {};
   segment::Sync(impl);
   if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end() && fits(it->second)) {
     return made(it->second);

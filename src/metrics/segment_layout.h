@@ -9,10 +9,13 @@
 // Memory is reserved (fallocate) before it is first written, so a full /dev/shm is a "segment
 // full" error at registration, never a SIGBUS at a write.
 //
-// Publication. Records are appended under the header's robust mutex and made visible by a
+// Publication. Records are appended under the header's directory lock and made visible by a
 // release store of the count; readers load the count (acquire) and read only records below it,
-// never taking the mutex: series count first, then family count (a series' family is always
-// published before it). A writer that dies holding the mutex leaves unpublished bytes only.
+// never taking the lock: series count first, then family count (a series' family is always
+// published before it). A writer that dies holding the lock leaves unpublished bytes only. A
+// registration waits for the lock at most kDirectoryWait, then fails with an error naming the
+// holder (a process stopped or being debugged); the lock of a holder that is not a live process
+// of the service is taken over at once.
 // Readers copy a record and check it (ValidFamily, ValidSeries) before using the copy.
 //
 // Cells (64-bit words), written only by the slot's process (its threads share them, so every
@@ -37,6 +40,8 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -51,7 +56,7 @@ namespace modelmetrics {
 namespace segment {
 
 inline constexpr uint64_t kMagic = 0x32474553534d4d4dull;  // "MMMSSEG2", little-endian
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;  // 3: the directory lock is a word naming its holder
 inline constexpr off_t kInitLock = 0;
 inline constexpr off_t kAttachedLock = 1;
 inline constexpr off_t kSlotLocks = 2;
@@ -61,6 +66,9 @@ inline constexpr size_t kMaxBytes = size_t{4} << 30;
 inline constexpr uint32_t kMaxProcessSlots = 4096;
 inline constexpr uint32_t kMaxFamilies = 4096;
 inline constexpr uint64_t kCellReserveWords = 4096;  // cells reserved per slot at a time (32 KiB)
+// How long a registration waits for the directory lock. Appends hold it for microseconds, so
+// this is spent only when its holder is stopped (SIGSTOP, a debugger, a frozen cgroup).
+inline constexpr std::chrono::milliseconds kDirectoryWait{1000};
 // A gauge child's stamp once its process made it (value 0 until set; the least of stamps).
 inline constexpr double kCreatedStamp = 0x1p-1022;
 
@@ -94,7 +102,10 @@ struct SegmentHeader {
   uint32_t version;
   uint32_t pad;
   Layout layout;
-  pthread_mutex_t mutex;           // robust, process-shared: appends to the directory
+  // The directory's append lock (DirectoryLock, segment_directory.cc): 0 when free, else its
+  // holder's slot + 1 (high half) and pid (low half). A holder that is not a live process of
+  // the service (it died: its slot lock is gone; or the word is garbage) is taken over.
+  std::atomic<uint64_t> directory_lock;
   std::atomic<uint32_t> families;  // published records
   std::atomic<uint32_t> series;
   uint64_t arena_used;      // under mutex
@@ -103,6 +114,8 @@ struct SegmentHeader {
   uint64_t families_reserved, series_reserved, arena_reserved;  // under mutex: bytes reserved
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
+// tests/python/test_multiprocess.py plays a stopped holder by writing the word at this offset.
+static_assert(offsetof(SegmentHeader, directory_lock) == 96);
 
 struct alignas(64) ProcessSlot {
   std::atomic<uint32_t> state;  // SlotState
@@ -183,6 +196,9 @@ struct SharedSegment::Impl {
   // Why the last Reserve failed (ENOSPC: /dev/shm has no room), 0 when it was outside the
   // segment; read by the error message of the registration that failed.
   mutable std::atomic<int> reserve_errno{0};
+  // The directory lock word this process last gave up waiting on: while the lock still holds
+  // exactly it, registrations fail at once instead of waiting again (DirectoryLock).
+  std::atomic<uint64_t> stuck_holder{0};
   // Scrapes in this process. Not held across fork (a scrape holds the Python fork gate and then
   // this; PrepareFork only tries it): a child that inherits it held gets a fresh one.
   base::Mutex render_mu;

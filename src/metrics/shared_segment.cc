@@ -71,16 +71,6 @@ namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-bool InitMutex(pthread_mutex_t* mutex) {
-  pthread_mutexattr_t attr;
-  if (pthread_mutexattr_init(&attr) != 0) return false;
-  const bool ok = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED) == 0 &&
-                  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) == 0 &&
-                  pthread_mutex_init(mutex, &attr) == 0;
-  pthread_mutexattr_destroy(&attr);
-  return ok;
-}
-
 // Points `impl` at the regions of `layout`, a plan this process computed (never the header).
 void PointAtRegions(SharedSegment::Impl& impl, const Layout& layout) {
   impl.geometry = layout;
@@ -125,10 +115,7 @@ bool Create(SharedSegment::Impl& impl, const SegmentOptions& options, std::strin
   SegmentHeader* h = impl.header;
   h->version = kVersion;
   h->layout = *plan;
-  if (!InitMutex(&h->mutex)) {
-    *error = "pthread_mutex_init (robust, process-shared) failed";
-    return false;
-  }
+  h->directory_lock.store(0, std::memory_order_relaxed);
   PointAtRegions(impl, *plan);
   h->magic.store(kMagic, std::memory_order_release);
   return true;
@@ -166,7 +153,8 @@ bool LeftBehind(int fd, size_t size) {
   if (map == MAP_FAILED) return false;
   const auto* h = static_cast<const SegmentHeader*>(map);
   const uint64_t magic = h->magic.load(std::memory_order_acquire);
-  const bool ours = (magic == kMagic && h->version == kVersion) || (magic == 0 && h->version == 0);
+  // Ours of any version (a run of an older release), or never finished.
+  const bool ours = (magic == kMagic && h->version <= kVersion) || (magic == 0 && h->version == 0);
   munmap(map, sizeof(SegmentHeader));
   return ours;
 }

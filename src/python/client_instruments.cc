@@ -171,7 +171,8 @@ PyObject* NativeFamily(PyObject* obj, PyObject* args) {
         break;
     }
     std::string error;
-    if (ProcessSegment() && !family->Share(ProcessSegment(), &error)) {
+    const bool shared = ProcessSegment() != nullptr;
+    if (shared && !WithoutGilIf(true, [&] { return family->Share(ProcessSegment(), &error); })) {
       PyErr_Format(PyExc_ValueError, "%s: %s", family->options().name.c_str(), error.c_str());
       return nullptr;
     }
@@ -210,16 +211,28 @@ PyObject* NativeBind(PyObject* obj, PyObject* args) {
     }
     FamilyPtr family = *from->family;  // a copy: `from` may be `self`
     metrics_internal::FamilyBase* base = family.get();
+    // A new child of a shared family may wait for the segment's directory lock: without the GIL,
+    // into locals (this object is assigned below, with it).
+    const bool wait = base->shared();
     switch (self->kind) {
-      case Kind::kCounter:
-        self->counter = static_cast<Family<Counter>*>(base)->Labels(views, created);
+      case Kind::kCounter: {
+        Counter made = WithoutGilIf(
+            wait, [&] { return static_cast<Family<Counter>*>(base)->Labels(views, created); });
+        self->counter = made;
         break;
-      case Kind::kGauge:
-        self->gauge = static_cast<Family<Gauge>*>(base)->Labels(views, created);
+      }
+      case Kind::kGauge: {
+        Gauge made = WithoutGilIf(
+            wait, [&] { return static_cast<Family<Gauge>*>(base)->Labels(views, created); });
+        self->gauge = made;
         break;
-      default:
-        self->histogram = static_cast<Family<Histogram>*>(base)->Labels(views, created);
+      }
+      default: {
+        Histogram made = WithoutGilIf(
+            wait, [&] { return static_cast<Family<Histogram>*>(base)->Labels(views, created); });
+        self->histogram = made;
         break;
+      }
     }
     const bool live = self->kind == Kind::kCounter ? self->counter.live()
                       : self->kind == Kind::kGauge ? self->gauge.live()

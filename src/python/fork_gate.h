@@ -35,6 +35,16 @@ class WithoutGil {
   PyThreadState* state_;
 };
 
+// Runs `fn` (native code only) without the GIL when `release`, else with it: for a call that
+// may wait on another process (a shared-segment registration waits for its directory lock, at
+// most kDirectoryWait), so the process's other threads run meanwhile.
+template <typename F>
+auto WithoutGilIf(bool release, F&& fn) {
+  if (!release) return fn();
+  WithoutGil released;
+  return fn();
+}
+
 }  // namespace modelmetrics::python
 
 #endif  // MODELMETRICS_PYTHON_FORK_GATE_H_

@@ -245,9 +245,16 @@ PyMODINIT_FUNC PyInit__native() {
   using namespace modelmetrics::python;
   PyObject* module = PyModule_Create(&kModule);
   if (module == nullptr) return nullptr;
+  // The segment's fork handlers first, the gate's after: prepare handlers run in reverse, so
+  // fork() first waits for the GIL-released sections (a registration waiting for the segment's
+  // directory lock among them) and only then takes the segment's registration mutex.
+  if (!AttachFromEnvironment()) {
+    Py_DECREF(module);
+    return nullptr;
+  }
   InstallForkGate();
-  if (!AttachFromEnvironment() || PyModule_AddFunctions(module, kMultiprocessFunctions) < 0 ||
-      !AddObserveTypes(module) || !AddEngineLogger(module) || !AddClientInstruments(module)) {
+  if (PyModule_AddFunctions(module, kMultiprocessFunctions) < 0 || !AddObserveTypes(module) ||
+      !AddEngineLogger(module) || !AddClientInstruments(module)) {
     Py_DECREF(module);
     return nullptr;
   }

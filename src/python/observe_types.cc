@@ -18,6 +18,7 @@
 #include <utility>
 #include <variant>
 
+#include "fork_gate.h"
 #include "handle_cache.h"
 #include "pipeline/audio_metrics.h"
 #include "pipeline/catalog.h"
@@ -478,7 +479,10 @@ const FamilySpec& Row(size_t index) { return pipeline::OmniSpec(static_cast<OF>(
 AnyHandle MakeHandle(size_t index, std::span<const std::string_view> values, bool eager) {
   AnyHandle h;  // inert while the family's group is not registered
   const pipeline::AnyFamily& family = RegisteredFamily(static_cast<OF>(index));
-  const auto bind = [&](auto* f) { return eager ? f->Bind(values) : f->Labels(values); };
+  // A new child of a shared family may wait for the segment's directory lock: without the GIL.
+  const auto bind = [&](auto* f) {
+    return WithoutGilIf(f->shared(), [&] { return eager ? f->Bind(values) : f->Labels(values); });
+  };
   if (auto* const* f = std::get_if<Family<Counter>*>(&family)) h.counter = bind(*f);
   if (auto* const* f = std::get_if<Family<Gauge>*>(&family)) h.gauge = bind(*f);
   if (auto* const* f = std::get_if<Family<Histogram>*>(&family)) h.histogram = bind(*f);
@@ -505,13 +509,19 @@ const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
     *p++ = '\xff';
   }
   key = std::string_view(out, static_cast<size_t>(p - out));
+  if (HandleCache* cache = (*self->caches)[index]) {
+    if (const AnyHandle* h = cache->Find(key)) return h;
+  }
+  // A miss: the child is made, perhaps without the GIL (MakeHandle), so nothing of this object
+  // is held across it (a copy of the model; the cache slot read again after).
+  const std::string model = *self->model;
+  std::array<std::string_view, 5> values;
+  values[0] = model;
+  for (size_t i = 0; i < extra.size(); ++i) values[i + 1] = extra[i];
+  const AnyHandle made = MakeHandle(index, std::span(values.data(), extra.size() + 1), eager);
   HandleCache*& cache = (*self->caches)[index];
   if (cache == nullptr) cache = new HandleCache();
-  if (const AnyHandle* h = cache->Find(key)) return h;
-  std::array<std::string_view, 5> values;
-  values[0] = *self->model;
-  for (size_t i = 0; i < extra.size(); ++i) values[i + 1] = extra[i];
-  return &cache->Insert(key, MakeHandle(index, std::span(values.data(), extra.size() + 1), eager));
+  return &cache->Insert(key, made);
 }
 
 bool LabelFrom(const LabelRule& rule, PyObject* const* a, LabelValue* out) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <variant>
 
+#include "fork_gate.h"
 #include "multiprocess.h"
 
 namespace modelmetrics::python {
@@ -29,7 +30,10 @@ bool RegisterGroup(pipeline::Group group, std::string* error) {
   for (size_t i = 0; i < families.size(); ++i) {
     const pipeline::FamilySpec& spec = pipeline::OmniSpec(static_cast<pipeline::OmniFamily>(i));
     if (spec.group != group || !std::holds_alternative<std::monostate>(families[i])) continue;
-    pipeline::AnyFamily family = pipeline::RegisterFamily(ProcessRegistry(), spec, error);
+    // Registering in the shared segment may wait for its directory lock: without the GIL.
+    pipeline::AnyFamily family = WithoutGilIf(ProcessSegment() != nullptr, [&] {
+      return pipeline::RegisterFamily(ProcessRegistry(), spec, error);
+    });
     if (std::holds_alternative<std::monostate>(family)) return false;
     families[i] = family;
   }

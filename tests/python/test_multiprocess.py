@@ -477,6 +477,81 @@ def test_planted_objects_under_the_predictable_name_neither_hang_nor_stop_the_se
     assert (tmp_path / "multiproc" / "modelmetrics-segment").read_text().strip() == recorded
 
 
+def test_a_stopped_lock_holder_never_stops_the_other_processes(tmp_path):
+    """A worker stopped (SIGSTOP) while it holds the segment's directory lock: another process's
+    threads keep running (a heartbeat thread's longest gap stays under 100 ms) while a new child
+    waits, that child's registration gives up after a bounded wait with an error naming the
+    holder, recording and scraping go on, and once the holder is dead the lock is taken over."""
+    out = run(tmp_path, """
+    import mmap, os, signal, struct, threading, time
+    import multiprocessing as mp
+    import modelmetrics.prometheus_client as pc
+    from modelmetrics import _native
+    from modelmetrics.prometheus_client import multiprocess
+
+    jobs = pc.Counter("jobs", "Jobs.", ["k"])
+    jobs.labels("a").inc()
+    SEGMENT = _native.multiprocess_segment()
+
+    def hold():  # plays a worker stopped inside an append: the lock word names it
+        slot = _native.multiprocess_stats(SEGMENT)["slot"]
+        with open("/dev/shm/" + SEGMENT, "r+b") as f:
+            m = mmap.mmap(f.fileno(), 0)
+        m[96:104] = struct.pack("<Q", ((slot + 1) << 32) | os.getpid())
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+    if __name__ == "__main__":
+        holder = mp.get_context("fork").Process(target=hold)
+        holder.start()
+        while open(f"/proc/{holder.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+            time.sleep(0.01)
+        gaps, stop = [], False
+
+        def beat():
+            last = time.monotonic()
+            while not stop:
+                jobs.labels("a").inc()
+                time.sleep(0.005)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        heartbeat = threading.Thread(target=beat)
+        heartbeat.start()
+        start = time.monotonic()
+        try:
+            jobs.labels("b").inc()
+            print("registered")
+        except ValueError as e:
+            print("refused:", e)
+        waited = time.monotonic() - start
+        start = time.monotonic()
+        try:
+            jobs.labels("c").inc()
+        except ValueError:
+            print("refused again after %.2f s" % (time.monotonic() - start))
+        stop = True
+        heartbeat.join()
+        print("waited %.2f max_gap %.3f" % (waited, max(gaps)))
+        registry = pc.CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        print(pc.generate_latest(registry).decode())
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.join()
+        start = time.monotonic()
+        jobs.labels("d").inc()
+        print("after its death %.2f s" % (time.monotonic() - start))
+    """, mp_env(tmp_path))
+    assert "refused: jobs: the shared segment's directory is held by process" in out
+    waited, max_gap = (float(x) for x in out.split("waited ")[1].split()[::2][:2])
+    assert 1.0 <= waited < 3.0, out
+    assert max_gap < 0.1, out
+    assert "refused again after 0.0" in out  # one bounded wait per stuck holder
+    ticks = float(out.split('jobs_total{k="a"} ')[1].split()[0])
+    assert ticks > 10  # the heartbeat recorded meanwhile
+    assert "after its death 0.0" in out
+
+
 def test_invalid_configuration_fails_the_import_clearly(tmp_path):
     script = tmp_path / "bad.py"
     script.write_text("import modelmetrics._native\n")
