@@ -8,7 +8,9 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -133,20 +135,34 @@ class WorkerPool {
   }
   ~WorkerPool() { Shutdown(); }
 
-  // False when full (or shut down): the caller answers 429.
-  bool TrySubmit(std::function<void()> job) {
+  // False when full, when `source` already holds `per_source` jobs, or when shut down: the
+  // caller answers 429.
+  bool TrySubmit(std::function<void()> job, const std::string& source = {},
+                 size_t per_source = SIZE_MAX) {
     base::MutexLock lock(&mu_);
     if (stopping_ || in_flight_ >= capacity_) return false;
+    size_t& held = by_source_[source];
+    if (held >= per_source) {
+      if (held == 0) by_source_.erase(source);
+      return false;
+    }
+    ++held;
     ++in_flight_;
-    queue_.push_back(std::move(job));
+    queue_.push_back({std::move(job), source});
     cv_.notify_one();
     return true;
+  }
+
+  // Jobs running or queued.
+  size_t in_flight() const {
+    base::MutexLock lock(&mu_);
+    return in_flight_;
   }
 
   // Drops queued jobs (their Responders then answer 500 or are ignored by a stopped server),
   // waits for running ones, joins.
   void Shutdown() {
-    std::deque<std::function<void()>> dropped;
+    std::deque<Job> dropped;
     {
       base::MutexLock lock(&mu_);
       if (stopping_ && threads_.empty()) return;
@@ -162,7 +178,7 @@ class WorkerPool {
  private:
   void Run() {
     while (true) {
-      std::function<void()> job;
+      Job job;
       {
         base::MutexLock lock(&mu_);
         cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
@@ -170,18 +186,26 @@ class WorkerPool {
         job = std::move(queue_.front());
         queue_.pop_front();
       }
-      job();
-      job = nullptr;  // release the Responder before the slot frees
+      job.run();
+      job.run = nullptr;  // release the Responder before the slot frees
       base::MutexLock lock(&mu_);
       --in_flight_;
+      if (auto it = by_source_.find(job.source); it != by_source_.end() && --it->second == 0) {
+        by_source_.erase(it);
+      }
     }
   }
 
+  struct Job {
+    std::function<void()> run;
+    std::string source;
+  };
   const size_t capacity_;
-  base::Mutex mu_;
+  mutable base::Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  std::deque<Job> queue_ GUARDED_BY(mu_);
   size_t in_flight_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, size_t, std::less<>> by_source_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
@@ -228,7 +252,9 @@ struct ApiServer::Impl {
   std::unique_ptr<Authenticator> authenticator;
   std::unique_ptr<Authorizer> authorizer;
   std::unique_ptr<net::HttpServer> http;
-  std::unique_ptr<WorkerPool> authorizing;
+  std::unique_ptr<WorkerPool> authorizing;         // requests whose sender is known locally
+  std::unique_ptr<WorkerPool> reviewing;           // requests waiting for a TokenReview
+  std::atomic<int64_t> last_review_refusal_ms{0};  // steady ms of the last review refused
   std::unique_ptr<SharedReads> reads;
   std::unique_ptr<OpenApiDocuments> openapi;
   std::shared_ptr<ServerMetrics> metrics;
@@ -249,8 +275,11 @@ struct ApiServer::Impl {
   void AuthorizeNonResource(const AuthorizationRequest& access,
                             const std::function<net::HttpResponse()>& answer,
                             const net::Responder& respond);
-  // On the request pool: authenticates, then routes.
-  void Dispatch(const net::HttpRequest& request, const net::Responder& respond);
+  // On a request pool: authenticates (unless `known` already names the sender), then routes.
+  void Dispatch(const net::HttpRequest& request, const net::Responder& respond,
+                const UserInfo* known);
+  // The readiness line of the review queue: "" when it keeps up, else how it is saturated.
+  std::string ReviewsDegraded() const;
   // Discovery, the OpenAPI documents and /metrics, once authorised.
   net::HttpResponse NonResource(const net::HttpRequest& request);
   // `resource`/`subresource` as authorised: modeldeployments/metrics or modeldeploymentmetrics.
@@ -284,23 +313,52 @@ net::HttpResponse NotStartedInTime(const StatusDetails& details) {
 }  // namespace
 
 void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder respond) {
-  // Authentication may ask kube-apiserver (a TokenReview), so it never runs on an IO thread.
-  auto job = [this, &request, respond] {
+  // Who sent it, when that needs nobody else (certificates, the front proxy's headers, a cached
+  // token): those requests never queue behind TokenReviews; the rest go to the review pool,
+  // where one client address holds at most its share.
+  UserInfo user;
+  const std::optional<bool> local = authenticator->AuthenticateLocally(request, &user);
+  if (local && !*local) return respond(Unauthorized());
+  auto job = [this, &request, respond,
+              known = local ? std::optional<UserInfo>(std::move(user)) : std::nullopt] {
     try {
-      Dispatch(request, respond);
+      Dispatch(request, respond, known ? &*known : nullptr);
     } catch (const std::exception& e) {
       respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
     } catch (...) {
       respond(StatusResponse(ApiStatus::Internal("unknown error"), nullptr));
     }
   };
-  if (!authorizing->TrySubmit(std::move(job))) {
-    respond(StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
-                           nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
+  const bool queued =
+      local ? authorizing->TrySubmit(std::move(job))
+            : reviewing->TrySubmit(std::move(job), request.remote_address,
+                                   std::max<size_t>(1, options.max_reviewing / kReviewShares));
+  if (queued) return;
+  if (!local) {
+    metrics->TokenReviewRefused();
+    last_review_refusal_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now().time_since_epoch())
+            .count();
   }
+  respond(StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
+                         nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
 }
 
-void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Responder& respond) {
+std::string ApiServer::Impl::ReviewsDegraded() const {
+  const size_t waiting = reviewing ? reviewing->in_flight() : 0;
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now().time_since_epoch())
+          .count();
+  const int64_t last = last_review_refusal_ms.load();
+  const bool refused_lately = last != 0 && now_ms - last < 10000;
+  if (!refused_lately && waiting < options.max_reviewing / 2) return "";
+  return "degraded: " + std::to_string(waiting) + " requests waiting for a TokenReview" +
+         (refused_lately ? ", some refused in the last 10 s" : "") +
+         " (requests needing no review are not delayed)";
+}
+
+void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Responder& respond,
+                               const UserInfo* known) {
   // A request that waited out its budget in the queue is not authenticated (a TokenReview) late.
   if (request.received_at != SteadyTime() &&
       SteadyClock::now() - request.received_at > options.request_timeout) {
@@ -308,7 +366,11 @@ void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Respo
                                   nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
   }
   UserInfo user;
-  if (!authenticator->Authenticate(request, &user)) return respond(Unauthorized());
+  if (known != nullptr) {
+    user = *known;
+  } else if (!authenticator->Authenticate(request, &user)) {
+    return respond(Unauthorized());
+  }
 
   std::string_view path = request.path;
   if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
@@ -508,6 +570,8 @@ bool ApiServer::Start(std::string* error) {
                               });
   impl.authorizing =
       std::make_unique<WorkerPool>(impl.options.authorizer_threads, impl.options.max_authorizing);
+  impl.reviewing =
+      std::make_unique<WorkerPool>(impl.options.review_threads, impl.options.max_reviewing);
   SharedReads::Options reads;
   reads.threads = impl.options.worker_threads;
   reads.max_reads = impl.options.max_in_flight;
@@ -522,6 +586,7 @@ bool ApiServer::Start(std::string* error) {
   if (!impl.http->Start(&start_error)) {
     if (error) *error = start_error;
     impl.authorizing->Shutdown();
+    impl.reviewing->Shutdown();
     impl.reads->Shutdown();
     return false;
   }
@@ -534,6 +599,10 @@ void ApiServer::Impl::AddHealthChecks() {
   for (const auto& [name, check] : options.readiness_checks) {
     readyz.Add(name, check);
     healthz.Add(name, check);
+  }
+  // Reports saturated TokenReviews without failing: requests needing no review still pass.
+  for (HealthChecks* checks : {&readyz, &healthz}) {
+    checks->AddInformational("token-reviews", [this] { return ReviewsDegraded(); });
   }
   // Fails from the moment Stop() begins (a probe that reaches a stopping server sees why).
   readyz.Add("shutdown", [this] {
@@ -588,6 +657,7 @@ void ApiServer::Stop() {
   impl_->stopping = true;
   if (impl_->http) impl_->http->Stop();
   if (impl_->authorizing) impl_->authorizing->Shutdown();
+  if (impl_->reviewing) impl_->reviewing->Shutdown();
   if (impl_->reads) impl_->reads->Shutdown();
 }
 

@@ -239,6 +239,22 @@ void UnionAuthenticator::Add(std::unique_ptr<Authenticator> authenticator) {
   authenticators_.push_back(std::move(authenticator));
 }
 
+std::optional<bool> UnionAuthenticator::AuthenticateLocally(const net::HttpRequest& request,
+                                                            UserInfo* user) const {
+  for (const auto& authenticator : authenticators_) {
+    UserInfo candidate;
+    const std::optional<bool> decided = authenticator->AuthenticateLocally(request, &candidate);
+    if (!decided) return std::nullopt;
+    if (!*decided) continue;
+    if (!Contains(candidate.groups, kGroupAuthenticated)) {
+      candidate.groups.emplace_back(kGroupAuthenticated);
+    }
+    *user = std::move(candidate);
+    return true;
+  }
+  return false;
+}
+
 bool UnionAuthenticator::Authenticate(const net::HttpRequest& request, UserInfo* user) const {
   for (const auto& authenticator : authenticators_) {
     UserInfo candidate;

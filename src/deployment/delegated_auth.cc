@@ -230,6 +230,21 @@ TokenReviewAuthenticator::TokenReviewAuthenticator(KubeApiClient* client, Option
           },
           std::move(options)) {}
 
+std::optional<bool> TokenReviewAuthenticator::AuthenticateLocally(const net::HttpRequest& request,
+                                                                  UserInfo* user) const {
+  const std::string_view token = BearerToken(request);
+  if (token.empty()) return false;
+  const std::string key = TokenKey(token);
+  base::MutexLock lock(&mu_);
+  const auto found = cache_.find(key);
+  if (found == cache_.end() || found->second.expires <= std::chrono::steady_clock::now()) {
+    return std::nullopt;
+  }
+  if (options_.on_cache) options_.on_cache(true);
+  if (found->second.authenticated) *user = found->second.user;
+  return found->second.authenticated;
+}
+
 bool TokenReviewAuthenticator::Authenticate(const net::HttpRequest& request, UserInfo* user) const {
   const std::string_view token = BearerToken(request);
   if (token.empty()) return false;

@@ -23,6 +23,10 @@ void HealthChecks::Add(std::string name, Check check) {
   checks_.push_back({std::move(name), std::move(check)});
 }
 
+void HealthChecks::AddInformational(std::string name, Check check) {
+  checks_.push_back({std::move(name), std::move(check), /*informational=*/true});
+}
+
 std::vector<std::string> HealthChecks::names() const {
   std::vector<std::string> names;
   for (const Named& named : checks_) names.push_back(named.name);
@@ -36,6 +40,7 @@ net::HttpResponse HealthChecks::Serve(std::string_view name, std::string_view qu
     if (it == checks_.end()) return PlainText(404, "404 page not found\n");
     const std::string why = it->check();
     if (why.empty()) return PlainText(200, "ok");
+    if (it->informational) return PlainText(200, base::Excerpt(why, 1024) + "\n");
     return PlainText(500, fmt::format("internal server error: {}\n", base::Excerpt(why, 1024)));
   }
   // Comma-separated lists are accepted too, as Kubernetes does for `exclude`.
@@ -52,8 +57,10 @@ net::HttpResponse HealthChecks::Serve(std::string_view name, std::string_view qu
   for (const Named& named : checks_) {
     if (excluded.erase(named.name) > 0) {
       fmt::format_to(std::back_inserter(lines), "[+]{} excluded: ok\n", named.name);
-    } else if (named.check().empty()) {
+    } else if (const std::string why = named.check(); why.empty()) {
       fmt::format_to(std::back_inserter(lines), "[+]{} ok\n", named.name);
+    } else if (named.informational) {
+      fmt::format_to(std::back_inserter(lines), "[+]{} {}\n", named.name, base::Excerpt(why, 256));
     } else {
       fmt::format_to(std::back_inserter(lines), "[-]{} failed: reason withheld\n", named.name);
       failed = true;

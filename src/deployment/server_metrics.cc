@@ -91,6 +91,11 @@ ServerMetrics::ServerMetrics() {
        .help =
            "Authorisation decisions looked up in the SubjectAccessReview cache, by hit or miss.",
        .labels = {"result"}}));
+  reviews_refused_ =
+      Must(registry_.AddCounter({.name = "modelmetrics_token_reviews_refused",
+                                 .help = "Requests answered 429 because the TokenReview queue, or "
+                                         "their client's share of it, was full."}))
+          ->Bind({});
 }
 
 void ServerMetrics::RequestStarted() { in_flight_.Add(1); }
@@ -130,6 +135,8 @@ void ServerMetrics::WatchRelist(std::string_view resource, std::string_view reas
 void ServerMetrics::TokenReviewCache(bool hit) {
   token_cache_->Labels({hit ? "hit" : "miss"}).Inc();
 }
+
+void ServerMetrics::TokenReviewRefused() { reviews_refused_.Inc(); }
 
 void ServerMetrics::AccessReviewCache(bool hit) {
   access_cache_->Labels({hit ? "hit" : "miss"}).Inc();

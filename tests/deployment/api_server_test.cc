@@ -376,15 +376,15 @@ TEST(ApiServerTest, NamedHealthChecksInKubeApiserverFormat) {
   net::FetchResult waiting = Fetch(server.url("/readyz?verbose"));
   EXPECT_EQ(waiting.status, 500);
   EXPECT_EQ(waiting.body,
-            "[+]ping ok\n[-]informer-sync failed: reason withheld\n[+]shutdown ok\n"
-            "readyz check failed\n");
+            "[+]ping ok\n[-]informer-sync failed: reason withheld\n[+]token-reviews ok\n"
+            "[+]shutdown ok\nreadyz check failed\n");
   EXPECT_EQ(Fetch(server.url("/livez")).body, "ok");  // alive while not ready
   EXPECT_EQ(Fetch(server.url("/readyz/informer-sync")).body,
             "internal server error: not listed yet\n");
   synced = true;
   EXPECT_EQ(Fetch(server.url("/readyz")).body, "ok");
   EXPECT_EQ(Fetch(server.url("/healthz?verbose")).body,
-            "[+]ping ok\n[+]informer-sync ok\nhealthz check passed\n");
+            "[+]ping ok\n[+]informer-sync ok\n[+]token-reviews ok\nhealthz check passed\n");
   EXPECT_EQ(Fetch(server.url("/livez/ping")).body, "ok");
   EXPECT_EQ(Fetch(server.url("/livez/nope")).status, 404);
 }
@@ -1087,23 +1087,20 @@ class DelegatingKubeApi {
                     }
                     return response;
                   });
-    server_.Route("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
-                  [this](const net::HttpRequest& request) {
-                    Json review = Json::parse(request.body, nullptr, false);
-                    const std::string token = review["spec"]["token"];
-                    std::lock_guard lock(mu_);
-                    ++token_reviews_;
-                    const auto user = tokens_.find(token);
-                    review["status"] = {{"authenticated", user != tokens_.end()}};
-                    if (user != tokens_.end()) {
-                      review["status"]["user"] = {
-                          {"username", user->second},
-                          {"uid", "uid-" + token},
-                          {"groups", {"system:serviceaccounts", "system:authenticated"}},
-                          {"extra", {{"authentication.kubernetes.io/pod-name", {"p-1"}}}}};
-                    }
-                    return Created(review);
-                  });
+    // Answered after review_delay (from a thread of its own: the stand-in's one IO thread keeps
+    // answering SubjectAccessReviews meanwhile).
+    server_.RouteAsync("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                       [this](const net::HttpRequest& request, net::Responder respond) {
+                         net::HttpResponse answer = TokenReview(request.body);
+                         const auto delay = review_delay_.load();
+                         if (delay.count() == 0) return respond(std::move(answer));
+                         std::lock_guard lock(mu_);
+                         delayed_.emplace_back([delay, answer = std::move(answer),
+                                                respond = std::move(respond)]() mutable {
+                           std::this_thread::sleep_for(delay);
+                           respond(std::move(answer));
+                         });
+                       });
     server_.Route(
         "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
         [this](const net::HttpRequest& request) {
@@ -1146,6 +1143,16 @@ class DelegatingKubeApi {
     std::lock_guard lock(mu_);
     configmap_ = nullptr;
   }
+  void SetReviewDelay(std::chrono::milliseconds delay) { review_delay_ = delay; }
+  ~DelegatingKubeApi() {
+    std::vector<std::thread> delayed;
+    {
+      std::lock_guard lock(mu_);
+      delayed.swap(delayed_);
+    }
+    for (std::thread& t : delayed) t.join();
+    server_.Stop();
+  }
   int token_reviews() const {
     std::lock_guard lock(mu_);
     return token_reviews_;
@@ -1167,6 +1174,21 @@ class DelegatingKubeApi {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
+  net::HttpResponse TokenReview(const std::string& body) {
+    Json review = Json::parse(body, nullptr, false);
+    const std::string token = review["spec"]["token"];
+    std::lock_guard lock(mu_);
+    ++token_reviews_;
+    const auto user = tokens_.find(token);
+    review["status"] = {{"authenticated", user != tokens_.end()}};
+    if (user != tokens_.end()) {
+      review["status"]["user"] = {{"username", user->second},
+                                  {"uid", "uid-" + token},
+                                  {"groups", {"system:serviceaccounts", "system:authenticated"}},
+                                  {"extra", {{"authentication.kubernetes.io/pod-name", {"p-1"}}}}};
+    }
+    return Created(review);
+  }
   static net::HttpResponse Created(const Json& body) {
     net::HttpResponse response;
     response.status = 201;
@@ -1182,8 +1204,85 @@ class DelegatingKubeApi {
       {"norole-token", "system:serviceaccount:team:nobody"}};
   int token_reviews_ = 0;
   std::vector<Json> reviews_;
+  std::atomic<std::chrono::milliseconds> review_delay_{std::chrono::milliseconds(0)};
+  std::vector<std::thread> delayed_;
   net::HttpServer server_;
 };
+
+// A TokenReview that takes 3 s, and 64 requests at once with tokens nobody knows: they wait in
+// the review queue (one client's share of it; the rest are 429), while the front proxy and a
+// token already reviewed are answered without waiting behind them, and /readyz?verbose says the
+// reviews are degraded without failing.
+TEST(ApiServerTest, SlowTokenReviewsNeverDelayRequestsThatNeedNone) {
+  DelegatingKubeApi kube_api;
+  kube_api.SetTrust("ca.pem", "requestheader-ca.pem", R"(["front-proxy"])");
+  KubeApiClient kube(kube_api.Config());
+  TempDir dir;
+  ServeConfig config = TestConfig(dir);
+  config.client_ca_file.clear();
+  config.requestheader_ca_file.clear();
+  config.requestheader_allowed_names.clear();
+  config.token_file.clear();
+  config.policy_file.clear();
+  config.delegated_authentication = true;
+  config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
+  auto trust = std::make_shared<AuthenticationConfigWatcher>(&kube, std::chrono::hours(1));
+  auto metrics = std::make_shared<ServerMetrics>();
+  std::string error;
+  auto authenticator = BuildAuthenticator(config, &error, &kube, trust, metrics);
+  ASSERT_NE(authenticator, nullptr) << error;
+  auto authorizer = BuildAuthorizer(config, &kube, &error, metrics);
+  ASSERT_NE(authorizer, nullptr) << error;
+  ApiServerOptions options = BuildApiServerOptions(config, trust);
+  options.metrics = metrics;
+  FakeSnapshots snapshots;
+  ApiServer server(
+      options,
+      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
+        return snapshots.Get(ns, name, out);
+      },
+      std::move(authenticator), std::move(authorizer));
+  ASSERT_TRUE(server.Start(&error)) << error;
+  trust->Start();
+  const std::string url = server.url() + MetricsPath("team", "chat");
+  const Credentials proxy = FrontProxy({{"X-Remote-User", "proxied-alice"}});
+  // Reviewed and authorised once (both answers cached).
+  ASSERT_EQ(Fetch(url, Token("sa-token")).status, 200);
+  ASSERT_EQ(Fetch(url, proxy).status, 200);
+
+  kube_api.SetReviewDelay(std::chrono::seconds(3));
+  std::atomic<int> unauthorized{0}, busy{0};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 64; ++i) {
+    flood.emplace_back([&, i] {
+      const int status = Fetch(url, Token("random-" + std::to_string(i))).status;
+      if (status == 401) ++unauthorized;
+      if (status == 429) ++busy;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the reviews are under way
+  auto timed = [&](const Credentials& who) {
+    const auto start = std::chrono::steady_clock::now();
+    const int status = Fetch(url, who).status;
+    const auto took = std::chrono::steady_clock::now() - start;
+    std::printf("answered %d in %.1f ms while 64 reviews waited\n", status,
+                std::chrono::duration<double, std::milli>(took).count());
+    EXPECT_EQ(status, 200);
+    return took;
+  };
+  // Far inside the 3 s a review takes: nothing waited behind the flood.
+  EXPECT_LT(timed(proxy), std::chrono::seconds(1));
+  EXPECT_LT(timed(Token("sa-token")), std::chrono::seconds(1));
+  const net::FetchResult ready = Fetch(server.url() + "/readyz?verbose");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_THAT(ready.body, HasSubstr("[+]token-reviews degraded: "));
+  EXPECT_THAT(metrics->Render(Format::kText),
+              HasSubstr("modelmetrics_token_reviews_refused_total "));
+  server.Stop();  // drops the queued reviews; the 4 running ones end with their stand-in's answer
+  for (std::thread& t : flood) t.join();
+  EXPECT_GE(busy.load(), 64 - 32) << "one client holds at most its share of the review queue";
+  trust->Stop();
+}
 
 TEST(ApiServerTest, DelegatedAuthenticationFollowsTheConfigMapAndReviewsTokens) {
   DelegatingKubeApi kube_api;

@@ -111,10 +111,19 @@ struct ApiServerOptions {
   std::chrono::milliseconds request_timeout{8000};
   // A read does not start with less than this left of its earliest request's budget.
   std::chrono::milliseconds min_read_budget{2000};
-  // Threads and queue for authorisation (never shared with reads).
+  // Threads and queue for authorisation (never shared with reads) of requests whose sender is
+  // known without asking kube-apiserver: the front proxy, client certificates, cached tokens.
   int authorizer_threads = 4;
   size_t max_authorizing = 1024;
+  // Threads and queue for requests whose token needs a TokenReview (never shared with the
+  // above, so a slow or flooded review never delays a request that needs none); one client
+  // address may hold at most max_reviewing / kReviewShares of the queue.
+  int review_threads = 4;
+  size_t max_reviewing = 256;
 };
+
+// The parts of the review queue one client address may hold at most.
+inline constexpr size_t kReviewShares = 8;
 
 class ApiServer {
  public:

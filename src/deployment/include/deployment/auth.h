@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,13 @@ class Authenticator {
   virtual ~Authenticator() = default;
   // True and `*user` when the request proves who sent it; false leaves `*user` unspecified.
   virtual bool Authenticate(const net::HttpRequest& request, UserInfo* user) const = 0;
+  // Authenticate's answer when it can be given without asking another server (a TokenReview
+  // not in the cache); nullopt when it cannot. The server answers these requests without
+  // queueing them behind reviews. Authenticators that ask nobody: Authenticate itself.
+  virtual std::optional<bool> AuthenticateLocally(const net::HttpRequest& request,
+                                                  UserInfo* user) const {
+    return Authenticate(request, user);
+  }
 };
 
 // The bearer token of `Authorization: Bearer <token>[ anything]` (scheme in any case), as
@@ -117,6 +125,9 @@ class UnionAuthenticator : public Authenticator {
   void Add(std::unique_ptr<Authenticator> authenticator);
   bool empty() const { return authenticators_.empty(); }
   bool Authenticate(const net::HttpRequest& request, UserInfo* user) const override;
+  // In order, as Authenticate: nullopt as soon as one member would have to ask another server.
+  std::optional<bool> AuthenticateLocally(const net::HttpRequest& request,
+                                          UserInfo* user) const override;
 
  private:
   std::vector<std::unique_ptr<Authenticator>> authenticators_;

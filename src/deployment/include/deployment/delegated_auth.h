@@ -123,6 +123,9 @@ class TokenReviewAuthenticator : public Authenticator {
   TokenReviewAuthenticator(KubeApiClient* client, Options options);
 
   bool Authenticate(const net::HttpRequest& request, UserInfo* user) const override;
+  // No bearer token: false; a token whose answer is cached: that answer; else nullopt.
+  std::optional<bool> AuthenticateLocally(const net::HttpRequest& request,
+                                          UserInfo* user) const override;
 
  private:
   struct Cached {

@@ -34,6 +34,10 @@ class HealthChecks {
   explicit HealthChecks(std::string endpoint) : endpoint_(std::move(endpoint)) {}
 
   void Add(std::string name, Check check);
+  // A check that never fails the endpoint: in verbose form `[+]NAME ok`, or `[+]NAME MESSAGE`
+  // when it reports something (a degraded but working part, e.g. saturated token reviews, which
+  // must not take the server out of its Service).
+  void AddInformational(std::string name, Check check);
   const std::string& endpoint() const { return endpoint_; }
   // The names, in the order added.
   std::vector<std::string> names() const;
@@ -45,6 +49,7 @@ class HealthChecks {
   struct Named {
     std::string name;
     Check check;
+    bool informational = false;
   };
   std::string endpoint_;
   std::vector<Named> checks_;

@@ -12,6 +12,8 @@
 //   modelmetrics_watch_relists_total{resource,reason}              counter
 //   modelmetrics_token_review_cache_total{result}                  counter: hit, miss
 //   modelmetrics_access_review_cache_total{result}                 counter: hit, miss
+//   modelmetrics_token_reviews_refused_total                       counter: 429s of a full review
+//                                                                  queue (or a client's share)
 //
 // `path` is a bounded class (PathClass), never the path itself, and every label value comes from
 // a fixed set, so no client can grow the series count. Families are members, bound once; call
@@ -52,6 +54,7 @@ class ServerMetrics {
   void WatchRelist(std::string_view resource, std::string_view reason);
   void TokenReviewCache(bool hit);
   void AccessReviewCache(bool hit);
+  void TokenReviewRefused();
 
   std::string Render(::modelmetrics::Format format) const { return registry_.Render(format); }
 
@@ -68,6 +71,7 @@ class ServerMetrics {
   ::modelmetrics::Family<::modelmetrics::Counter>* watch_relists_;
   ::modelmetrics::Family<::modelmetrics::Counter>* token_cache_;
   ::modelmetrics::Family<::modelmetrics::Counter>* access_cache_;
+  ::modelmetrics::Counter reviews_refused_;
 };
 
 }  // namespace modelmetrics::deployment
