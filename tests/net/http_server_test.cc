@@ -289,6 +289,39 @@ TEST(HttpServerTest, KeepAliveServesTwoRequestsOnOneConnectionAndPipelines) {
   EXPECT_EQ(d.body().substr(0, 1), "4");
 }
 
+// Pipelined requests to a handler that answers later, from another thread (as the API server's
+// do): each is answered, in order, on the same connection.
+TEST(HttpServerTest, PipelinedRequestsToAnAsyncHandlerAreAnsweredInOrder) {
+  HttpServer server({});
+  std::atomic<int> calls{0};
+  std::mutex mu;
+  std::vector<std::thread> later;
+  server.RouteAsync("GET", "/n", [&](const HttpRequest&, Responder respond) {
+    const int n = ++calls;
+    std::lock_guard lock(mu);
+    later.emplace_back([n, respond = std::move(respond)]() mutable {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      respond(Ok(std::to_string(n)));
+    });
+  });
+  ASSERT_TRUE(Started(server));
+  Client client;
+  ASSERT_FALSE(client.Connect(server.port()));
+  ASSERT_FALSE(client.Write(
+      "GET /n HTTP/1.1\r\nHost: t\r\n\r\nGET /n HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
+  Response a, b, c;
+  ASSERT_FALSE(client.Read(&a));
+  ASSERT_FALSE(client.Read(&b));
+  ASSERT_FALSE(client.Read(&c));
+  EXPECT_EQ(a.body(), "1");
+  EXPECT_EQ(b.body(), "2");
+  EXPECT_EQ(c.body(), "3");
+  server.Stop();
+  std::lock_guard lock(mu);
+  for (std::thread& t : later) t.join();
+}
+
 TEST(HttpServerTest, HeadGetsHeadersWithoutBody) {
   HttpServer server({});
   server.RoutePrefix("", "/", [](const HttpRequest& req) { return Ok("body of " + req.method); });
@@ -1158,6 +1191,26 @@ bool TlsGet(uint16_t port, ssl::context& ctx) {
   TlsClient client(ctx);
   if (client.Connect(port)) return false;
   return client.Get("/peer").result_int() == 200;
+}
+
+// Pipelining over TLS: requests written in one go, some in one TLS record and one in a later
+// record, all answered in order.
+TEST(HttpServerTlsTest, PipelinedRequestsOverTlsAreAnsweredInOrder) {
+  HttpServer server(TlsServerOptions());
+  std::atomic<int> calls{0};
+  server.Route("GET", "/n", [&](const HttpRequest&) { return Ok(std::to_string(++calls)); });
+  ASSERT_TRUE(Started(server));
+  auto ctx = ClientContext("ca.pem");
+  TlsClient client(*ctx);
+  ASSERT_FALSE(client.Connect(server.port()));
+  ASSERT_FALSE(
+      client.Write("GET /n HTTP/1.1\r\nHost: t\r\n\r\nGET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_FALSE(client.Write("GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
+  Response a, b, c;
+  ASSERT_FALSE(client.Read(&a));
+  ASSERT_FALSE(client.Read(&b));
+  ASSERT_FALSE(client.Read(&c));
+  EXPECT_EQ(a.body() + b.body() + c.body(), "123");
 }
 
 TEST(HttpServerTlsTest, ServesOverTlsToAClientTrustingTheCa) {
