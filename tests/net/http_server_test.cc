@@ -307,9 +307,9 @@ TEST(HttpServerTest, PipelinedRequestsToAnAsyncHandlerAreAnsweredInOrder) {
   ASSERT_TRUE(Started(server));
   Client client;
   ASSERT_FALSE(client.Connect(server.port()));
-  ASSERT_FALSE(client.Write(
-      "GET /n HTTP/1.1\r\nHost: t\r\n\r\nGET /n HTTP/1.1\r\nHost: t\r\n\r\n"
-      "GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_FALSE(
+      client.Write("GET /n HTTP/1.1\r\nHost: t\r\n\r\nGET /n HTTP/1.1\r\nHost: t\r\n\r\n"
+                   "GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
   Response a, b, c;
   ASSERT_FALSE(client.Read(&a));
   ASSERT_FALSE(client.Read(&b));
