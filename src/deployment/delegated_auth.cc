@@ -249,25 +249,39 @@ bool TokenReviewAuthenticator::Authenticate(const net::HttpRequest& request, Use
   const std::string_view token = BearerToken(request);
   if (token.empty()) return false;
   const std::string key = TokenKey(token);
+  base::MutexLock lock(&mu_);
   const auto now = std::chrono::steady_clock::now();
-  {
-    base::MutexLock lock(&mu_);
-    const auto found = cache_.find(key);
-    if (found != cache_.end() && found->second.expires > now) {
-      if (options_.on_cache) options_.on_cache(true);
-      if (found->second.authenticated) *user = found->second.user;
-      return found->second.authenticated;
-    }
+  if (const auto found = cache_.find(key); found != cache_.end() && found->second.expires > now) {
+    if (options_.on_cache) options_.on_cache(true);
+    if (found->second.authenticated) *user = found->second.user;
+    return found->second.authenticated;
   }
   if (options_.on_cache) options_.on_cache(false);
-  bool authenticated = false;
-  UserInfo reviewed;
-  if (!review_(token, &authenticated, &reviewed).ok()) return false;  // not cached
-  base::MutexLock lock(&mu_);
-  if (cache_.size() >= options_.max_cached) cache_.clear();
-  cache_[key] = Cached{authenticated, reviewed, now + options_.ttl};
-  if (authenticated) *user = std::move(reviewed);
-  return authenticated;
+  Cached answer;
+  if (const auto flying = flights_.find(key); flying != flights_.end()) {
+    const std::shared_ptr<Flight> flight = flying->second;  // another request's review
+    landed_.wait(lock.native(), [&]() REQUIRES(mu_) { return flight->done; });
+    answer = flight->answer;
+  } else {
+    auto flight = std::make_shared<Flight>();
+    flights_.emplace(key, flight);
+    lock.Unlock();
+    bool authenticated = false;
+    UserInfo reviewed;
+    const bool reviewed_ok = review_(token, &authenticated, &reviewed).ok();
+    lock.Lock();
+    const auto until =
+        std::chrono::steady_clock::now() + (reviewed_ok ? options_.ttl : options_.failure_ttl);
+    answer = Cached{reviewed_ok && authenticated, std::move(reviewed), until};
+    if (cache_.size() >= options_.max_cached) cache_.clear();
+    cache_[key] = answer;
+    flight->answer = answer;
+    flight->done = true;
+    flights_.erase(key);
+    landed_.notify_all();
+  }
+  if (answer.authenticated) *user = std::move(answer.user);
+  return answer.authenticated;
 }
 
 }  // namespace modelmetrics::deployment

@@ -2,10 +2,15 @@
 // for failed and deleted reads, and the TokenReview cache.
 #include "deployment/delegated_auth.h"
 
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "test_deadlines.h"
@@ -100,12 +105,13 @@ net::HttpRequest WithBearer(const std::string& token) {
   return request;
 }
 
-TEST(TokenReviewAuthenticatorTest, CachesAnswersButNotFailures) {
+TEST(TokenReviewAuthenticatorTest, CachesAnswersLongAndFailuresBriefly) {
   int reviews = 0;
   bool fail = false;
   int hits = 0;
   TokenReviewAuthenticator::Options options;
   options.ttl = std::chrono::milliseconds(2000);
+  options.failure_ttl = std::chrono::milliseconds(300);
   options.on_cache = [&hits](bool hit) { hits += hit ? 1 : 0; };
   TokenReviewAuthenticator tokens(
       [&](std::string_view token, bool* authenticated, UserInfo* user) {
@@ -130,11 +136,50 @@ TEST(TokenReviewAuthenticatorTest, CachesAnswersButNotFailures) {
   fail = true;
   EXPECT_FALSE(tokens.Authenticate(WithBearer("other"), &user));
   EXPECT_FALSE(tokens.Authenticate(WithBearer("other"), &user));
-  EXPECT_EQ(reviews, 4);  // failures are asked again
+  EXPECT_EQ(reviews, 3);  // a failure is remembered for failure_ttl...
+  modelmetrics::testing::LetTimePass(std::chrono::milliseconds(400));
+  EXPECT_FALSE(tokens.Authenticate(WithBearer("other"), &user));
+  EXPECT_EQ(reviews, 4);  // ...then asked again
   // After the TTL (past it whatever the load) the answer is asked again, and now fails.
-  modelmetrics::testing::LetTimePass(std::chrono::milliseconds(2100));
+  modelmetrics::testing::LetTimePass(std::chrono::milliseconds(1700));
   EXPECT_FALSE(tokens.Authenticate(WithBearer("good"), &user));
   EXPECT_EQ(reviews, 5);
+}
+
+// Requests for one token while its review is under way wait for it: one review, one answer.
+TEST(TokenReviewAuthenticatorTest, ConcurrentRequestsForOneTokenShareOneReview) {
+  std::atomic<int> reviews{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  TokenReviewAuthenticator tokens(
+      [&](std::string_view, bool* authenticated, UserInfo* user) {
+        ++reviews;
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return release; });
+        *authenticated = true;
+        user->name = "alice";
+        return ApiStatus::Ok();
+      },
+      {});
+  std::atomic<int> answered{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 8; ++i) {
+    callers.emplace_back([&] {
+      UserInfo user;
+      if (tokens.Authenticate(WithBearer("same"), &user) && user.name == "alice") ++answered;
+    });
+  }
+  while (reviews.load() == 0) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others are waiting by now
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(reviews.load(), 1);
+  EXPECT_EQ(answered.load(), 8);
 }
 
 }  // namespace

@@ -20,8 +20,12 @@
 //
 // TokenReviewAuthenticator posts `authentication.k8s.io/v1` TokenReviews for bearer tokens and
 // caches each answer (authenticated or not) for `ttl` (10 s, the apiserver library's default) in
-// a bounded map keyed by the token's SHA-256; a failed review is not cached and authenticates
-// nobody. It blocks on the network: the server calls authenticators off its IO threads.
+// a bounded map keyed by the token's SHA-256. A failed review (kube-apiserver unreachable, an
+// error) authenticates nobody and is remembered for `failure_ttl` (1 s), as k8s.io/apiserver's
+// token cache can remember errors, so a burst of one token is not a burst of reviews; requests
+// for a token whose review is under way wait for that review instead of starting another (one
+// flight per token, as the library's singleflight group). It blocks on the network: the server
+// calls authenticators off its IO threads.
 //
 // Thread-safety: all classes here are safe for concurrent use.
 #ifndef MODELMETRICS_DEPLOYMENT_DELEGATED_AUTH_H_
@@ -115,6 +119,7 @@ class TokenReviewAuthenticator : public Authenticator {
       std::function<ApiStatus(std::string_view token, bool* authenticated, UserInfo* user)>;
   struct Options {
     std::chrono::milliseconds ttl{10000};
+    std::chrono::milliseconds failure_ttl{1000};
     size_t max_cached = 8192;  // the cache is emptied when it would grow past this
     std::function<void(bool hit)> on_cache;
   };
@@ -133,10 +138,17 @@ class TokenReviewAuthenticator : public Authenticator {
     UserInfo user;
     std::chrono::steady_clock::time_point expires;
   };
+  // The answer, under mu_, once `done`.
+  struct Flight {
+    bool done = false;
+    Cached answer;
+  };
   Review review_;
   Options options_;
   mutable base::Mutex mu_;
+  mutable std::condition_variable landed_;  // a flight is done
   mutable std::map<std::string, Cached, std::less<>> cache_ GUARDED_BY(mu_);
+  mutable std::map<std::string, std::shared_ptr<Flight>, std::less<>> flights_ GUARDED_BY(mu_);
 };
 
 // POST /apis/authentication.k8s.io/v1/tokenreviews for `token`: `*authenticated` and `*user`
