@@ -153,6 +153,11 @@ class SharedSegment {
 
   SegmentStats Stats() const;
 
+  // The pid of the live process of the service that holds the directory lock and that this
+  // process already gave up waiting for (a registration failed for it), while it still holds
+  // it; nullopt otherwise. A caller tells "try again later" from "full" or "defined otherwise".
+  std::optional<int> StuckDirectoryHolder() const;
+
   // Registration (Registry and FamilyBase call these; see metrics.h). The family's index, or
   // nullopt with *error.
   std::optional<uint32_t> RegisterFamily(const FamilyOptions& options, MetricType type,

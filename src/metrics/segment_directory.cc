@@ -306,6 +306,14 @@ std::optional<uint32_t> SharedSegment::RegisterFamily(const FamilyOptions& optio
   return found;
 }
 
+std::optional<int> SharedSegment::StuckDirectoryHolder() const {
+  const uint64_t stuck = impl_->stuck_holder.load(std::memory_order_relaxed);
+  if (stuck == 0 || impl_->header->directory_lock.load(std::memory_order_relaxed) != stuck) {
+    return std::nullopt;
+  }
+  return static_cast<int>(stuck & 0xffffffffu);
+}
+
 metrics_internal::SharedCell SharedSegment::RegisterSeries(
     uint32_t family, MetricType type, size_t bounds, std::span<const std::string_view> label_values,
     std::string* error) {

@@ -25,6 +25,7 @@ struct AnyHandle {
   Counter counter;
   Gauge gauge;
   Histogram histogram;
+  bool live() const { return counter.live() || gauge.live() || histogram.live(); }
 };
 
 class HandleCache {

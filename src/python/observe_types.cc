@@ -519,6 +519,12 @@ const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
   values[0] = model;
   for (size_t i = 0; i < extra.size(); ++i) values[i + 1] = extra[i];
   const AnyHandle made = MakeHandle(index, std::span(values.data(), extra.size() + 1), eager);
+  if (!made.live() && !eager) {
+    // Refused (a stopped process holds the shared segment's directory, or a bound was hit):
+    // this call records nothing, and the next one tries again rather than a cached refusal.
+    static const AnyHandle kInert;
+    return &kInert;
+  }
   HandleCache*& cache = (*self->caches)[index];
   if (cache == nullptr) cache = new HandleCache();
   return &cache->Insert(key, made);
