@@ -85,8 +85,9 @@ std::optional<SegmentOptions> SegmentOptionsFromEnvironment(std::string* error);
 // `modelmetrics-<32 hex>`, recorded by the first process (`create`) with link(), so processes
 // starting at once agree on one. Another local user cannot read it (the file is 0600 in the
 // service's directory), so cannot make an object of that name first. A recorded file that is not
-// this user's private plain file is an error (nullopt, *error). Without a recorded name
-// (`create` false) or without the directory, the name its path gives (SegmentNameForDirectory).
+// this user's private plain file is an error (nullopt, *error), and so is a directory that does
+// not exist when `create`. Without a recorded name or without the directory (`create` false),
+// the name its path gives (SegmentNameForDirectory).
 inline constexpr std::string_view kSegmentNameFile = "modelmetrics-segment";
 std::optional<std::string> RecordedSegmentName(std::string_view directory, bool create,
                                                std::string* error);

@@ -317,7 +317,12 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
   // token): those requests never queue behind TokenReviews; the rest go to the review pool,
   // where one client address holds at most its share.
   UserInfo user;
-  const std::optional<bool> local = authenticator->AuthenticateLocally(request, &user);
+  std::optional<bool> local;
+  try {
+    local = authenticator->AuthenticateLocally(request, &user);
+  } catch (const std::exception& e) {
+    return respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
+  }
   if (local && !*local) return respond(Unauthorized());
   auto job = [this, &request, respond,
               known = local ? std::optional<UserInfo>(std::move(user)) : std::nullopt] {

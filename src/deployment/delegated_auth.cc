@@ -268,7 +268,12 @@ bool TokenReviewAuthenticator::Authenticate(const net::HttpRequest& request, Use
     lock.Unlock();
     bool authenticated = false;
     UserInfo reviewed;
-    const bool reviewed_ok = review_(token, &authenticated, &reviewed).ok();
+    bool reviewed_ok = false;
+    try {  // the flight must land however the review ends, or its waiters wait forever
+      reviewed_ok = review_(token, &authenticated, &reviewed).ok();
+    } catch (...) {
+      reviewed_ok = false;
+    }
     lock.Lock();
     const auto until =
         std::chrono::steady_clock::now() + (reviewed_ok ? options_.ttl : options_.failure_ttl);

@@ -383,8 +383,14 @@ F* Registry::Add(FamilyOptions options, MetricType type, std::string* error) {
   auto family = std::make_unique<F>(std::move(options), type, options_.enabled);
   std::string shared_error;
   if (options_.shared != nullptr && !family->Share(options_.shared, &shared_error)) {
-    if (error != nullptr) *error = family->options().name + ": " + shared_error;
-    return nullptr;
+    // A stopped process holds the segment's directory: the family records in this process
+    // alone rather than fail its caller (a metric must never stop a server from starting).
+    if (!options_.shared->StuckDirectoryHolder()) {
+      if (error != nullptr) *error = family->options().name + ": " + shared_error;
+      return nullptr;
+    }
+    std::fprintf(stderr, "modelmetrics: %s records in this process only: %s\n",
+                 family->options().name.c_str(), shared_error.c_str());
   }
   F* raw = family.get();
   state_->families.push_back(std::move(family));

@@ -72,6 +72,8 @@ Skip CheckFamily(const SharedSegment::Impl& impl, const FamilyRecord& r, Checked
   }
   f.options.help = impl.Text(r.help);
   if (!base::IsValidUtf8(f.options.help)) return Skip::kBadText;
+  // No series of more bounds fits a slot's cells: refused before its `le` texts are made.
+  if (uint64_t{r.bounds} + 2 > impl.geometry.words_per_slot) return Skip::kOutOfBounds;
   if (r.labels.size > 0) f.options.labels = Split(impl.Text(r.labels));
   if (Skip s = CheckLabelNames(f.options.labels, type); s != Skip::kNone) return s;
   f.options.buckets.assign(impl.Bounds(r), impl.Bounds(r) + r.bounds);
@@ -107,7 +109,7 @@ Skip SeriesCheck::Check(const SharedSegment::Impl& impl, const SeriesRecord& r,
 }
 
 uint64_t ScrapeBudget(const SharedSegment::Impl& impl) {
-  return std::max<uint64_t>(uint64_t{16} << 20, uint64_t{impl.bytes} * 2);
+  return std::max<uint64_t>(uint64_t{64} << 20, uint64_t{impl.bytes} * kScrapeBudgetFactor);
 }
 
 }  // namespace modelmetrics::segment

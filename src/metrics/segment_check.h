@@ -77,8 +77,10 @@ class SeriesCheck {
 // Counts of skipped records by reason.
 using SkipCounts = std::array<uint64_t, kSkipReasons>;
 
-// The bytes one scrape renders at most: twice the segment (a full, honest segment renders less),
-// and at least 16 MiB.
+// The bytes one scrape renders at most: kScrapeBudgetFactor times the segment, at least 64 MiB.
+// An honest segment renders less: its most verbose line, a per-process gauge's (`all` mode,
+// about 200 bytes), stands on 16 bytes of cells of its own, and every cell renders at most once.
+inline constexpr uint64_t kScrapeBudgetFactor = 16;
 uint64_t ScrapeBudget(const SharedSegment::Impl& impl);
 
 }  // namespace modelmetrics::segment

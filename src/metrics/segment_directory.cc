@@ -1,6 +1,7 @@
 // The segment's directory of families and series: appends under the directory lock, a
 // process-local index of what is published, and the checks every record passes before use. See
 // segment_layout.h.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,62 +39,81 @@ std::string SeriesKey(uint32_t family, std::string_view values) {
 // The directory's append lock (SegmentHeader::directory_lock): taken by compare-and-swap, waited
 // for with short sleeps for at most kDirectoryWait, taken over from a holder that is no live
 // process of the service. Failing, it names the holder in *error.
+//
+// The word: the holder's pid (bits 0-31), its slot + 1 (bits 32-44) and that slot's generation
+// (bits 45-63), so a later owner of the slot, even one the system gave the same pid, is told
+// apart from a holder that died.
 class DirectoryLock {
  public:
   DirectoryLock(SharedSegment::Impl& impl, std::string* error) : impl_(impl) {
-    const int slot = impl.slot.load(std::memory_order_relaxed);
-    mine_ = (uint64_t(static_cast<uint32_t>(slot) + 1) << 32) | static_cast<uint32_t>(getpid());
+    mine_ = Word(impl.slot.load(std::memory_order_relaxed), getpid());
     ok_ = Acquire(error);
   }
   ~DirectoryLock() {
     uint64_t expected = mine_;
-    if (ok_)
+    if (ok_) {
       impl_.header->directory_lock.compare_exchange_strong(expected, 0, std::memory_order_release);
+    }
   }
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
   bool ok() const { return ok_; }
 
  private:
-  // Whether `word` names a process of the service that is running: its slot lock held, the
-  // slot recorded with its pid.
+  static constexpr uint64_t kSlotBits = 13, kGenerationBits = 19;
+
+  uint64_t Word(int slot, pid_t pid) const {
+    const auto index = static_cast<uint32_t>(slot);
+    const uint64_t generation = index < impl_.geometry.process_slots
+                                    ? impl_.slots[index].generation.load(std::memory_order_relaxed)
+                                    : 0;
+    return (generation & ((uint64_t{1} << kGenerationBits) - 1)) << (32 + kSlotBits) |
+           (uint64_t{index + 1} & ((uint64_t{1} << kSlotBits) - 1)) << 32 |
+           static_cast<uint32_t>(pid);
+  }
+
+  // Whether `word` names a running process of the service: its slot still held (the kernel
+  // drops a dead owner's lock) by the same taking of it (the generation), by that pid or by a
+  // child forked without a slot of its own, which writes into its parent's. Our own word is
+  // stale: this process registers one thread at a time (impl.mu).
   bool HolderAlive(uint64_t word) const {
-    const uint64_t slot = (word >> 32) - 1;
-    const auto pid = static_cast<int32_t>(word & 0xffffffffu);
-    if ((word >> 32) == 0 || slot >= impl_.geometry.process_slots) return false;
-    return impl_.slots[slot].pid.load(std::memory_order_relaxed) == pid &&
-           impl_.Alive(static_cast<uint32_t>(slot));
+    if (word == mine_) return false;
+    const uint64_t slot = ((word >> 32) & ((uint64_t{1} << kSlotBits) - 1)) - 1;
+    const auto pid = static_cast<pid_t>(word & 0xffffffffu);
+    if (slot >= impl_.geometry.process_slots || pid <= 0) return false;
+    if (Word(static_cast<int>(slot), pid) != word) return false;  // another taking of the slot
+    if (!impl_.Alive(static_cast<uint32_t>(slot))) return false;
+    return impl_.slots[slot].pid.load(std::memory_order_relaxed) == pid || kill(pid, 0) == 0 ||
+           errno == EPERM;
   }
 
   bool Acquire(std::string* error) {
     std::atomic<uint64_t>& word = impl_.header->directory_lock;
-    const auto deadline = std::chrono::steady_clock::now() + kDirectoryWait;
+    // A holder this process already gave up on gets a short look (it may be running again and
+    // hold the lock for microseconds at a time), not another full wait.
+    const bool known_stuck =
+        word.load(std::memory_order_relaxed) == impl_.stuck_holder.load(std::memory_order_relaxed);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          (known_stuck ? std::chrono::milliseconds(10) : kDirectoryWait);
     auto pause = std::chrono::microseconds(50);
     for (;;) {
       uint64_t seen = 0;
-      if (word.compare_exchange_strong(seen, mine_, std::memory_order_acquire)) {
+      // A dead holder left at most unpublished bytes (segment_layout.h): take the lock over.
+      if (word.compare_exchange_strong(seen, mine_, std::memory_order_acquire) ||
+          (!HolderAlive(seen) && word.compare_exchange_strong(seen, mine_))) {
         impl_.stuck_holder.store(0, std::memory_order_relaxed);
         return true;
       }
-      // A dead holder left at most unpublished bytes (segment_layout.h): take the lock over.
-      if (!HolderAlive(seen)) {
-        if (word.compare_exchange_strong(seen, mine_, std::memory_order_acquire)) {
-          impl_.stuck_holder.store(0, std::memory_order_relaxed);
-          return true;
-        }
-        continue;
-      }
-      // Waited for this very holder already: one bounded wait per stuck holder, not per call.
-      if (seen == impl_.stuck_holder.load(std::memory_order_relaxed) ||
-          std::chrono::steady_clock::now() >= deadline) {
+      if (std::chrono::steady_clock::now() >= deadline) {
         impl_.stuck_holder.store(seen, std::memory_order_relaxed);
         *error = "the shared segment's directory is held by process " +
                  std::to_string(seen & 0xffffffffu) +
-                 " of the service, which has not released "
-                 "it for " +
+                 " of the service, which has not released it "
+                 "for " +
                  std::to_string(kDirectoryWait.count()) +
                  " ms (stopped, or in a "
-                 "debugger?); this registration is dropped, one made after it is released succeeds";
+                 "debugger?); this registration is dropped, one made after it is released "
+                 "succeeds";
         return false;
       }
       std::this_thread::sleep_for(pause);

@@ -103,8 +103,9 @@ struct SegmentHeader {
   uint32_t pad;
   Layout layout;
   // The directory's append lock (DirectoryLock, segment_directory.cc): 0 when free, else its
-  // holder's slot + 1 (high half) and pid (low half). A holder that is not a live process of
-  // the service (it died: its slot lock is gone; or the word is garbage) is taken over.
+  // holder's pid (bits 0-31), slot + 1 (bits 32-44) and that slot's generation (bits 45-63). A
+  // holder that is not a live process of the service (it died: its slot lock is gone or the slot
+  // was taken again; or the word is garbage) is taken over.
   std::atomic<uint64_t> directory_lock;
   std::atomic<uint32_t> families;  // published records
   std::atomic<uint32_t> series;
@@ -114,7 +115,8 @@ struct SegmentHeader {
   uint64_t families_reserved, series_reserved, arena_reserved;  // under mutex: bytes reserved
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
-// tests/python/test_multiprocess.py plays a stopped holder by writing the word at this offset.
+// tests/python/test_multiprocess.py plays a stopped holder by writing the word at this offset,
+// with the generation it reads 16 bytes into its slot's 64-byte record (below).
 static_assert(offsetof(SegmentHeader, directory_lock) == 96);
 
 struct alignas(64) ProcessSlot {
@@ -123,6 +125,7 @@ struct alignas(64) ProcessSlot {
   std::atomic<int32_t> pid;
   std::atomic<uint64_t> generation;  // times the slot was taken
 };
+static_assert(sizeof(ProcessSlot) == 64 && offsetof(ProcessSlot, generation) == 16);
 
 // A string in the arena.
 struct ArenaText {

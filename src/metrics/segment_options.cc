@@ -175,7 +175,13 @@ std::optional<std::string> RecordedSegmentName(std::string_view directory, bool 
   const std::string dir(directory);
   struct stat st = {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return SegmentNameForDirectory(directory);  // no directory: the name its path gives
+    // A process of the service needs it (processes started before and after a mkdir would
+    // otherwise meet in different segments); a reader of a service not started yet does not.
+    if (!create) return SegmentNameForDirectory(directory);
+    *error = "PROMETHEUS_MULTIPROC_DIR " + dir +
+             " is not a directory: create it before the "
+             "service starts (prometheus_client needs it too)";
+    return std::nullopt;
   }
   const std::string path = dir + "/" + std::string(kSegmentNameFile);
   for (int attempt = 0; attempt < 4; ++attempt) {

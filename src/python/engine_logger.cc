@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "fork_gate.h"
+#include "multiprocess.h"
 #include "pipeline/engine_stats.h"
 #include "process_registry.h"
 #include "py_args.h"
@@ -218,8 +220,10 @@ int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
   const uint32_t n = static_cast<uint32_t>(options.engine_labels.size());
   options.engines = pipeline::EngineMap{n};
   std::string error;
-  std::unique_ptr<EngineStatsLogger> logger =
-      EngineStatsLogger::Create(ProcessRegistry(), std::move(options), &error);
+  // Registering in the shared segment may wait for its directory lock: without the GIL.
+  std::unique_ptr<EngineStatsLogger> logger = WithoutGilIf(ProcessSegment() != nullptr, [&] {
+    return EngineStatsLogger::Create(ProcessRegistry(), std::move(options), &error);
+  });
   if (!logger) {
     PyErr_SetString(PyExc_ValueError, error.c_str());
     return -1;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -144,6 +145,21 @@ TEST(TokenReviewAuthenticatorTest, CachesAnswersLongAndFailuresBriefly) {
   modelmetrics::testing::LetTimePass(std::chrono::milliseconds(1700));
   EXPECT_FALSE(tokens.Authenticate(WithBearer("good"), &user));
   EXPECT_EQ(reviews, 5);
+}
+
+// A review that throws lands its flight as a failure: nobody waits for it forever.
+TEST(TokenReviewAuthenticatorTest, AReviewThatThrowsFailsAndStrandsNoWaiter) {
+  int reviews = 0;
+  TokenReviewAuthenticator tokens(
+      [&](std::string_view, bool*, UserInfo*) -> ApiStatus {
+        ++reviews;
+        throw std::runtime_error("malformed TokenReview status");
+      },
+      {});
+  UserInfo user;
+  EXPECT_FALSE(tokens.Authenticate(WithBearer("x"), &user));
+  EXPECT_FALSE(tokens.Authenticate(WithBearer("x"), &user));  // within failure_ttl: remembered
+  EXPECT_EQ(reviews, 1);
 }
 
 // Requests for one token while its review is under way wait for it: one review, one answer.

@@ -383,11 +383,17 @@ TEST(SharedSegment, OptionsComeFromTheEnvironment) {
   unsetenv("PROMETHEUS_MULTIPROC_DIR");
   unsetenv("prometheus_multiproc_dir");
   EXPECT_FALSE(SegmentOptionsFromEnvironment(&error).has_value());
-  setenv("PROMETHEUS_MULTIPROC_DIR", "/tmp/some-dir/", 1);
+  setenv("PROMETHEUS_MULTIPROC_DIR", "/tmp/no-such-dir-of-modelmetrics/", 1);
+  EXPECT_FALSE(SegmentOptionsFromEnvironment(&error).has_value());
+  EXPECT_THAT(error, HasSubstr("is not a directory: create it before the service starts"));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / UniqueName("env");
+  std::filesystem::create_directory(dir);
+  setenv("PROMETHEUS_MULTIPROC_DIR", (dir.string() + "/").c_str(), 1);
   auto options = SegmentOptionsFromEnvironment(&error);
-  ASSERT_TRUE(options.has_value());
-  EXPECT_EQ(options->name, SegmentNameForDirectory("/tmp/some-dir"));
+  ASSERT_TRUE(options.has_value()) << error;
+  EXPECT_EQ(options->name, RecordedSegmentName(dir.string(), false, &error));
   EXPECT_THAT(options->name, ::testing::StartsWith("modelmetrics-"));
+  std::filesystem::remove_all(dir);
   setenv("MODELMETRICS_MULTIPROC", "svc", 1);
   setenv("MODELMETRICS_MULTIPROC_BYTES", "8M", 1);
   setenv("MODELMETRICS_MULTIPROC_PROCESSES", "32", 1);
@@ -789,7 +795,12 @@ TEST(SharedSegment, AStoppedLockHolderCostsOneBoundedRegistrationAndADeadOneNoth
   Counter a = family->Labels({"a"});
   const pid_t holder = Child([&] {
     Tamper t(name, size_t{4} << 20);
-    t.header->directory_lock.store((uint64_t(segment->slot()) + 1) << 32 | uint32_t(getpid()));
+    // The lock word as a holder writes it: pid, slot + 1, the slot's generation (segment_layout.h).
+    auto* slots = reinterpret_cast<segment::ProcessSlot*>(reinterpret_cast<uint8_t*>(t.header) +
+                                                          t.header->layout.slots_offset);
+    const uint64_t generation = slots[segment->slot()].generation.load();
+    t.header->directory_lock.store(generation << 45 | (uint64_t(segment->slot()) + 1) << 32 |
+                                   uint32_t(getpid()));
     raise(SIGSTOP);
     return 0;
   });
@@ -823,6 +834,11 @@ TEST(SharedSegment, AStoppedLockHolderCostsOneBoundedRegistrationAndADeadOneNoth
   EXPECT_LT(waited, segment::kDirectoryWait + std::chrono::seconds(2));
   EXPECT_LT(longest_gap_us.load(), 100000) << "the heartbeat stalled";
   EXPECT_GT(CounterTotal(*segment, "jobs"), 1) << "recording went on meanwhile";
+  // A new family meanwhile records in this process alone instead of failing its caller.
+  auto* late = registry.AddCounter({.name = "late"});
+  ASSERT_NE(late, nullptr);
+  late->Labels({}).Inc();
+  EXPECT_EQ(segment->StuckDirectoryHolder(), holder);
   // Its holder dead: taken over at once.
   kill(holder, SIGKILL);
   EXPECT_EQ(Wait(holder), 128 + SIGKILL);
@@ -839,6 +855,17 @@ TEST(SharedSegment, AStoppedLockHolderCostsOneBoundedRegistrationAndADeadOneNoth
   quick("garbage-slot");
   t.header->directory_lock.store((uint64_t(segment->slot()) + 1) << 32 | 1);  // pid 1: not ours
   quick("foreign-pid");
+  // This very process and slot, but an earlier taking of the slot (a reused pid): stale.
+  auto* own_slots = reinterpret_cast<segment::ProcessSlot*>(reinterpret_cast<uint8_t*>(t.header) +
+                                                            t.header->layout.slots_offset);
+  const uint64_t generation = own_slots[segment->slot()].generation.load();
+  t.header->directory_lock.store(((generation - 1) & ((uint64_t{1} << 19) - 1)) << 45 |
+                                 (uint64_t(segment->slot()) + 1) << 32 | uint32_t(getpid()));
+  quick("earlier-generation");
+  // This process's own current word, left by a holding that never released it: stale too.
+  t.header->directory_lock.store(generation << 45 | (uint64_t(segment->slot()) + 1) << 32 |
+                                 uint32_t(getpid()));
+  quick("own-word");
 }
 
 TEST(SharedSegment, ThreadsOfOneProcessShareItsSlotExactly) {

@@ -499,7 +499,10 @@ def test_a_stopped_lock_holder_never_stops_the_other_processes(tmp_path):
         slot = _native.multiprocess_stats(SEGMENT)["slot"]
         with open("/dev/shm/" + SEGMENT, "r+b") as f:
             m = mmap.mmap(f.fileno(), 0)
-        m[96:104] = struct.pack("<Q", ((slot + 1) << 32) | os.getpid())
+        # The lock word (segment_layout.h): pid, slot + 1, and the slot's generation, a u64 16
+        # bytes into its 64-byte record after the 4 KiB header.
+        generation = struct.unpack_from("<Q", m, 4096 + 64 * slot + 16)[0]
+        m[96:104] = struct.pack("<Q", (generation << 45) | ((slot + 1) << 32) | os.getpid())
         os.kill(os.getpid(), signal.SIGSTOP)
 
     if __name__ == "__main__":

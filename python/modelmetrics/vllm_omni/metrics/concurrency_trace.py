@@ -60,7 +60,10 @@ def emit_concurrency_trace(event: str, /, **fields: Any) -> None:
         "ts_monotonic_s": time.perf_counter(),
     }
     record.update(fields)  # the caller's fields last: they may override the base keys
-    line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
+    try:  # a field json cannot write (keys of mixed types) drops the record, as a failed write
+        line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
+    except (TypeError, ValueError):
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _WRITE_LOCK:

@@ -20,6 +20,7 @@ upstream and here.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections import OrderedDict
@@ -162,7 +163,8 @@ def stamp_chunk_put(meta: Any) -> None:
 
 
 def _tick_period_ms(value: float | None) -> float:
-    return float(value) if value else DEFAULT_TICK_PERIOD_MS
+    period = float(value) if value else DEFAULT_TICK_PERIOD_MS
+    return period if math.isfinite(period) and period > 0 else DEFAULT_TICK_PERIOD_MS
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -188,7 +190,7 @@ def log_audio_emit_event(session_id: str, epoch: int | None, request_id: str | N
         return
     duration_ms = audio_result.get("audio_duration_ms")
     if isinstance(duration_ms, bool) or not isinstance(duration_ms, (int, float)) or \
-            duration_ms <= 0:
+            not math.isfinite(duration_ms) or duration_ms <= 0:
         return
     period_ms = _tick_period_ms(tick_period_ms)
     frames = max(1, round(duration_ms / period_ms))
