@@ -199,12 +199,25 @@ void Sync(SharedSegment::Impl& impl) REQUIRES(impl.mu) {
   for (; impl.families_indexed < families; ++impl.families_indexed) {
     const FamilyRecord r = impl.families[impl.families_indexed];
     CheckedFamily checked;  // a family that fails is never found, so never joined
-    if (CheckFamily(impl, r, &checked) != Skip::kNone) continue;
+    if (CheckFamily(impl, r, &checked) != Skip::kNone) {
+      impl.indexed_shapes.emplace_back();
+      continue;
+    }
+    impl.indexed_shapes.push_back(FamilyShape{.type = checked.type,
+                                              .labels = checked.options.labels.size(),
+                                              .bounds = checked.options.buckets.size()});
     impl.family_by_name.emplace(std::move(checked.options.name), impl.families_indexed);
   }
+  // As a scrape reads them: a series it skips is never joined (its cells are not this one's).
   for (; impl.series_indexed < series; ++impl.series_indexed) {
     const SeriesRecord r = impl.series[impl.series_indexed];
-    if (!impl.ValidSeries(r, families)) continue;
+    const std::optional<FamilyShape>* shape =
+        r.family < impl.indexed_shapes.size() ? &impl.indexed_shapes[r.family] : nullptr;
+    std::vector<std::string> values;
+    if (impl.indexed_series.Check(impl, r, shape != nullptr && *shape ? &**shape : nullptr,
+                                  &values) != Skip::kNone) {
+      continue;
+    }
     impl.cell_by_key.emplace(SeriesKey(r.family, impl.Text(r.values)), r.cell);
   }
 }
@@ -369,7 +382,8 @@ metrics_internal::SharedCell SharedSegment::RegisterSeries(
   const std::optional<uint32_t> cell = segment::AppendSeries(impl, family, values, words, error);
   if (!cell) return {};
   impl.cell_by_key[key] = *cell;
-  ++impl.series_indexed;  // our own record, indexed above
+  // Our own record: indexed above; the next Sync passes it through the checks (and skips it in
+  // the index, where it already is).
   return made(*cell);
 }
 

@@ -191,6 +191,10 @@ struct SharedSegment::Impl {
   std::unordered_map<std::string, uint32_t> cell_by_key GUARDED_BY(mu);  // family, values
   uint32_t families_indexed GUARDED_BY(mu) = 0;
   uint32_t series_indexed GUARDED_BY(mu) = 0;
+  // What a registration indexes passes the checks a scrape applies (segment_check.h): each
+  // published family's shape (nullopt: skipped), and the series so far.
+  std::vector<std::optional<segment::FamilyShape>> indexed_shapes GUARDED_BY(mu);
+  segment::SeriesCheck indexed_series GUARDED_BY(mu);
   // Gauge cells this process made children of: set to 0 in its slot when made, and again in a
   // fork child's new slot (prometheus_client writes each value it creates into the process's file).
   std::unordered_set<uint32_t> bound_gauges GUARDED_BY(mu);

@@ -688,6 +688,14 @@ TEST(SharedSegment, RepeatedOrOverlappingSeriesRecordsRenderOnce) {
   const auto merged = segment->Collect();
   EXPECT_EQ(Skipped(merged, "duplicate"), 1);
   EXPECT_EQ(Skipped(merged, "overlap"), 1);
+  // A process registering the label set the overlapping record claims gets cells of its own,
+  // never b's: what it writes is what a scrape shows.
+  auto other = Attach(name);
+  Registry more(RegistryOptions{.shared = other});
+  more.AddCounter({.name = "a", .labels = {"k"}})->Labels({"y"}).Add(uint64_t{7});
+  const std::string after = segment->Render(Format::kText);
+  EXPECT_THAT(after, HasSubstr("a_total{k=\"y\"} 7.0\n"));
+  EXPECT_THAT(after, HasSubstr("b_total{k=\"y\"} 5.0\n"));
 }
 
 // Objects another local user plants under a segment's name (tests run as root here, so the
