@@ -68,6 +68,7 @@ enum class MultiprocessMode : uint8_t {
 namespace metrics_internal {
 struct CounterSeries;
 struct HistogramSeries;
+struct Recorded;
 class FamilyBase;
 
 // A series' cells in a SharedSegment: `offset` words into this process's slot, whose base the
@@ -232,11 +233,20 @@ class FamilyBase {
   // Its live children as values, in creation order.
   std::vector<CollectedChild> Collect() const;
   // Keeps this family's values in `segment` from now on (call before its first child): false
-  // (and *error) when the segment is full or holds the name with another definition.
+  // (and *error) when the segment is full or holds the name with another definition. While a
+  // stopped process holds the segment's directory, the family (or a new child) records in this
+  // process and joins the segment once it is released, with what it recorded meanwhile.
   bool Share(std::shared_ptr<SharedSegment> segment, std::string* error);
   // Whether its values are kept in a shared segment (a new child may then wait, boundedly, for
   // the segment's directory lock).
   bool shared() const { return shared_ != nullptr; }
+
+  // For the pending-shares thread (src/metrics/pending_shares.h). Joins what waits to join the
+  // segment and copies what waiting children recorded since the last call; false once nothing
+  // is left to do.
+  bool SyncShared();
+  // In a fork child: what waiting children recorded before fork() is the parent's to copy.
+  void RebaseAfterFork();
   // Why the last label set was refused (its handle inert): a value over kMaxLabelValueBytes,
   // kMaxChildrenPerFamily reached, or a full shared segment; empty when none ever was.
   std::string LastRefusal() const;
@@ -257,12 +267,18 @@ class FamilyBase {
 
  private:
   struct State;
+  // Find's series of `key`, made when absent and `create`; *deferred when it records in this
+  // process until it can join the shared segment.
+  void* FindOrMake(std::string key, std::span<const std::string_view> values, bool create,
+                   double created, bool* deferred);
+  // What the series `s` (of this family's type, kept in this process) recorded.
+  Recorded RecordedIn(const void* s) const;
+
   FamilyOptions options_;
   MetricType type_;
   bool enabled_;
   std::unique_ptr<State> state_;
   std::shared_ptr<SharedSegment> shared_;  // set once by Share(), before any child
-  uint32_t shared_family_ = 0;             // this family's index in the segment
 };
 
 }  // namespace metrics_internal

@@ -270,10 +270,24 @@ struct ApiServer::Impl {
              std::function<net::HttpResponse(const net::HttpRequest&)> handler);
 
   void Serve(const net::HttpRequest& request, net::Responder respond);
-  // Authorises `access` (a non-resource path) on the authorisation pool, then answers with
-  // `answer()` (403 / 500 / 429 as for a resource request).
-  void AuthorizeNonResource(const AuthorizationRequest& access,
-                            const std::function<net::HttpResponse()>& answer,
+  // Queues `job` on the review pool within the share of `request`'s source; false (counted, and
+  // shown by /readyz) when the share or the pool is full.
+  bool SubmitReview(const net::HttpRequest& request, std::function<void()> job);
+  // Whether `request` waited in a queue past its budget (it is then not reviewed late).
+  bool WaitedTooLong(const net::HttpRequest& request) const {
+    return request.received_at != SteadyTime() &&
+           SteadyClock::now() - request.received_at > options.request_timeout;
+  }
+  // Calls `then` with the authoriser's decision on `access`: here when the authoriser needs no
+  // other server or this already is a review job (`reviewing`); else from a review job, so
+  // requests decided locally never wait behind a SubjectAccessReview. 429 when refused there.
+  using Decided = std::function<void(const AuthorizationRequest&, const AuthorizationDecision&)>;
+  void Decide(const net::HttpRequest& request, bool reviewing, AuthorizationRequest access,
+              Decided then, const net::Responder& respond, const StatusDetails* details);
+  // Authorises `access` (a non-resource path), then answers with `answer()` (403 / 500 / 429
+  // as for a resource request).
+  void AuthorizeNonResource(const net::HttpRequest& request, bool reviewing,
+                            AuthorizationRequest access, std::function<net::HttpResponse()> answer,
                             const net::Responder& respond);
   // On a request pool: authenticates (unless `known` already names the sender), then routes.
   void Dispatch(const net::HttpRequest& request, const net::Responder& respond,
@@ -283,19 +297,38 @@ struct ApiServer::Impl {
   // Discovery, the OpenAPI documents and /metrics, once authorised.
   net::HttpResponse NonResource(const net::HttpRequest& request);
   // `resource`/`subresource` as authorised: modeldeployments/metrics or modeldeploymentmetrics.
-  void ServeMetrics(const net::HttpRequest& request, UserInfo user, std::string_view resource,
-                    std::string_view subresource, std::string ns, std::string name,
-                    const net::Responder& respond);
-  void Authorize(const AuthorizationRequest& access, const StatusDetails& details,
-                 SteadyTime deadline, const net::Responder& respond);
+  void ServeMetrics(const net::HttpRequest& request, bool reviewing, UserInfo user,
+                    std::string_view resource, std::string_view subresource, std::string ns,
+                    std::string name, const net::Responder& respond);
+  // Once `access` is decided: 500 / 403, or the shared read of its deployment.
+  void ReadIfAllowed(const AuthorizationRequest& access, const AuthorizationDecision& decision,
+                     const StatusDetails& details, SteadyTime deadline,
+                     const net::Responder& respond);
   SharedReads::Result Read(const std::string& ns, const std::string& name, SteadyTime deadline);
 };
 
 namespace {
 
-net::HttpResponse Busy(const StatusDetails& details) {
+// Runs `fn`, answering 500 for what it throws (a pool job must not end its thread).
+template <typename F>
+void AnswerErrors(const net::Responder& respond, F&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
+  } catch (...) {
+    respond(StatusResponse(ApiStatus::Internal("unknown error"), nullptr));
+  }
+}
+
+net::HttpResponse ServerBusy() {
+  return StatusResponse({503, "ServiceUnavailable", "the server is busy; try again"}, nullptr,
+                        /*with_details=*/true, /*retry_after_seconds=*/1);
+}
+
+net::HttpResponse TooManyRequests(const StatusDetails* details) {
   return StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
-                        &details, /*with_details=*/true, /*retry_after_seconds=*/1);
+                        details, /*with_details=*/true, /*retry_after_seconds=*/1);
 }
 
 net::HttpResponse ReadResponse(const SharedReads::Result& result, const StatusDetails& details) {
@@ -314,7 +347,7 @@ net::HttpResponse NotStartedInTime(const StatusDetails& details) {
 
 void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder respond) {
   // Who sent it, when that needs nobody else (certificates, the front proxy's headers, a cached
-  // token): those requests never queue behind TokenReviews; the rest go to the review pool,
+  // token): those requests never queue behind reviews; the rest go to the review pool,
   // where one client address holds at most its share.
   UserInfo user;
   std::optional<bool> local;
@@ -326,27 +359,40 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
   if (local && !*local) return respond(Unauthorized());
   auto job = [this, &request, respond,
               known = local ? std::optional<UserInfo>(std::move(user)) : std::nullopt] {
-    try {
-      Dispatch(request, respond, known ? &*known : nullptr);
-    } catch (const std::exception& e) {
-      respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
-    } catch (...) {
-      respond(StatusResponse(ApiStatus::Internal("unknown error"), nullptr));
-    }
+    AnswerErrors(respond, [&] { Dispatch(request, respond, known ? &*known : nullptr); });
   };
   const bool queued =
-      local ? authorizing->TrySubmit(std::move(job))
-            : reviewing->TrySubmit(std::move(job), request.remote_address,
-                                   std::max<size_t>(1, options.max_reviewing / kReviewShares));
-  if (queued) return;
-  if (!local) {
-    metrics->TokenReviewRefused();
-    last_review_refusal_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now().time_since_epoch())
-            .count();
+      local ? authorizing->TrySubmit(std::move(job)) : SubmitReview(request, std::move(job));
+  if (!queued) respond(TooManyRequests(nullptr));
+}
+
+bool ApiServer::Impl::SubmitReview(const net::HttpRequest& request, std::function<void()> job) {
+  if (reviewing->TrySubmit(std::move(job), request.remote_address,
+                           std::max<size_t>(1, options.max_reviewing / kReviewShares))) {
+    return true;
   }
-  respond(StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
-                         nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
+  metrics->ReviewRefused();
+  last_review_refusal_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now().time_since_epoch())
+          .count();
+  return false;
+}
+
+void ApiServer::Impl::Decide(const net::HttpRequest& request, bool reviewing,
+                             AuthorizationRequest access, Decided then,
+                             const net::Responder& respond, const StatusDetails* details) {
+  if (!reviewing) {
+    if (std::optional<AuthorizationDecision> decision = authorizer->AuthorizeLocally(access)) {
+      return then(access, *decision);
+    }
+    auto job = [this, &request, respond, then, access = std::move(access)] {
+      if (WaitedTooLong(request)) return respond(ServerBusy());
+      AnswerErrors(respond, [&] { then(access, authorizer->Authorize(access)); });
+    };
+    if (!SubmitReview(request, std::move(job))) respond(TooManyRequests(details));
+    return;
+  }
+  then(access, authorizer->Authorize(access));
 }
 
 std::string ApiServer::Impl::ReviewsDegraded() const {
@@ -357,7 +403,8 @@ std::string ApiServer::Impl::ReviewsDegraded() const {
   const int64_t last = last_review_refusal_ms.load();
   const bool refused_lately = last != 0 && now_ms - last < 10000;
   if (!refused_lately && waiting < options.max_reviewing / 2) return "";
-  return "degraded: " + std::to_string(waiting) + " requests waiting for a TokenReview" +
+  return "degraded: " + std::to_string(waiting) +
+         " requests waiting for a TokenReview or SubjectAccessReview" +
          (refused_lately ? ", some refused in the last 10 s" : "") +
          " (requests needing no review are not delayed)";
 }
@@ -365,11 +412,7 @@ std::string ApiServer::Impl::ReviewsDegraded() const {
 void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Responder& respond,
                                const UserInfo* known) {
   // A request that waited out its budget in the queue is not authenticated (a TokenReview) late.
-  if (request.received_at != SteadyTime() &&
-      SteadyClock::now() - request.received_at > options.request_timeout) {
-    return respond(StatusResponse({503, "ServiceUnavailable", "the server is busy; try again"},
-                                  nullptr, /*with_details=*/true, /*retry_after_seconds=*/1));
-  }
+  if (WaitedTooLong(request)) return respond(ServerBusy());
   UserInfo user;
   if (known != nullptr) {
     user = *known;
@@ -386,7 +429,8 @@ void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Respo
     if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
     AuthorizationRequest access{.user = std::move(user), .verb = "get", .path = std::string(path)};
     return AuthorizeNonResource(
-        access, [this, &request] { return NonResource(request); }, respond);
+        request, known == nullptr, std::move(access),
+        [this, &request] { return NonResource(request); }, respond);
   }
   // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or  //
   // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or
@@ -397,11 +441,12 @@ void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Respo
                       segments[3] == "namespaces";
   if (in_api && segments.size() == 8 && segments[5] == kMetricsResource &&
       segments[7] == kMetricsSubresource) {
-    return ServeMetrics(request, std::move(user), kMetricsResource, kMetricsSubresource,
-                        std::string(segments[4]), std::string(segments[6]), respond);
+    return ServeMetrics(request, known == nullptr, std::move(user), kMetricsResource,
+                        kMetricsSubresource, std::string(segments[4]), std::string(segments[6]),
+                        respond);
   }
   if (in_api && segments.size() == 7 && segments[5] == kMetricsObjectResource) {
-    return ServeMetrics(request, std::move(user), kMetricsObjectResource, "",
+    return ServeMetrics(request, known == nullptr, std::move(user), kMetricsObjectResource, "",
                         std::string(segments[4]), std::string(segments[6]), respond);
   }
   respond(UnknownPath());
@@ -437,26 +482,30 @@ net::HttpResponse ApiServer::Impl::NonResource(const net::HttpRequest& request) 
   return response;
 }
 
-void ApiServer::Impl::AuthorizeNonResource(const AuthorizationRequest& access,
-                                           const std::function<net::HttpResponse()>& answer,
+void ApiServer::Impl::AuthorizeNonResource(const net::HttpRequest& request, bool reviewing,
+                                           AuthorizationRequest access,
+                                           std::function<net::HttpResponse()> answer,
                                            const net::Responder& respond) {
-  const AuthorizationDecision decision = authorizer->Authorize(access);
-  if (!decision.error.ok()) {
-    return respond(StatusResponse(
-        ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
-        nullptr));
-  }
-  if (!decision.allowed) {
-    // Kubernetes' words for a non-resource path.
-    std::string message = fmt::format("forbidden: User \"{}\" cannot get path \"{}\"",
-                                      access.user.name, Echo(access.path));
-    if (!decision.reason.empty()) message += ": " + decision.reason;
-    return respond(StatusResponse({403, "Forbidden", std::move(message)}, nullptr));
-  }
-  respond(answer());
+  auto then = [respond, answer = std::move(answer)](const AuthorizationRequest& access,
+                                                    const AuthorizationDecision& decision) {
+    if (!decision.error.ok()) {
+      return respond(StatusResponse(
+          ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
+          nullptr));
+    }
+    if (!decision.allowed) {
+      // Kubernetes' words for a non-resource path.
+      std::string message = fmt::format("forbidden: User \"{}\" cannot get path \"{}\"",
+                                        access.user.name, Echo(access.path));
+      if (!decision.reason.empty()) message += ": " + decision.reason;
+      return respond(StatusResponse({403, "Forbidden", std::move(message)}, nullptr));
+    }
+    respond(answer());
+  };
+  Decide(request, reviewing, std::move(access), std::move(then), respond, nullptr);
 }
 
-void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo user,
+void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, bool reviewing, UserInfo user,
                                    std::string_view resource, std::string_view subresource,
                                    std::string ns, std::string name,
                                    const net::Responder& respond) {
@@ -486,15 +535,20 @@ void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, UserInfo use
                               .subresource = std::string(subresource),
                               .ns = std::move(ns),
                               .name = std::move(name)};
-  Authorize(access, details, deadline, respond);
-}
-
-void ApiServer::Impl::Authorize(const AuthorizationRequest& access, const StatusDetails& details,
-                                SteadyTime deadline, const net::Responder& respond) {
   if (deadline - SteadyClock::now() < options.min_read_budget) {
     return respond(NotStartedInTime(details));
   }
-  const AuthorizationDecision decision = authorizer->Authorize(access);
+  auto then = [this, details, deadline, respond](const AuthorizationRequest& access,
+                                                 const AuthorizationDecision& decision) {
+    ReadIfAllowed(access, decision, details, deadline, respond);
+  };
+  Decide(request, reviewing, std::move(access), std::move(then), respond, &details);
+}
+
+void ApiServer::Impl::ReadIfAllowed(const AuthorizationRequest& access,
+                                    const AuthorizationDecision& decision,
+                                    const StatusDetails& details, SteadyTime deadline,
+                                    const net::Responder& respond) {
   if (!decision.error.ok()) {
     return respond(StatusResponse(
         ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
@@ -513,7 +567,7 @@ void ApiServer::Impl::Authorize(const AuthorizationRequest& access, const Status
         respond(ReadResponse(result, details));
       });
   metrics->SharedRead(SharedReads::AdmissionName(admission));
-  if (admission == SharedReads::Admission::kBusy) respond(Busy(details));
+  if (admission == SharedReads::Admission::kBusy) respond(TooManyRequests(&details));
 }
 
 SharedReads::Result ApiServer::Impl::Read(const std::string& ns, const std::string& name,
@@ -607,7 +661,7 @@ void ApiServer::Impl::AddHealthChecks() {
   }
   // Reports saturated TokenReviews without failing: requests needing no review still pass.
   for (HealthChecks* checks : {&readyz, &healthz}) {
-    checks->AddInformational("token-reviews", [this] { return ReviewsDegraded(); });
+    checks->AddInformational("reviews", [this] { return ReviewsDegraded(); });
   }
   // Fails from the moment Stop() begins (a probe that reaches a stopping server sees why).
   readyz.Add("shutdown", [this] {

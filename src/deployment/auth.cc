@@ -468,19 +468,15 @@ SubjectAccessReviewAuthorizer::SubjectAccessReviewAuthorizer(KubeApiClient* clie
 SubjectAccessReviewAuthorizer::SubjectAccessReviewAuthorizer(ReviewFunction review, Options options)
     : review_(std::move(review)), options_(options) {}
 
-AuthorizationDecision SubjectAccessReviewAuthorizer::Authorize(
-    const AuthorizationRequest& request) const {
-  // The key holds every field the review sends, each with its length in front, so no two
-  // requests share a key whatever bytes their fields hold.
+std::string SubjectAccessReviewAuthorizer::Key(const AuthorizationRequest& request) {
+  // Every field the review sends, each with its length in front, so no two requests share a key
+  // whatever bytes their fields hold.
   std::string key;
   auto add = [&key](std::string_view part) {
     key += std::to_string(part.size());
     key += ':';
     key += part;
   };
-  for (const std::string& group : request.user.groups) {
-    if (Contains(options_.always_allow_groups, group)) return AuthorizationDecision::Allow();
-  }
   for (const std::string* part :
        {&request.user.name, &request.user.uid, &request.verb, &request.api_group,
         &request.api_version, &request.resource, &request.subresource, &request.ns, &request.name,
@@ -494,19 +490,38 @@ AuthorizationDecision SubjectAccessReviewAuthorizer::Authorize(
     add(std::to_string(values.size()));
     for (const std::string& value : values) add(value);
   }
-  const auto now = std::chrono::steady_clock::now();
-  {
-    base::MutexLock lock(&mu_);
-    const auto found = cache_.find(key);
-    if (found != cache_.end()) {
-      if (found->second.expires > now) {
-        if (options_.on_cache) options_.on_cache(true);
-        return found->second.allowed ? AuthorizationDecision::Allow()
-                                     : AuthorizationDecision::Deny();
-      }
-      cache_.erase(found);
-    }
+  return key;
+}
+
+std::optional<AuthorizationDecision> SubjectAccessReviewAuthorizer::Cached(
+    const std::string& key, std::chrono::steady_clock::time_point now) const {
+  base::MutexLock lock(&mu_);
+  const auto found = cache_.find(key);
+  if (found == cache_.end()) return std::nullopt;
+  if (found->second.expires <= now) {
+    cache_.erase(found);
+    return std::nullopt;
   }
+  if (options_.on_cache) options_.on_cache(true);
+  return found->second.allowed ? AuthorizationDecision::Allow() : AuthorizationDecision::Deny();
+}
+
+std::optional<AuthorizationDecision> SubjectAccessReviewAuthorizer::AuthorizeLocally(
+    const AuthorizationRequest& request) const {
+  for (const std::string& group : request.user.groups) {
+    if (Contains(options_.always_allow_groups, group)) return AuthorizationDecision::Allow();
+  }
+  return Cached(Key(request), std::chrono::steady_clock::now());
+}
+
+AuthorizationDecision SubjectAccessReviewAuthorizer::Authorize(
+    const AuthorizationRequest& request) const {
+  for (const std::string& group : request.user.groups) {
+    if (Contains(options_.always_allow_groups, group)) return AuthorizationDecision::Allow();
+  }
+  const std::string key = Key(request);
+  const auto now = std::chrono::steady_clock::now();
+  if (std::optional<AuthorizationDecision> cached = Cached(key, now)) return *cached;
   if (options_.on_cache) options_.on_cache(false);
   AccessRequest review{.user = request.user.name,
                        .uid = request.user.uid,

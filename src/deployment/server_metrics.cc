@@ -92,9 +92,10 @@ ServerMetrics::ServerMetrics() {
            "Authorisation decisions looked up in the SubjectAccessReview cache, by hit or miss.",
        .labels = {"result"}}));
   reviews_refused_ =
-      Must(registry_.AddCounter({.name = "modelmetrics_token_reviews_refused",
-                                 .help = "Requests answered 429 because the TokenReview queue, or "
-                                         "their client's share of it, was full."}))
+      Must(registry_.AddCounter({.name = "modelmetrics_reviews_refused",
+                                 .help = "Requests answered 429 because the review queue "
+                                         "(TokenReview, SubjectAccessReview), or their "
+                                         "client's share of it, was full."}))
           ->Bind({});
 }
 
@@ -136,7 +137,7 @@ void ServerMetrics::TokenReviewCache(bool hit) {
   token_cache_->Labels({hit ? "hit" : "miss"}).Inc();
 }
 
-void ServerMetrics::TokenReviewRefused() { reviews_refused_.Inc(); }
+void ServerMetrics::ReviewRefused() { reviews_refused_.Inc(); }
 
 void ServerMetrics::AccessReviewCache(bool hit) {
   access_cache_->Labels({hit ? "hit" : "miss"}).Inc();

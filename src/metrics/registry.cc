@@ -18,9 +18,11 @@
 #include <variant>
 
 #include "base/mutex.h"
+#include "family_state.h"
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/multiprocess.h"
 #include "names.h"
+#include "pending_shares.h"
 #include "series.h"
 
 namespace modelmetrics {
@@ -43,41 +45,7 @@ double WallNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-using AnySeries = std::variant<std::unique_ptr<CounterSeries>, std::unique_ptr<GaugeSeries>,
-                               std::unique_ptr<HistogramSeries>>;
-
 }  // namespace
-
-struct FamilyBase::State {
-  struct Child {
-    std::string key;
-    AnySeries series;
-    std::string before_le;  // label text sorting before `le` (escaped, comma-joined)
-    std::string after_le;   // label text sorting after `le`
-    double created = 0;     // wall seconds (prometheus_client's `_created`)
-  };
-  mutable base::Mutex mu;
-  std::vector<std::unique_ptr<Child>> children GUARDED_BY(mu);         // live, in creation order
-  std::vector<std::unique_ptr<Child>> graveyard GUARDED_BY(mu);        // removed; for stale handles
-  std::unordered_map<std::string_view, Child*> by_key GUARDED_BY(mu);  // views of children's keys
-  std::vector<size_t> sorted_labels;                                   // label indices by name
-  size_t le_position = 0;                     // how many sorted labels sort before `le`
-  std::vector<std::string> le_text;           // `le="0.05"` per bound, then `le="+Inf"`
-  bool warned_long GUARDED_BY(mu) = false;    // a refused label value was reported
-  bool warned_full GUARDED_BY(mu) = false;    // the children bound was reported
-  bool warned_shared GUARDED_BY(mu) = false;  // a full shared segment was reported
-  std::string last_refusal GUARDED_BY(mu);    // why the last label set was refused
-
-  // Reports a refused label set of `family` on stderr, once per warned_* flag.
-  void Refuse(const std::string& family, bool State::*warned, const std::string& what)
-      REQUIRES(mu) {
-    last_refusal = what;
-    if (this->*warned) return;
-    this->*warned = true;
-    std::fprintf(stderr, "modelmetrics: %s: %s; such label sets are not recorded\n", family.c_str(),
-                 what.c_str());
-  }
-};
 
 FamilyBase::FamilyBase(FamilyOptions options, MetricType type, bool enabled)
     : options_(std::move(options)), type_(type), enabled_(enabled), state_(new State) {
@@ -97,7 +65,9 @@ FamilyBase::FamilyBase(FamilyOptions options, MetricType type, bool enabled)
   }
 }
 
-FamilyBase::~FamilyBase() = default;
+FamilyBase::~FamilyBase() {
+  if (shared_ != nullptr) pending_shares::Remove(this);
+}
 
 void* FamilyBase::Find(std::span<const std::string_view> values, bool create, double created) {
   if (values.size() != options_.labels.size()) return nullptr;
@@ -113,11 +83,18 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
     key.append(v);
     key.push_back('\xff');  // never in UTF-8 text: keys are unambiguous
   }
+  bool deferred = false;
+  void* series = FindOrMake(std::move(key), values, create, created, &deferred);
+  // Outside the family's lock: the pending-shares thread takes its own lock, then this one.
+  if (deferred) pending_shares::Add(this);
+  return series;
+}
+
+void* FamilyBase::FindOrMake(std::string key, std::span<const std::string_view> values, bool create,
+                             double created, bool* deferred) {
   State& st = *state_;
   base::MutexLock lock(&st.mu);
-  if (auto it = st.by_key.find(key); it != st.by_key.end()) {
-    return std::visit([](auto& p) -> void* { return p.get(); }, it->second->series);
-  }
+  if (auto it = st.by_key.find(key); it != st.by_key.end()) return it->second->raw();
   if (!create) return nullptr;
   if (st.children.size() >= kMaxChildrenPerFamily) {
     st.Refuse(options_.name, &State::warned_full,
@@ -125,18 +102,38 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
     return nullptr;
   }
   SharedCell cell;
-  if (shared_ != nullptr) {
+  *deferred = st.join == State::Join::kWaiting;
+  if (st.join == State::Join::kJoined) {
     std::string error;
-    cell = shared_->RegisterSeries(shared_family_, type_, options_.buckets.size(), values, &error);
-    if (cell.base == nullptr) {
+    cell =
+        shared_->RegisterSeries(st.shared_family, type_, options_.buckets.size(), values, &error);
+    if (cell.base == nullptr && !shared_->StuckDirectoryHolder()) {
       st.Refuse(options_.name, &State::warned_shared, error);
       return nullptr;
     }
+    if (cell.base == nullptr) {  // a stopped process holds the directory: record, join later
+      *deferred = true;
+      if (!std::exchange(st.warned_waiting, true)) {
+        std::fprintf(stderr,
+                     "modelmetrics: %s: %s; new label sets record in this process and join the "
+                     "segment once it is released\n",
+                     options_.name.c_str(), error.c_str());
+      }
+    }
   }
-  auto child = std::make_unique<State::Child>();
+  State::Child* child =
+      st.Insert(st.MakeChild(options_, type_, std::move(key), values, created, cell));
+  if (*deferred) st.deferred.push_back({.child = child});
+  return child->raw();
+}
+
+std::unique_ptr<FamilyBase::State::Child> FamilyBase::State::MakeChild(
+    const FamilyOptions& options, MetricType type, std::string key,
+    std::span<const std::string_view> values, double created, SharedCell cell) const {
+  auto child = std::make_unique<Child>();
   child->key = std::move(key);
   child->created = std::isnan(created) ? WallNow() : created;
-  switch (type_) {
+  switch (type) {
     case MetricType::kCounter:
       child->series = std::make_unique<CounterSeries>();
       std::get<0>(child->series)->shared = cell;
@@ -145,48 +142,41 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
       child->series = std::make_unique<GaugeSeries>();
       std::get<1>(child->series)->shared = cell;
       std::get<1>(child->series)->stamped =
-          options_.multiprocess_mode == MultiprocessMode::kMostRecent ||
-          options_.multiprocess_mode == MultiprocessMode::kLiveMostRecent;
+          options.multiprocess_mode == MultiprocessMode::kMostRecent ||
+          options.multiprocess_mode == MultiprocessMode::kLiveMostRecent;
       break;
     default:
-      child->series = std::make_unique<HistogramSeries>(&options_.buckets);
+      child->series = std::make_unique<HistogramSeries>(&options.buckets);
       std::get<2>(child->series)->shared = cell;
       break;
   }
-  for (size_t rank = 0; rank < st.sorted_labels.size(); ++rank) {
-    const size_t i = st.sorted_labels[rank];
-    std::string& text = rank < st.le_position ? child->before_le : child->after_le;
+  for (size_t rank = 0; rank < sorted_labels.size(); ++rank) {
+    const size_t i = sorted_labels[rank];
+    std::string& text = rank < le_position ? child->before_le : child->after_le;
     if (!text.empty()) text.push_back(',');
-    text.append(options_.labels[i]);
+    text.append(options.labels[i]);
     text.append("=\"");
     AppendEscapedLabelValue(&text, values[i]);
     text.push_back('"');
   }
-  void* series = std::visit([](auto& p) -> void* { return p.get(); }, child->series);
+  return child;
+}
+
+FamilyBase::State::Child* FamilyBase::State::Insert(std::unique_ptr<Child> child) {
   // Owner first, index second: if either throws, no index entry points at a freed child.
-  st.children.push_back(std::move(child));
+  children.push_back(std::move(child));
   try {
-    st.by_key.emplace(st.children.back()->key, st.children.back().get());
+    by_key.emplace(children.back()->key, children.back().get());
   } catch (...) {
-    st.children.pop_back();
+    children.pop_back();
     throw;
   }
-  return series;
+  return children.back().get();
 }
 
 std::string FamilyBase::LastRefusal() const {
   base::MutexLock lock(&state_->mu);
   return state_->last_refusal;
-}
-
-bool FamilyBase::Share(std::shared_ptr<SharedSegment> segment, std::string* error) {
-  std::string ignored;
-  const std::optional<uint32_t> index =
-      segment->RegisterFamily(options_, type_, error != nullptr ? error : &ignored);
-  if (!index) return false;
-  shared_ = std::move(segment);
-  shared_family_ = *index;
-  return true;
 }
 
 bool FamilyBase::RemoveChild(std::span<const std::string_view> values) {
@@ -283,12 +273,7 @@ std::vector<CollectedChild> FamilyBase::Collect() const {
     CollectedChild c;
     c.created = child->created;
     c.label_values.reserve(options_.labels.size());
-    std::string_view key = child->key;
-    while (!key.empty()) {
-      const size_t end = key.find('\xff');
-      c.label_values.emplace_back(key.substr(0, end));
-      key.remove_prefix(end + 1);
-    }
+    for (std::string_view v : KeyValues(child->key)) c.label_values.emplace_back(v);
     switch (type_) {
       case MetricType::kCounter:
         c.value = Counter(std::get<0>(child->series).get()).Value();
@@ -383,14 +368,8 @@ F* Registry::Add(FamilyOptions options, MetricType type, std::string* error) {
   auto family = std::make_unique<F>(std::move(options), type, options_.enabled);
   std::string shared_error;
   if (options_.shared != nullptr && !family->Share(options_.shared, &shared_error)) {
-    // A stopped process holds the segment's directory: the family records in this process
-    // alone rather than fail its caller (a metric must never stop a server from starting).
-    if (!options_.shared->StuckDirectoryHolder()) {
-      if (error != nullptr) *error = family->options().name + ": " + shared_error;
-      return nullptr;
-    }
-    std::fprintf(stderr, "modelmetrics: %s records in this process only: %s\n",
-                 family->options().name.c_str(), shared_error.c_str());
+    if (error != nullptr) *error = family->options().name + ": " + shared_error;
+    return nullptr;
   }
   F* raw = family.get();
   state_->families.push_back(std::move(family));

@@ -107,13 +107,9 @@ class DirectoryLock {
       if (std::chrono::steady_clock::now() >= deadline) {
         impl_.stuck_holder.store(seen, std::memory_order_relaxed);
         *error = "the shared segment's directory is held by process " +
-                 std::to_string(seen & 0xffffffffu) +
-                 " of the service, which has not released it "
-                 "for " +
-                 std::to_string(kDirectoryWait.count()) +
-                 " ms (stopped, or in a "
-                 "debugger?); this registration is dropped, one made after it is released "
-                 "succeeds";
+                 std::to_string(seen & 0xffffffffu) + " of the service, which has not released " +
+                 "it for " + std::to_string(kDirectoryWait.count()) +
+                 " ms (stopped, or in a debugger?)";
         return false;
       }
       std::this_thread::sleep_for(pause);

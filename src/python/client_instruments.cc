@@ -172,15 +172,11 @@ PyObject* NativeFamily(PyObject* obj, PyObject* args) {
     }
     std::string error;
     const bool shared = ProcessSegment() != nullptr;
+    // While a stopped process holds the segment's directory, Share() lets the family record in
+    // this process and join later (a metric must never stop a server from starting).
     if (shared && !WithoutGilIf(true, [&] { return family->Share(ProcessSegment(), &error); })) {
-      // A stopped process holds the segment's directory: the family records in this process
-      // alone rather than fail its caller (a metric must never stop a server from starting).
-      if (!ProcessSegment()->StuckDirectoryHolder()) {
-        PyErr_Format(PyExc_ValueError, "%s: %s", family->options().name.c_str(), error.c_str());
-        return nullptr;
-      }
-      PySys_WriteStderr("modelmetrics: %s records in this process only: %s\n",
-                        family->options().name.c_str(), error.c_str());
+      PyErr_Format(PyExc_ValueError, "%s: %s", family->options().name.c_str(), error.c_str());
+      return nullptr;
     }
     PyObject* metrics = nullptr;
     if (parent && (metrics = PyDict_New()) == nullptr) return nullptr;
@@ -243,12 +239,6 @@ PyObject* NativeBind(PyObject* obj, PyObject* args) {
     const bool live = self->kind == Kind::kCounter ? self->counter.live()
                       : self->kind == Kind::kGauge ? self->gauge.live()
                                                    : self->histogram.live();
-    if (!live && base->shared() && ProcessSegment()->StuckDirectoryHolder()) {
-      // A stopped process holds the segment's directory: this child records nothing for now,
-      // and False tells labels() not to keep it, so the next labels() tries again.
-      self->observable = true;  // its inert handle takes inc()/set()/observe() and drops them
-      Py_RETURN_FALSE;
-    }
     if (!live) {  // a bounded label value, or a full shared segment
       const std::string why = base->LastRefusal();
       PyErr_Format(

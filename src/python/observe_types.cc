@@ -520,8 +520,8 @@ const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
   for (size_t i = 0; i < extra.size(); ++i) values[i + 1] = extra[i];
   const AnyHandle made = MakeHandle(index, std::span(values.data(), extra.size() + 1), eager);
   if (!made.live() && !eager) {
-    // Refused (a stopped process holds the shared segment's directory, or a bound was hit):
-    // this call records nothing, and the next one tries again rather than a cached refusal.
+    // Refused (a label value over its bound, a full shared segment): this call records
+    // nothing, and the next one tries again rather than a cached refusal.
     static const AnyHandle kInert;
     return &kInert;
   }

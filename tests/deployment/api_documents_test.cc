@@ -250,14 +250,14 @@ TEST(HealthChecksTest, KubeApiserverFormat) {
   EXPECT_EQ(Header(readyz.Serve("", ""), "X-Content-Type-Options"), "nosniff");
   // An informational check reports without failing the endpoint.
   std::string degraded = "degraded: 9 requests waiting";
-  readyz.AddInformational("token-reviews", [&degraded] { return degraded; });
+  readyz.AddInformational("reviews", [&degraded] { return degraded; });
   EXPECT_EQ(readyz.Serve("", "verbose").status, 200);
   EXPECT_EQ(readyz.Serve("", "verbose").body,
-            "[+]ping ok\n[+]informer-sync ok\n[+]token-reviews degraded: 9 requests waiting\n"
+            "[+]ping ok\n[+]informer-sync ok\n[+]reviews degraded: 9 requests waiting\n"
             "readyz check passed\n");
-  EXPECT_EQ(readyz.Serve("token-reviews", "").status, 200);
+  EXPECT_EQ(readyz.Serve("reviews", "").status, 200);
   degraded.clear();
-  EXPECT_EQ(readyz.Serve("token-reviews", "").body, "ok");
+  EXPECT_EQ(readyz.Serve("reviews", "").body, "ok");
 }
 
 }  // namespace

@@ -376,7 +376,7 @@ TEST(ApiServerTest, NamedHealthChecksInKubeApiserverFormat) {
   net::FetchResult waiting = Fetch(server.url("/readyz?verbose"));
   EXPECT_EQ(waiting.status, 500);
   EXPECT_EQ(waiting.body,
-            "[+]ping ok\n[-]informer-sync failed: reason withheld\n[+]token-reviews ok\n"
+            "[+]ping ok\n[-]informer-sync failed: reason withheld\n[+]reviews ok\n"
             "[+]shutdown ok\nreadyz check failed\n");
   EXPECT_EQ(Fetch(server.url("/livez")).body, "ok");  // alive while not ready
   EXPECT_EQ(Fetch(server.url("/readyz/informer-sync")).body,
@@ -384,7 +384,7 @@ TEST(ApiServerTest, NamedHealthChecksInKubeApiserverFormat) {
   synced = true;
   EXPECT_EQ(Fetch(server.url("/readyz")).body, "ok");
   EXPECT_EQ(Fetch(server.url("/healthz?verbose")).body,
-            "[+]ping ok\n[+]informer-sync ok\n[+]token-reviews ok\nhealthz check passed\n");
+            "[+]ping ok\n[+]informer-sync ok\n[+]reviews ok\nhealthz check passed\n");
   EXPECT_EQ(Fetch(server.url("/livez/ping")).body, "ok");
   EXPECT_EQ(Fetch(server.url("/livez/nope")).status, 404);
 }
@@ -1087,33 +1087,17 @@ class DelegatingKubeApi {
                     }
                     return response;
                   });
-    // Answered after review_delay (from a thread of its own: the stand-in's one IO thread keeps
-    // answering SubjectAccessReviews meanwhile).
+    // Answered after review_delay / access_review_delay (from a thread of its own: the
+    // stand-in's one IO thread keeps answering meanwhile).
     server_.RouteAsync("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
                        [this](const net::HttpRequest& request, net::Responder respond) {
-                         net::HttpResponse answer = TokenReview(request.body);
-                         const auto delay = review_delay_.load();
-                         if (delay.count() == 0) return respond(std::move(answer));
-                         std::lock_guard lock(mu_);
-                         delayed_.emplace_back([delay, answer = std::move(answer),
-                                                respond = std::move(respond)]() mutable {
-                           std::this_thread::sleep_for(delay);
-                           respond(std::move(answer));
-                         });
+                         Later(review_delay_.load(), TokenReview(request.body), std::move(respond));
                        });
-    server_.Route(
-        "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-        [this](const net::HttpRequest& request) {
-          Json review = Json::parse(request.body, nullptr, false);
-          std::lock_guard lock(mu_);
-          reviews_.push_back(review);
-          const std::string user = review["spec"]["user"];
-          // Discovery for everyone, as the default system:discovery binding.
-          review["status"] = {{"allowed", user == "system:serviceaccount:team:reader" ||
-                                              user == "proxied-alice" ||
-                                              review["spec"].contains("nonResourceAttributes")}};
-          return Created(review);
-        });
+    server_.RouteAsync("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                       [this](const net::HttpRequest& request, net::Responder respond) {
+                         Later(access_review_delay_.load(), AccessReview(request.body),
+                               std::move(respond));
+                       });
     std::string error;
     if (!server_.Start(&error)) throw std::runtime_error(error);
   }
@@ -1144,6 +1128,7 @@ class DelegatingKubeApi {
     configmap_ = nullptr;
   }
   void SetReviewDelay(std::chrono::milliseconds delay) { review_delay_ = delay; }
+  void SetAccessReviewDelay(std::chrono::milliseconds delay) { access_review_delay_ = delay; }
   ~DelegatingKubeApi() {
     std::vector<std::thread> delayed;
     {
@@ -1173,6 +1158,26 @@ class DelegatingKubeApi {
   static std::string ReadText(const std::string& path) {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void Later(std::chrono::milliseconds delay, net::HttpResponse answer, net::Responder respond) {
+    if (delay.count() == 0) return respond(std::move(answer));
+    std::lock_guard lock(mu_);
+    delayed_.emplace_back(
+        [delay, answer = std::move(answer), respond = std::move(respond)]() mutable {
+          std::this_thread::sleep_for(delay);
+          respond(std::move(answer));
+        });
+  }
+  net::HttpResponse AccessReview(const std::string& body) {
+    Json review = Json::parse(body, nullptr, false);
+    std::lock_guard lock(mu_);
+    reviews_.push_back(review);
+    const std::string user = review["spec"]["user"];
+    // Discovery for everyone, as the default system:discovery binding.
+    review["status"] = {{"allowed", user == "system:serviceaccount:team:reader" ||
+                                        user == "proxied-alice" ||
+                                        review["spec"].contains("nonResourceAttributes")}};
+    return Created(review);
   }
   net::HttpResponse TokenReview(const std::string& body) {
     Json review = Json::parse(body, nullptr, false);
@@ -1205,63 +1210,47 @@ class DelegatingKubeApi {
   int token_reviews_ = 0;
   std::vector<Json> reviews_;
   std::atomic<std::chrono::milliseconds> review_delay_{std::chrono::milliseconds(0)};
+  std::atomic<std::chrono::milliseconds> access_review_delay_{std::chrono::milliseconds(0)};
   std::vector<std::thread> delayed_;
   net::HttpServer server_;
 };
 
-// A TokenReview that takes 3 s, and 64 requests at once with tokens nobody knows: they wait in
-// the review queue (one client's share of it; the rest are 429), while the front proxy and a
-// token already reviewed are answered without waiting behind them, and /readyz?verbose says the
-// reviews are degraded without failing.
-TEST(ApiServerTest, SlowTokenReviewsNeverDelayRequestsThatNeedNone) {
-  DelegatingKubeApi kube_api;
-  kube_api.SetTrust("ca.pem", "requestheader-ca.pem", R"(["front-proxy"])");
-  KubeApiClient kube(kube_api.Config());
-  TempDir dir;
-  ServeConfig config = TestConfig(dir);
-  config.client_ca_file.clear();
-  config.requestheader_ca_file.clear();
-  config.requestheader_allowed_names.clear();
-  config.token_file.clear();
-  config.policy_file.clear();
-  config.delegated_authentication = true;
-  config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
-  auto trust = std::make_shared<AuthenticationConfigWatcher>(&kube, std::chrono::hours(1));
-  auto metrics = std::make_shared<ServerMetrics>();
-  std::string error;
-  auto authenticator = BuildAuthenticator(config, &error, &kube, trust, metrics);
-  ASSERT_NE(authenticator, nullptr) << error;
-  auto authorizer = BuildAuthorizer(config, &kube, &error, metrics);
-  ASSERT_NE(authorizer, nullptr) << error;
-  ApiServerOptions options = BuildApiServerOptions(config, trust);
-  options.metrics = metrics;
-  FakeSnapshots snapshots;
-  ApiServer server(
-      options,
-      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
-        return snapshots.Get(ns, name, out);
-      },
-      std::move(authenticator), std::move(authorizer));
-  ASSERT_TRUE(server.Start(&error)) << error;
-  trust->Start();
-  const std::string url = server.url() + MetricsPath("team", "chat");
-  const Credentials proxy = FrontProxy({{"X-Remote-User", "proxied-alice"}});
-  // Reviewed and authorised once (both answers cached).
-  ASSERT_EQ(Fetch(url, Token("sa-token")).status, 200);
-  ASSERT_EQ(Fetch(url, proxy).status, 200);
-
-  kube_api.SetReviewDelay(std::chrono::seconds(3));
-  std::atomic<int> unauthorized{0}, busy{0};
-  std::vector<std::thread> flood;
-  for (int i = 0; i < 64; ++i) {
-    flood.emplace_back([&, i] {
-      const int status = Fetch(url, Token("random-" + std::to_string(i))).status;
-      if (status == 401) ++unauthorized;
-      if (status == 429) ++busy;
-    });
+// `modelmetrics serve` as deployed: delegated authentication and SubjectAccessReviews against
+// the stand-in kube-apiserver, over a fixed snapshot. The ConfigMap watch starts with
+// `watch_trust` (else the test calls trust->Start()).
+struct DelegatedServer {
+  explicit DelegatedServer(bool watch_trust = true) {
+    kube_api.SetTrust("ca.pem", "requestheader-ca.pem", R"(["front-proxy"])");
+    ServeConfig config = TestConfig(dir);
+    config.client_ca_file.clear();
+    config.requestheader_ca_file.clear();
+    config.requestheader_allowed_names.clear();
+    config.token_file.clear();
+    config.policy_file.clear();
+    config.delegated_authentication = true;
+    config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
+    std::string error;
+    auto authenticator = BuildAuthenticator(config, &error, &kube, trust, metrics);
+    if (authenticator == nullptr) throw std::runtime_error(error);
+    auto authorizer = BuildAuthorizer(config, &kube, &error, metrics);
+    if (authorizer == nullptr) throw std::runtime_error(error);
+    ApiServerOptions options = BuildApiServerOptions(config, trust);
+    options.metrics = metrics;
+    server = std::make_unique<ApiServer>(
+        options,
+        [this](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
+          return snapshots.Get(ns, name, out);
+        },
+        std::move(authenticator), std::move(authorizer));
+    if (!server->Start(&error)) throw std::runtime_error(error);
+    if (watch_trust) trust->Start();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the reviews are under way
-  auto timed = [&](const Credentials& who) {
+  ~DelegatedServer() {
+    server->Stop();
+    trust->Stop();
+  }
+  // A GET of `url` by `who`, timed and printed; expects 200.
+  std::chrono::steady_clock::duration Timed(const std::string& url, const Credentials& who) {
     const auto start = std::chrono::steady_clock::now();
     const int status = Fetch(url, who).status;
     const auto took = std::chrono::steady_clock::now() - start;
@@ -1269,51 +1258,73 @@ TEST(ApiServerTest, SlowTokenReviewsNeverDelayRequestsThatNeedNone) {
                 std::chrono::duration<double, std::milli>(took).count());
     EXPECT_EQ(status, 200);
     return took;
-  };
+  }
+
+  DelegatingKubeApi kube_api;
+  KubeApiClient kube{kube_api.Config()};
+  TempDir dir;
+  std::shared_ptr<AuthenticationConfigWatcher> trust =
+      std::make_shared<AuthenticationConfigWatcher>(&kube, std::chrono::hours(1));
+  std::shared_ptr<ServerMetrics> metrics = std::make_shared<ServerMetrics>();
+  FakeSnapshots snapshots;
+  std::unique_ptr<ApiServer> server;
+};
+
+// Reviews of one kind take 3 s, and 64 requests that need one arrive at once (tokens nobody knows
+// for TokenReviews, front-proxy users whose access is not decided yet for SubjectAccessReviews):
+// they wait in the review queue (one client's share of it; the rest are 429), while the front
+// proxy and a token already reviewed and decided are answered without waiting behind them, and
+// /readyz?verbose says the reviews are degraded without failing.
+void SlowReviewsNeverDelayRequestsThatNeedNone(bool access_reviews) {
+  DelegatedServer serve;
+  const std::string url = serve.server->url() + MetricsPath("team", "chat");
+  const Credentials proxy = FrontProxy({{"X-Remote-User", "proxied-alice"}});
+  // Reviewed and authorised once (both answers cached).
+  ASSERT_EQ(Fetch(url, Token("sa-token")).status, 200);
+  ASSERT_EQ(Fetch(url, proxy).status, 200);
+
+  if (access_reviews) {
+    serve.kube_api.SetAccessReviewDelay(std::chrono::seconds(3));
+  } else {
+    serve.kube_api.SetReviewDelay(std::chrono::seconds(3));
+  }
+  std::atomic<int> busy{0};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 64; ++i) {
+    flood.emplace_back([&, i] {
+      const std::string n = std::to_string(i);
+      const Credentials who =
+          access_reviews ? FrontProxy({{"X-Remote-User", "someone-" + n}}) : Token("random-" + n);
+      if (Fetch(url, who).status == 429) ++busy;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the reviews are under way
   // Far inside the 3 s a review takes: nothing waited behind the flood.
-  EXPECT_LT(timed(proxy), std::chrono::seconds(1));
-  EXPECT_LT(timed(Token("sa-token")), std::chrono::seconds(1));
-  const net::FetchResult ready = Fetch(server.url() + "/readyz?verbose");
+  EXPECT_LT(serve.Timed(url, proxy), std::chrono::seconds(1));
+  EXPECT_LT(serve.Timed(url, Token("sa-token")), std::chrono::seconds(1));
+  const net::FetchResult ready = Fetch(serve.server->url() + "/readyz?verbose");
   EXPECT_EQ(ready.status, 200);
-  EXPECT_THAT(ready.body, HasSubstr("[+]token-reviews degraded: "));
-  EXPECT_THAT(metrics->Render(Format::kText),
-              HasSubstr("modelmetrics_token_reviews_refused_total "));
-  server.Stop();  // drops the queued reviews; the 4 running ones end with their stand-in's answer
+  EXPECT_THAT(ready.body, HasSubstr("[+]reviews degraded: "));
+  EXPECT_THAT(serve.metrics->Render(Format::kText),
+              HasSubstr("modelmetrics_reviews_refused_total "));
+  serve.server->Stop();  // drops the queued reviews; the running ones end with the stand-in
   for (std::thread& t : flood) t.join();
   EXPECT_GE(busy.load(), 64 - 32) << "one client holds at most its share of the review queue";
-  trust->Stop();
+}
+
+TEST(ApiServerTest, SlowTokenReviewsNeverDelayRequestsThatNeedNone) {
+  SlowReviewsNeverDelayRequestsThatNeedNone(/*access_reviews=*/false);
+}
+
+TEST(ApiServerTest, SlowAccessReviewsNeverDelayRequestsDecidedAlready) {
+  SlowReviewsNeverDelayRequestsThatNeedNone(/*access_reviews=*/true);
 }
 
 TEST(ApiServerTest, DelegatedAuthenticationFollowsTheConfigMapAndReviewsTokens) {
-  DelegatingKubeApi kube_api;
-  kube_api.SetTrust("ca.pem", "requestheader-ca.pem", R"(["front-proxy"])");
-  KubeApiClient kube(kube_api.Config());
-  TempDir dir;
-  ServeConfig config = TestConfig(dir);
-  config.client_ca_file.clear();
-  config.requestheader_ca_file.clear();
-  config.requestheader_allowed_names.clear();
-  config.token_file.clear();
-  config.policy_file.clear();
-  config.delegated_authentication = true;
-  config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
-  auto trust = std::make_shared<AuthenticationConfigWatcher>(&kube, std::chrono::hours(1));
-  auto metrics = std::make_shared<ServerMetrics>();
-  std::string error;
-  auto authenticator = BuildAuthenticator(config, &error, &kube, trust, metrics);
-  ASSERT_NE(authenticator, nullptr) << error;
-  auto authorizer = BuildAuthorizer(config, &kube, &error, metrics);
-  ASSERT_NE(authorizer, nullptr) << error;
-  ApiServerOptions options = BuildApiServerOptions(config, trust);
-  options.metrics = metrics;
-  FakeSnapshots snapshots;
-  ApiServer server(
-      options,
-      [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
-        return snapshots.Get(ns, name, out);
-      },
-      std::move(authenticator), std::move(authorizer));
-  ASSERT_TRUE(server.Start(&error)) << error;
+  DelegatedServer serve(/*watch_trust=*/false);
+  DelegatingKubeApi& kube_api = serve.kube_api;
+  ApiServer& server = *serve.server;
+  auto& trust = serve.trust;
   const std::string url = server.url() + MetricsPath("team", "chat");
 
   // Not ready until the ConfigMap is read.
@@ -1357,7 +1368,7 @@ TEST(ApiServerTest, DelegatedAuthenticationFollowsTheConfigMapAndReviewsTokens) 
   EXPECT_EQ(Fetch(url, Token("sa-token")).status, 200);
   trust->Stop();
   server.Stop();
-  const std::string text = metrics->Render(Format::kText);
+  const std::string text = serve.metrics->Render(Format::kText);
   EXPECT_THAT(text, HasSubstr("modelmetrics_token_review_cache_total{result=\"hit\"}"));
 }
 

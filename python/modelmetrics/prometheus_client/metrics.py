@@ -197,8 +197,7 @@ class MetricWrapperBase:
                                            _labelvalues=labelvalues, **self._kwargs)
                 finally:
                     _binding.pending = outer
-                if not child.__dict__.get("_unbound", False):
-                    self._metrics[labelvalues] = child
+                self._metrics[labelvalues] = child
             return child
 
     def remove(self, *labelvalues):
@@ -253,10 +252,7 @@ class MetricWrapperBase:
             self._native_family(self._name, self._native_doc(), self._labelnames,
                                 self._native_bounds(), self._native_mode())
             source = self
-        if self._native_bind(source, self._labelvalues, created) is False:
-            # A stopped process holds the shared segment's directory: this child records nothing
-            # and is not kept, so the next labels() tries again (the family warned once).
-            self._unbound = True
+        self._native_bind(source, self._labelvalues, created)
         self._owner = weakref.ref(source)  # the collector a render of this child goes through
 
     def _set_exemplar(self, exemplar, amount):

@@ -26,9 +26,10 @@
 //
 // Every other request is authenticated first (401 Status `Unauthorized`). For the metrics path,
 // in this order: `ns` must be a DNS-1123 label (<= 63) and `name` a DNS-1123 subdomain (<= 253),
-// else 400 BadRequest before anything is looked up; then, on an authorisation thread (a
-// SubjectAccessReview goes over the network, so it never runs on an IO thread, and it takes no
-// snapshot slot), the Authorizer decides `get` on `modeldeployments/metrics` in `ns` (403 Forbidden
+// else 400 BadRequest before anything is looked up; then, on an authorisation thread (or, when it
+// must ask kube-apiserver, on a review thread: a SubjectAccessReview goes over the network, so it
+// never runs on an IO thread nor delays requests decided alone, and it takes no snapshot slot),
+// the Authorizer decides `get` on `modeldeployments/metrics` in `ns` (403 Forbidden
 // with Kubernetes' message; an authoriser error is 500); then the read goes through SharedReads
 // (deployment/shared_reads.h): one read per deployment at a time, shared by every request that
 // arrives while it runs, its result reused for `reuse_for`. The snapshot function's ApiStatus
@@ -111,13 +112,15 @@ struct ApiServerOptions {
   std::chrono::milliseconds request_timeout{8000};
   // A read does not start with less than this left of its earliest request's budget.
   std::chrono::milliseconds min_read_budget{2000};
-  // Threads and queue for authorisation (never shared with reads) of requests whose sender is
-  // known without asking kube-apiserver: the front proxy, client certificates, cached tokens.
+  // Threads and queue (never shared with reads) for requests whose sender is known without
+  // asking kube-apiserver (the front proxy, client certificates, cached tokens): they are routed
+  // and, when the authoriser can decide alone (a policy, a cached SubjectAccessReview answer),
+  // answered here.
   int authorizer_threads = 4;
   size_t max_authorizing = 1024;
-  // Threads and queue for requests whose token needs a TokenReview (never shared with the
-  // above, so a slow or flooded review never delays a request that needs none); one client
-  // address may hold at most max_reviewing / kReviewShares of the queue.
+  // Threads and queue for requests that need a TokenReview or a SubjectAccessReview (never
+  // shared with the above, so a slow or flooded review never delays a request that needs none);
+  // one client address may hold at most max_reviewing / kReviewShares of the queue.
   int review_threads = 4;
   size_t max_reviewing = 256;
 };

@@ -165,6 +165,13 @@ class Authorizer {
  public:
   virtual ~Authorizer() = default;
   virtual AuthorizationDecision Authorize(const AuthorizationRequest& request) const = 0;
+  // The decision when it needs no other server (a policy, a cached answer); nullopt when
+  // Authorize() would have to ask one. The API server decides such requests at once and sends
+  // the rest to its review pool, so they never wait behind a slow review.
+  virtual std::optional<AuthorizationDecision> AuthorizeLocally(
+      const AuthorizationRequest& /*request*/) const {
+    return std::nullopt;
+  }
 };
 
 // One rule of a policy file: it allows a request when the user is in `users` or one of the
@@ -213,6 +220,10 @@ class PolicyAuthorizer : public Authorizer {
   static std::unique_ptr<PolicyAuthorizer> Load(const std::string& path, std::string* error);
 
   AuthorizationDecision Authorize(const AuthorizationRequest& request) const override;
+  std::optional<AuthorizationDecision> AuthorizeLocally(
+      const AuthorizationRequest& request) const override {
+    return Authorize(request);
+  }
   const std::vector<PolicyRule>& rules() const { return rules_; }
 
  private:
@@ -243,12 +254,20 @@ class SubjectAccessReviewAuthorizer : public Authorizer {
   SubjectAccessReviewAuthorizer(ReviewFunction review, Options options);
 
   AuthorizationDecision Authorize(const AuthorizationRequest& request) const override;
+  // An always-allowed group or a cached answer; nullopt when a review is needed.
+  std::optional<AuthorizationDecision> AuthorizeLocally(
+      const AuthorizationRequest& request) const override;
 
  private:
   struct CachedAnswer {
     bool allowed = false;
     std::chrono::steady_clock::time_point expires;
   };
+
+  // The cache key: every field the review sends.
+  static std::string Key(const AuthorizationRequest& request);
+  std::optional<AuthorizationDecision> Cached(const std::string& key,
+                                              std::chrono::steady_clock::time_point now) const;
 
   ReviewFunction review_;
   Options options_;

@@ -12,7 +12,7 @@
 //   modelmetrics_watch_relists_total{resource,reason}              counter
 //   modelmetrics_token_review_cache_total{result}                  counter: hit, miss
 //   modelmetrics_access_review_cache_total{result}                 counter: hit, miss
-//   modelmetrics_token_reviews_refused_total                       counter: 429s of a full review
+//   modelmetrics_reviews_refused_total                             counter: 429s of a full review
 //                                                                  queue (or a client's share)
 //
 // `path` is a bounded class (PathClass), never the path itself, and every label value comes from
@@ -54,7 +54,7 @@ class ServerMetrics {
   void WatchRelist(std::string_view resource, std::string_view reason);
   void TokenReviewCache(bool hit);
   void AccessReviewCache(bool hit);
-  void TokenReviewRefused();
+  void ReviewRefused();
 
   std::string Render(::modelmetrics::Format format) const { return registry_.Render(format); }
 
