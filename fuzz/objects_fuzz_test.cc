@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "deployment/object_file.h"
-#include "deployment/objects.h"
+#include "kube/object_file.h"
+#include "kube/objects.h"
 
 namespace {
 

@@ -14,11 +14,11 @@
 #include <string>
 #include <string_view>
 
-#include "deployment/baseline_store.h"
-#include "deployment/exporter_registry.h"
-#include "deployment/merge.h"
-#include "deployment/metrics_parse.h"
-#include "deployment/snapshot.h"
+#include "aggregation/baseline_store.h"
+#include "aggregation/exporter_registry.h"
+#include "aggregation/merge.h"
+#include "aggregation/metrics_parse.h"
+#include "aggregation/snapshot.h"
 
 namespace {
 

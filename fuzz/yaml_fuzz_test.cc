@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "deployment/object_file.h"
-#include "deployment/yaml.h"
+#include "kube/object_file.h"
+#include "kube/yaml.h"
 
 namespace {
 

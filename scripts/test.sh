@@ -105,7 +105,7 @@ stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus, th
 
 stage "aggregated API behind a kube-apiserver stand-in: availability, kubectl, delegated auth" 45
 (cd "$(mktemp -d -p "$work")" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/kube")
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/apiserver")
 
 stage "image: buildah (vfs, chroot) builds build/modelmetrics-image.tar and smoke-tests it" 60
 timeout 300 bash scripts/build-image.sh
@@ -126,7 +126,7 @@ await_tree asan
 
 stage "ASan + UBSan (ctest)" 240
 # The real stores' tests are left out: their waits are the stores', and the source code they
-# drive runs here in deployment_tests' in-process agreement cases. The 200-client load case is
+# drive runs here in aggregation_tests' in-process agreement cases. The 200-client load case is
 # a throughput check (a Debug ASan server handshakes TLS ~10x slower than the real one); the
 # other load cases, the same server code under fewer clients, run here.
 # One job more than cores: most cases wait on loopback servers and timeouts, not on the CPU.

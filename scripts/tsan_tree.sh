@@ -7,7 +7,7 @@
 #   run_tsan_suite SUITE LOG  runs one suite, its output to LOG; stops at the first report, and
 #                             fails a suite that hangs (10 min; the slowest takes 30 s under load)
 tsan_suites=(net/net_tests metrics/metrics_tests pipeline/pipeline_tests
-  deployment/deployment_tests deployment/deployment_objects_tests deployment/api_server_tests
+  aggregation/aggregation_tests kube/kube_tests apiserver/api_server_tests
   deployment/deployment_integration_tests sim/sim_tests ui/ui_tests)
 
 build_tsan_tree() {

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "deployment/object_file.h"
+#include "kube/object_file.h"
 #include "net/http_client.h"
 #include "sim/api_load.h"
 #include "sim/deployment_sim.h"

@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "deployment/aggregator.h"
-#include "deployment/baseline_store.h"
-#include "deployment/object_file.h"
+#include "aggregation/aggregator.h"
+#include "aggregation/baseline_store.h"
+#include "kube/object_file.h"
 #include "net/http_client.h"
 #include "process_stats.h"
 #include "sim/deployment_sim.h"

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "deployment/aggregator.h"
-#include "deployment/object_file.h"
-#include "deployment/prometheus_source.h"
+#include "aggregation/aggregator.h"
+#include "aggregation/prometheus_source.h"
+#include "kube/object_file.h"
 #include "process_stats.h"
 
 namespace {

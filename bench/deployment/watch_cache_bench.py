@@ -1,5 +1,5 @@
 """What the list+watch caches cost and save: `modelmetrics serve` behind the kube-apiserver
-stand-in (tests/kube/standin.py) with a simulated fleet in the cluster (about 1,000 Pods), read
+stand-in (tests/apiserver/standin.py) with a simulated fleet in the cluster (about 1,000 Pods), read
 snapshot after snapshot straight from the server (a ServiceAccount token, reviews cached), once
 with the caches (watch_objects: true) and once reading the objects on every snapshot (false, the
 path before them). Prints per-snapshot latency (p50, p90), the object requests the stand-in saw
@@ -22,7 +22,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "kube"))
+sys.path.insert(0, str(ROOT / "tests" / "apiserver"))
 from loopback_process import Process  # noqa: E402
 from standin import StandIn, https_get  # noqa: E402
 

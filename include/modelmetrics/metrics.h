@@ -242,11 +242,15 @@ class FamilyBase {
   bool shared() const { return shared_ != nullptr; }
 
   // For the pending-shares thread (src/metrics/pending_shares.h). Joins what waits to join the
-  // segment and copies what waiting children recorded since the last call; false once nothing
-  // is left to do.
-  bool SyncShared();
-  // In a fork child: what waiting children recorded before fork() is the parent's to copy.
-  void RebaseAfterFork();
+  // segment and copies what waiting children recorded since the last call: kDone once nothing
+  // is left to do, kAgain while children record here, kBusy when the directory lock was still
+  // held (other families would wait for it too).
+  enum class SyncResult : uint8_t { kDone, kAgain, kBusy };
+  SyncResult SyncShared();
+  // In a fork child: what waiting children recorded before fork() is the parent's to copy, and
+  // a gauge starts at 0 as joined ones do. False when a thread that is not in the child held the
+  // family's lock at fork() (the family is then left as it is).
+  bool RebaseAfterFork();
   // Why the last label set was refused (its handle inert): a value over kMaxLabelValueBytes,
   // kMaxChildrenPerFamily reached, or a full shared segment; empty when none ever was.
   std::string LastRefusal() const;

@@ -160,14 +160,16 @@ class SharedSegment {
   std::optional<int> StuckDirectoryHolder() const;
 
   // Registration (Registry and FamilyBase call these; see metrics.h). The family's index, or
-  // nullopt with *error.
+  // nullopt with *error, and *busy (when given) true when a stopped process held the directory
+  // lock past the bounded wait (try again later), false when the refusal is final (full, or the
+  // name defined otherwise).
   std::optional<uint32_t> RegisterFamily(const FamilyOptions& options, MetricType type,
-                                         std::string* error);
-  // The series' cells for this process, or a null cell with *error (segment full). `type` and
-  // `bounds` are the family's as the caller registered it (they size its cells).
+                                         std::string* error, bool* busy = nullptr);
+  // The series' cells for this process, or a null cell with *error and *busy as above. `type`
+  // and `bounds` are the family's as the caller registered it (they size its cells).
   metrics_internal::SharedCell RegisterSeries(uint32_t family, MetricType type, size_t bounds,
                                               std::span<const std::string_view> label_values,
-                                              std::string* error);
+                                              std::string* error, bool* busy = nullptr);
 
   struct Impl;  // src/metrics/segment_layout.h
 

@@ -30,11 +30,11 @@
 
 #include <fmt/format.h>
 
+#include "aggregation/aggregator.h"
+#include "aggregation/baseline_store.h"
 #include "base/duration.h"
 #include "base/mutex.h"
-#include "deployment/aggregator.h"
-#include "deployment/baseline_store.h"
-#include "deployment/object_file.h"
+#include "kube/object_file.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"
 #include "sim/pipeline_sim.h"

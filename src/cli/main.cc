@@ -12,9 +12,9 @@
 #include <memory>
 #include <string>
 
+#include "aggregation/exporter_catalog.h"
 #include "base/duration.h"
 #include "demo_command.h"
-#include "deployment/exporter_catalog.h"
 #include "object_source_flags.h"
 #include "parse_command.h"
 #include "read_limit_flags.h"

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "base/file.h"
-#include "deployment/kube_api.h"
-#include "deployment/object_file.h"
+#include "kube/kube_api.h"
+#include "kube/object_file.h"
 
 namespace modelmetrics::cli {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "deployment/aggregator.h"
-#include "deployment/serve_config.h"
+#include "aggregation/aggregator.h"
+#include "apiserver/serve_config.h"
 
 namespace modelmetrics::cli {
 

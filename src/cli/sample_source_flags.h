@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "deployment/pod_source.h"
-#include "deployment/prometheus_source.h"
+#include "aggregation/pod_source.h"
+#include "aggregation/prometheus_source.h"
 
 namespace modelmetrics::cli {
 

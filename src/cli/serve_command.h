@@ -1,5 +1,5 @@
-// `modelmetrics serve --config FILE`: the aggregated API server (src/deployment/api_server.h).
-// Its flags are in main.cc.
+// `modelmetrics serve --config FILE`: the aggregated API server
+// (src/apiserver/include/apiserver/api_server.h). Its flags are in main.cc.
 #ifndef MODELMETRICS_CLI_SERVE_COMMAND_H_
 #define MODELMETRICS_CLI_SERVE_COMMAND_H_
 

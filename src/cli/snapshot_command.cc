@@ -16,9 +16,9 @@
 #include <string>
 #include <thread>
 
+#include "aggregation/aggregator.h"
+#include "aggregation/snapshot.h"
 #include "base/duration.h"
-#include "deployment/aggregator.h"
-#include "deployment/snapshot.h"
 #include "object_source_flags.h"
 #include "read_limit_flags.h"
 #include "sample_source_flags.h"

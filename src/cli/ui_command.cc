@@ -18,10 +18,10 @@
 #include <optional>
 #include <string>
 
+#include "aggregation/aggregator.h"
+#include "aggregation/metrics_api_reader.h"
 #include "base/duration.h"
-#include "deployment/aggregator.h"
-#include "deployment/kube_api.h"
-#include "deployment/metrics_api_reader.h"
+#include "kube/kube_api.h"
 #include "object_source_flags.h"
 #include "read_limit_flags.h"
 #include "sample_source_flags.h"

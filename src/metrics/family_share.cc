@@ -1,6 +1,8 @@
 // How a family joins a SharedSegment: at once (Share), or, while a stopped process holds the
 // segment's directory, later from the pending-shares thread, with what it recorded meanwhile
 // (SyncShared). See family_state.h (State::Deferred) and pending_shares.h.
+#include <bit>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -11,17 +13,24 @@
 
 namespace modelmetrics::metrics_internal {
 
+namespace {
+
+// Bitwise: a NaN value equals itself (it was copied already), +0 and -0 differ.
+bool Same(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+
+}  // namespace
+
 void CopyNew(MetricType type, bool stamped, const Recorded& now, Recorded* copied,
              std::atomic<uint64_t>* cell) {
   switch (type) {
     case MetricType::kCounter:
-      // Equal totals add nothing (+Inf == +Inf); a NaN total keeps the cell NaN, as it is.
-      if (!(now.counter == copied->counter)) {
+      // A NaN or infinite total reaches the cell once and stays (NaN - NaN adds nothing new).
+      if (!Same(now.counter, copied->counter)) {
         shared_cells::AddDouble(cell[0], now.counter - copied->counter);
       }
       break;
     case MetricType::kGauge:
-      if (!(now.gauge == copied->gauge)) {
+      if (!Same(now.gauge, copied->gauge)) {
         cell[0].store(std::bit_cast<uint64_t>(now.gauge), std::memory_order_relaxed);
         cell[1].store(shared_cells::GaugeStamp(stamped), std::memory_order_release);
       }
@@ -35,7 +44,7 @@ void CopyNew(MetricType type, bool stamped, const Recorded& now, Recorded* copie
           cell[1 + b].fetch_add(to.buckets[b] - from.buckets[b], std::memory_order_relaxed);
         }
       }
-      if (!(to.sum == from.sum)) shared_cells::AddDouble(cell[0], to.sum - from.sum);
+      if (!Same(to.sum, from.sum)) shared_cells::AddDouble(cell[0], to.sum - from.sum);
       break;
     }
   }
@@ -61,8 +70,9 @@ Recorded FamilyBase::RecordedIn(const void* s) const {
 
 bool FamilyBase::Share(std::shared_ptr<SharedSegment> segment, std::string* error) {
   std::string why;
-  const std::optional<uint32_t> index = segment->RegisterFamily(options_, type_, &why);
-  if (!index && !segment->StuckDirectoryHolder()) {
+  bool busy = false;
+  const std::optional<uint32_t> index = segment->RegisterFamily(options_, type_, &why, &busy);
+  if (!index && !busy) {
     if (error != nullptr) *error = why;
     return false;
   }
@@ -84,19 +94,20 @@ bool FamilyBase::Share(std::shared_ptr<SharedSegment> segment, std::string* erro
   return true;
 }
 
-bool FamilyBase::SyncShared() {
+FamilyBase::SyncResult FamilyBase::SyncShared() {
   State& st = *state_;
   base::MutexLock lock(&st.mu);
   std::string error;
+  bool busy = false;
   if (st.join == State::Join::kWaiting) {
-    const std::optional<uint32_t> index = shared_->RegisterFamily(options_, type_, &error);
+    const std::optional<uint32_t> index = shared_->RegisterFamily(options_, type_, &error, &busy);
+    if (!index && busy) return SyncResult::kBusy;
     if (!index) {
-      if (shared_->StuckDirectoryHolder()) return true;  // still held: next time
       std::fprintf(stderr, "modelmetrics: %s records in this process only: %s\n",
                    options_.name.c_str(), error.c_str());
       st.deferred.clear();
       st.join = State::Join::kNone;
-      return false;
+      return SyncResult::kDone;
     }
     st.shared_family = *index;
     st.join = State::Join::kJoined;
@@ -107,8 +118,8 @@ bool FamilyBase::SyncShared() {
     State::Deferred& d = *it;
     if (d.cell.base == nullptr) {
       d.cell = shared_->RegisterSeries(st.shared_family, type_, options_.buckets.size(),
-                                       KeyValues(d.child->key), &error);
-      if (d.cell.base == nullptr && shared_->StuckDirectoryHolder()) break;  // next time
+                                       KeyValues(d.child->key), &error, &busy);
+      if (d.cell.base == nullptr && busy) return SyncResult::kBusy;
       if (d.cell.base == nullptr) {  // the segment is full: this child stays in this process
         st.Refuse(options_.name, &State::warned_shared, error);
         it = st.deferred.erase(it);
@@ -118,15 +129,23 @@ bool FamilyBase::SyncShared() {
     CopyNew(type_, stamped, RecordedIn(d.child->raw()), &d.copied, d.cell.get());
     ++it;
   }
-  return !st.deferred.empty();
+  return st.deferred.empty() ? SyncResult::kDone : SyncResult::kAgain;
 }
 
-void FamilyBase::RebaseAfterFork() {
+bool FamilyBase::RebaseAfterFork() {
   State& st = *state_;
-  // A thread that held the lock at fork() is not in this child: leave such a family as it is.
-  if (!st.mu.TryLock()) return;
-  for (State::Deferred& d : st.deferred) d.copied = RecordedIn(d.child->raw());
+  if (!st.mu.TryLock()) return false;
+  for (State::Deferred& d : st.deferred) {
+    if (type_ == MetricType::kGauge) {
+      // A joined gauge's cell in the child's new slot starts at 0: so does a waiting one.
+      std::get<1>(d.child->series)->value.store(0, std::memory_order_relaxed);
+      d.copied.gauge = std::nan("");
+    } else {
+      d.copied = RecordedIn(d.child->raw());
+    }
+  }
   st.mu.Unlock();
+  return true;
 }
 
 }  // namespace modelmetrics::metrics_internal

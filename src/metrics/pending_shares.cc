@@ -4,7 +4,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -14,7 +13,12 @@
 namespace modelmetrics::metrics_internal::pending_shares {
 namespace {
 
+using SyncResult = FamilyBase::SyncResult;
+
 struct Pending {
+  // Held across one family's SyncShared, so Remove can wait for it and fork() never copies a
+  // family mid-sync; the list's lock is never held across one (Add never waits for a sync).
+  base::Mutex sync_mu ACQUIRED_BEFORE(mu);
   base::Mutex mu;
   std::vector<FamilyBase*> families GUARDED_BY(mu);
   bool running GUARDED_BY(mu) = false;
@@ -26,12 +30,35 @@ Pending& List() {
   return *pending;
 }
 
+// One pass over the list, a family at a time; it stops at the first family whose registration
+// found the directory lock held (the rest would wait for it too).
+void Sweep() {
+  Pending& p = List();
+  for (size_t next = 0;;) {
+    base::MutexLock sync(&p.sync_mu);
+    FamilyBase* family = nullptr;
+    {
+      base::MutexLock lock(&p.mu);
+      if (next < p.families.size()) family = p.families[next];
+    }
+    if (family == nullptr) return;
+    const SyncResult result = family->SyncShared();
+    base::MutexLock lock(&p.mu);
+    if (result == SyncResult::kDone) {
+      std::erase(p.families, family);
+    } else {
+      ++next;  // a Remove meanwhile may make this skip one family until the next sweep
+    }
+    if (result == SyncResult::kBusy) return;
+  }
+}
+
 void Run() {
   Pending& p = List();
   for (;;) {
     std::this_thread::sleep_for(kPeriod);
+    Sweep();
     base::MutexLock lock(&p.mu);
-    std::erase_if(p.families, [](FamilyBase* family) { return !family->SyncShared(); });
     if (p.families.empty()) {
       p.running = false;
       return;
@@ -45,23 +72,32 @@ void StartLocked(Pending& p) REQUIRES(p.mu) {
   p.running = true;
 }
 
-// Registered after the segment's own handlers (a family waits only once a segment exists), so
-// this prepare runs first: the list's lock before the segment's, as the thread takes them.
-void PrepareFork() NO_THREAD_SAFETY_ANALYSIS { List().mu.Lock(); }
-void ParentAfterFork() NO_THREAD_SAFETY_ANALYSIS { List().mu.Unlock(); }
+void PrepareFork() NO_THREAD_SAFETY_ANALYSIS {
+  List().sync_mu.Lock();
+  List().mu.Lock();
+}
+
+void ParentAfterFork() NO_THREAD_SAFETY_ANALYSIS {
+  List().mu.Unlock();
+  List().sync_mu.Unlock();
+}
+
 void ChildAfterFork() NO_THREAD_SAFETY_ANALYSIS {
   Pending& p = List();
   p.running = false;  // the parent's thread is not here
-  for (FamilyBase* family : p.families) family->RebaseAfterFork();
+  // A family whose lock a thread held at fork() (that thread is not here) would stop the sweep
+  // for good: it is left out.
+  std::erase_if(p.families, [](FamilyBase* family) { return !family->RebaseAfterFork(); });
   if (!p.families.empty()) StartLocked(p);
   p.mu.Unlock();
+  p.sync_mu.Unlock();
 }
 
 }  // namespace
 
+void InstallForkHandlers() { pthread_atfork(PrepareFork, ParentAfterFork, ChildAfterFork); }
+
 void Add(FamilyBase* family) {
-  static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(PrepareFork, ParentAfterFork, ChildAfterFork); });
   Pending& p = List();
   base::MutexLock lock(&p.mu);
   if (std::find(p.families.begin(), p.families.end(), family) == p.families.end()) {
@@ -72,8 +108,13 @@ void Add(FamilyBase* family) {
 
 void Remove(FamilyBase* family) {
   Pending& p = List();
-  base::MutexLock lock(&p.mu);
-  std::erase(p.families, family);
+  {
+    base::MutexLock lock(&p.mu);
+    std::erase(p.families, family);
+  }
+  base::MutexLock wait_for_a_sync_in_flight(&p.sync_mu);
 }
+
+void SyncNow() { Sweep(); }
 
 }  // namespace modelmetrics::metrics_internal::pending_shares

@@ -105,9 +105,10 @@ void* FamilyBase::FindOrMake(std::string key, std::span<const std::string_view> 
   *deferred = st.join == State::Join::kWaiting;
   if (st.join == State::Join::kJoined) {
     std::string error;
-    cell =
-        shared_->RegisterSeries(st.shared_family, type_, options_.buckets.size(), values, &error);
-    if (cell.base == nullptr && !shared_->StuckDirectoryHolder()) {
+    bool busy = false;
+    cell = shared_->RegisterSeries(st.shared_family, type_, options_.buckets.size(), values, &error,
+                                   &busy);
+    if (cell.base == nullptr && !busy) {
       st.Refuse(options_.name, &State::warned_shared, error);
       return nullptr;
     }

@@ -317,8 +317,9 @@ bool SharedSegment::Impl::ValidSeries(const segment::SeriesRecord& r, uint32_t f
 }
 
 std::optional<uint32_t> SharedSegment::RegisterFamily(const FamilyOptions& options, MetricType type,
-                                                      std::string* error) {
+                                                      std::string* error, bool* busy) {
   Impl& impl = *impl_;
+  if (busy != nullptr) *busy = false;
   if (impl.observer) {
     *error = "a read-only view of the shared segment records nothing";
     return std::nullopt;
@@ -327,7 +328,10 @@ std::optional<uint32_t> SharedSegment::RegisterFamily(const FamilyOptions& optio
   std::optional<uint32_t> found = segment::FindFamily(impl, options, type, error);
   if (!found) {
     segment::DirectoryLock directory(impl, error);
-    if (!directory.ok()) return std::nullopt;
+    if (!directory.ok()) {
+      if (busy != nullptr) *busy = true;
+      return std::nullopt;
+    }
     found = segment::FindFamily(impl, options, type, error);
     if (!found) return segment::AppendFamily(impl, options, type, error);
   }
@@ -345,8 +349,9 @@ std::optional<int> SharedSegment::StuckDirectoryHolder() const {
 
 metrics_internal::SharedCell SharedSegment::RegisterSeries(
     uint32_t family, MetricType type, size_t bounds, std::span<const std::string_view> label_values,
-    std::string* error) {
+    std::string* error, bool* busy) {
   Impl& impl = *impl_;
+  if (busy != nullptr) *busy = false;
   if (impl.observer) {
     *error = "a read-only view of the shared segment records nothing";
     return {};
@@ -370,7 +375,10 @@ metrics_internal::SharedCell SharedSegment::RegisterSeries(
     return made(it->second);
   }
   segment::DirectoryLock directory(impl, error);
-  if (!directory.ok()) return {};
+  if (!directory.ok()) {
+    if (busy != nullptr) *busy = true;
+    return {};
+  }
   segment::Sync(impl);
   if (auto it = impl.cell_by_key.find(key); it != impl.cell_by_key.end() && fits(it->second)) {
     return made(it->second);

@@ -8,6 +8,7 @@
 #include <new>
 #include <vector>
 
+#include "pending_shares.h"
 #include "segment_layout.h"
 
 namespace modelmetrics {
@@ -141,7 +142,10 @@ void ChildAfterFork() NO_THREAD_SAFETY_ANALYSIS {
 
 void Track(SharedSegment::Impl* impl) {
   static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(PrepareFork, ParentAfterFork, ChildAfterFork); });
+  std::call_once(once, [] {
+    pthread_atfork(PrepareFork, ParentAfterFork, ChildAfterFork);
+    metrics_internal::pending_shares::InstallForkHandlers();  // after ours: see pending_shares.h
+  });
   base::MutexLock lock(&AttachedMutex());
   Attached().push_back(impl);
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "pending_shares.h"
 #include "segment_layout.h"
 
 namespace modelmetrics {
@@ -306,6 +307,8 @@ SharedSegment::~SharedSegment() {
 
 void SharedSegment::Leave() {
   Impl& impl = *impl_;
+  if (impl.left.load()) return;
+  metrics_internal::pending_shares::SyncNow();  // what waited to join, copied while attached
   if (impl.left.exchange(true)) return;
   using segment::LockByte;
   if (!LockByte(impl.fd, segment::kInitLock, F_WRLCK, true)) return;

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "deployment/objects.h"
+#include "kube/objects.h"
 #include "sim/sim_variant.h"
 #include "sim_histogram.h"
 #include "traffic.h"

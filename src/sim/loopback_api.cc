@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "apiserver/auth.h"
 #include "base/random_token.h"
-#include "deployment/auth.h"
 
 namespace modelmetrics::sim {
 

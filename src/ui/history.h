@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "deployment/snapshot.h"
+#include "aggregation/snapshot.h"
 
 namespace modelmetrics::ui {
 

@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "aggregation/snapshot.h"
 #include "assets.h"
 #include "base/mutex.h"
 #include "base/random_token.h"
 #include "base/text.h"
-#include "deployment/snapshot.h"
 #include "history.h"
 #include "net/http_server.h"
 

@@ -1,4 +1,4 @@
-// Planted: another module including mm_deployment's private merge.h by its bare name.
+// Planted: another module including mm_aggregation's private merge.h by its bare name.
 #include "merge.h"
 
 int ProbePrivateBareName() { return 0; }

@@ -1,4 +1,4 @@
-// Planted: another module including mm_deployment's private merge.h by its module path.
-#include "deployment/merge.h"
+// Planted: another module including mm_aggregation's private merge.h by its module path.
+#include "aggregation/merge.h"
 
 int ProbePrivateHeader() { return 0; }

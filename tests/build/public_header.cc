@@ -1,5 +1,5 @@
-// Another module may include mm_deployment's public headers.
-#include "deployment/aggregator.h"
+// Another module may include mm_aggregation's public headers.
+#include "aggregation/aggregator.h"
 
 int ProbePublicHeader() {
   return static_cast<int>(sizeof(modelmetrics::deployment::AggregatorOptions));

@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "aggregation/snapshot.h"
 #include "cli/cli_runner.h"
-#include "deployment/snapshot.h"
-#include "deployment/yaml.h"
+#include "kube/yaml.h"
 #include "sim/deployment_sim.h"
 
 namespace modelmetrics {

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "deployment/merge.h"
-#include "deployment/object_file.h"
+#include "aggregation/merge.h"
+#include "kube/object_file.h"
 #include "net/http_client.h"
 #include "sim/api_load.h"
 #include "sim/deployment_sim.h"

@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "deployment/aggregator.h"
-#include "deployment/baseline_store.h"
-#include "deployment/merge.h"
-#include "deployment/object_file.h"
+#include "aggregation/aggregator.h"
+#include "aggregation/baseline_store.h"
+#include "aggregation/merge.h"
+#include "kube/object_file.h"
 #include "sim/deployment_sim.h"
 #include "test_deadlines.h"
 

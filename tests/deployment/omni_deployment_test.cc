@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "deployment/aggregator.h"
-#include "deployment/baseline_store.h"
-#include "deployment/exporter_profile.h"
-#include "deployment/object_file.h"
+#include "aggregation/aggregator.h"
+#include "aggregation/baseline_store.h"
+#include "aggregation/exporter_profile.h"
+#include "kube/object_file.h"
 #include "modelmetrics/metrics.h"
 #include "sim/deployment_sim.h"
 #include "sim/pipeline_sim.h"

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "aggregation/real_store.h"
 #include "cli/cli_runner.h"
-#include "deployment/real_store.h"
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
 #include "test_paths.h"

@@ -19,12 +19,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "aggregation/prometheus_query.h"
+#include "aggregation/prometheus_source.h"
+#include "aggregation/real_store.h"
+#include "aggregation/source_compare.h"
+#include "aggregation/test_builders.h"
 #include "cli/cli_runner.h"
-#include "deployment/prometheus_query.h"
-#include "deployment/prometheus_source.h"
-#include "deployment/real_store.h"
-#include "deployment/source_compare.h"
-#include "deployment/test_builders.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 

@@ -8,12 +8,12 @@
 #include <thread>
 #include <vector>
 
-#include "deployment/aggregator.h"
-#include "deployment/baseline_store.h"
-#include "deployment/exporter_registry.h"
-#include "deployment/object_file.h"
-#include "deployment/test_builders.h"
-#include "deployment/toy_profile.h"
+#include "aggregation/aggregator.h"
+#include "aggregation/baseline_store.h"
+#include "aggregation/exporter_registry.h"
+#include "aggregation/test_builders.h"
+#include "aggregation/toy_profile.h"
+#include "kube/object_file.h"
 #include "sim/deployment_sim.h"
 #include "sim/exporter_registry.h"
 #include "sim/toy_sim_exporter.h"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-# tests/, for the helpers shared with tests/ui, tests/kube and tests/deploy (deadlines.py); after
+# tests/, for the helpers shared with tests/ui, tests/apiserver and tests/deploy (deadlines.py); after
 # everything else on the path, so none of its names hides an installed module.
 TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TESTS_DIR not in sys.path:

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "deployment/object_file.h"
+#include "kube/object_file.h"
 #include "modelmetrics/scrape.h"
 #include "net/http_client.h"
 #include "sim/number_spelling.h"

@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "deployment/aggregator.h"
-#include "deployment/baseline_store.h"
-#include "deployment/kube_api.h"
-#include "deployment/metrics_api_reader.h"
-#include "deployment/object_file.h"
+#include "aggregation/aggregator.h"
+#include "aggregation/baseline_store.h"
+#include "aggregation/metrics_api_reader.h"
+#include "kube/kube_api.h"
+#include "kube/object_file.h"
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"

@@ -50,8 +50,8 @@
 #include <string_view>
 #include <vector>
 
-#include "deployment/object_file.h"
-#include "deployment/objects.h"
+#include "kube/object_file.h"
+#include "kube/objects.h"
 #include "sim/pipeline_sim.h"
 #include "sim/sim_variant.h"
 #include "sim/stop_wait.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "deployment/aggregator.h"
-#include "deployment/api_server.h"
-#include "deployment/objects.h"
+#include "aggregation/aggregator.h"
+#include "apiserver/api_server.h"
+#include "kube/objects.h"
 
 namespace modelmetrics::sim {
 

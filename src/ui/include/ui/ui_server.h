@@ -31,8 +31,8 @@
 #include <memory>
 #include <string>
 
-#include "deployment/objects.h"
-#include "deployment/snapshot_reader.h"
+#include "aggregation/snapshot_reader.h"
+#include "kube/objects.h"
 
 namespace modelmetrics::ui {
 

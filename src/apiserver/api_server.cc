@@ -1,0 +1,727 @@
+// The aggregated API server for ModelDeploymentMetrics and the serve configuration (see
+// api_server.h).
+#include "apiserver/api_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "api_discovery.h"
+#include "base/duration.h"
+#include "base/file.h"
+#include "base/mutex.h"
+#include "json_dump.h"
+#include "kube/kube_names.h"
+#include "kube/yaml.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+net::HttpResponse JsonResponse(int code, std::string body) {
+  net::HttpResponse response;
+  response.status = code;
+  response.content_type = "application/json";
+  response.body = std::move(body);
+  return response;
+}
+
+// An error code as sent: a status that is not an HTTP error (a source's bug) is a 500.
+int ErrorCode(int code) { return code >= 400 && code <= 599 ? code : 500; }
+
+// Errors: the deployment named in details; 401 without details, as Kubernetes sends it.
+net::HttpResponse StatusResponse(const ApiStatus& status, const StatusDetails* details,
+                                 bool with_details = true, int retry_after_seconds = 0) {
+  net::HttpResponse response = JsonResponse(
+      ErrorCode(status.code), StatusJson(status, details, with_details, retry_after_seconds));
+  if (retry_after_seconds > 0) {
+    response.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
+  }
+  return response;
+}
+
+net::HttpResponse Unauthorized() {
+  return StatusResponse({401, "Unauthorized", "Unauthorized"}, nullptr, /*with_details=*/false);
+}
+
+net::HttpResponse UnknownPath() {
+  return StatusResponse(ApiStatus::NotFound("the server could not find the requested resource"),
+                        nullptr);
+}
+
+net::HttpResponse MethodNotAllowed(const StatusDetails* details) {
+  net::HttpResponse response = StatusResponse(
+      {405, "MethodNotAllowed", "the server does not allow this method on the requested resource"},
+      details);
+  response.headers.emplace_back("Allow", "GET");
+  return response;
+}
+
+std::string VersionJson() {
+  OrderedJson info{{"major", "0"},    {"minor", "1"},       {"gitVersion", "v0.1.0"},
+                   {"gitCommit", ""}, {"gitTreeState", ""}, {"buildDate", ""},
+                   {"goVersion", ""}, {"compiler", "c++"},  {"platform", "linux/amd64"}};
+  return DumpJson(info);
+}
+
+// Kubernetes' forbidden message: `modeldeployments.worker.gpustack.ai "chat" is forbidden: User
+// "bob" cannot get resource "modeldeployments/metrics" in API group "worker.gpustack.ai" in the
+// namespace "team"[: reason]`.
+std::string ForbiddenMessage(const AuthorizationRequest& request, std::string_view reason) {
+  const std::string resource =
+      request.subresource.empty() ? request.resource : request.resource + "/" + request.subresource;
+  std::string message = fmt::format(
+      "{}.{} \"{}\" is forbidden: User \"{}\" cannot {} resource \"{}\" in API group \"{}\" in "
+      "the namespace \"{}\"",
+      request.resource, request.api_group, request.name, request.user.name, request.verb, resource,
+      request.api_group, request.ns);
+  if (!reason.empty()) fmt::format_to(std::back_inserter(message), ": {}", reason);
+  return message;
+}
+
+// `NotFound` -> `not_found`: a Status reason as a metric label value.
+std::string SnakeCase(std::string_view reason) {
+  std::string out;
+  for (char c : reason) {
+    if (c >= 'A' && c <= 'Z') {
+      if (!out.empty()) out.push_back('_');
+      out.push_back(static_cast<char>(c - 'A' + 'a'));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// A value echoed in an error message, cut so a long path cannot make a long answer.
+std::string Echo(std::string_view value) {
+  constexpr size_t kMax = 100;
+  if (value.size() <= kMax) return std::string(value);
+  return std::string(value.substr(0, kMax)) + "...";
+}
+
+std::vector<std::string_view> SplitPath(std::string_view path) {
+  std::vector<std::string_view> segments;
+  if (!path.empty() && path.front() == '/') path.remove_prefix(1);
+  while (true) {
+    const size_t slash = path.find('/');
+    segments.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return segments;
+}
+
+// A bounded pool: at most `capacity` jobs running or queued.
+class WorkerPool {
+ public:
+  WorkerPool(int threads, size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
+    for (int i = 0; i < std::max(threads, 1); ++i) {
+      threads_.emplace_back([this] { Run(); });
+    }
+  }
+  ~WorkerPool() { Shutdown(); }
+
+  // False when full, when `source` already holds `per_source` jobs, or when shut down: the
+  // caller answers 429.
+  bool TrySubmit(std::function<void()> job, const std::string& source = {},
+                 size_t per_source = SIZE_MAX) {
+    base::MutexLock lock(&mu_);
+    if (stopping_ || in_flight_ >= capacity_) return false;
+    size_t& held = by_source_[source];
+    if (held >= per_source) {
+      if (held == 0) by_source_.erase(source);
+      return false;
+    }
+    ++held;
+    ++in_flight_;
+    queue_.push_back({std::move(job), source});
+    cv_.notify_one();
+    return true;
+  }
+
+  // Jobs running or queued.
+  size_t in_flight() const {
+    base::MutexLock lock(&mu_);
+    return in_flight_;
+  }
+
+  // Drops queued jobs (their Responders then answer 500 or are ignored by a stopped server),
+  // waits for running ones, joins.
+  void Shutdown() {
+    std::deque<Job> dropped;
+    {
+      base::MutexLock lock(&mu_);
+      if (stopping_ && threads_.empty()) return;
+      stopping_ = true;
+      dropped.swap(queue_);
+      cv_.notify_all();
+    }
+    dropped.clear();
+    for (std::thread& thread : threads_) thread.join();
+    threads_.clear();
+  }
+
+ private:
+  void Run() {
+    while (true) {
+      Job job;
+      {
+        base::MutexLock lock(&mu_);
+        cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job.run();
+      job.run = nullptr;  // release the Responder before the slot frees
+      base::MutexLock lock(&mu_);
+      --in_flight_;
+      if (auto it = by_source_.find(job.source); it != by_source_.end() && --it->second == 0) {
+        by_source_.erase(it);
+      }
+    }
+  }
+
+  struct Job {
+    std::function<void()> run;
+    std::string source;
+  };
+  const size_t capacity_;
+  mutable base::Mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_ GUARDED_BY(mu_);
+  size_t in_flight_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, size_t, std::less<>> by_source_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Status
+
+std::string StatusJson(const ApiStatus& status, const StatusDetails* details, bool with_details,
+                       int retry_after_seconds) {
+  const int code = ErrorCode(status.code);
+  std::string reason = status.reason.empty() || code != status.code
+                           ? std::string(ReasonForCode(code))
+                           : status.reason;
+  std::string message = status.message.empty() ? reason : status.message;
+  OrderedJson json{{"kind", "Status"},
+                   {"apiVersion", "v1"},
+                   {"metadata", OrderedJson::object()},
+                   {"status", "Failure"},
+                   {"message", std::move(message)}};
+  if (!reason.empty()) json["reason"] = std::move(reason);
+  if (with_details) {
+    OrderedJson json_details = OrderedJson::object();
+    if (details != nullptr) {
+      json_details["name"] = details->name;
+      json_details["group"] = details->group;
+      json_details["kind"] = details->kind;
+    }
+    if (code == 429 && retry_after_seconds == 0) retry_after_seconds = 1;
+    if (retry_after_seconds > 0) json_details["retryAfterSeconds"] = retry_after_seconds;
+    json["details"] = std::move(json_details);
+  }
+  json["code"] = code;
+  return DumpJson(json);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ApiServer
+
+struct ApiServer::Impl {
+  ApiServerOptions options;
+  SnapshotFunction snapshot;
+  std::unique_ptr<Authenticator> authenticator;
+  std::unique_ptr<Authorizer> authorizer;
+  std::unique_ptr<net::HttpServer> http;
+  std::unique_ptr<WorkerPool> authorizing;         // requests whose sender is known locally
+  std::unique_ptr<WorkerPool> reviewing;           // requests waiting for a TokenReview
+  std::atomic<int64_t> last_review_refusal_ms{0};  // steady ms of the last review refused
+  std::unique_ptr<SharedReads> reads;
+  std::unique_ptr<OpenApiDocuments> openapi;
+  std::shared_ptr<ServerMetrics> metrics;
+  HealthChecks livez{"livez"}, readyz{"readyz"}, healthz{"healthz"};
+  std::atomic<bool> stopping{false};
+  bool started = false;
+
+  void AddHealthChecks();
+  // Counts the request in the server's metrics when `respond` answers it.
+  net::Responder Counted(const net::HttpRequest& request, net::Responder respond);
+  // A GET route (a prefix when it ends in '/') whose answers are counted.
+  void Route(const std::string& path_or_prefix,
+             std::function<net::HttpResponse(const net::HttpRequest&)> handler);
+
+  void Serve(const net::HttpRequest& request, net::Responder respond);
+  // Queues `job` on the review pool within the share of `source`; false (counted, and shown by
+  // /readyz) when the share or the pool is full.
+  bool SubmitReview(const std::string& source, std::function<void()> job);
+  // Whether `request` waited in a queue past its budget (it is then not reviewed late).
+  bool WaitedTooLong(const net::HttpRequest& request) const {
+    return request.received_at != SteadyTime() &&
+           SteadyClock::now() - request.received_at > options.request_timeout;
+  }
+  // Calls `then` with the authoriser's decision on `access`: here when the authoriser needs no
+  // other server or this already is a review job (`reviewing`); else from a review job, so
+  // requests decided locally never wait behind a SubjectAccessReview. 429 when refused there.
+  using Decided = std::function<void(const AuthorizationRequest&, const AuthorizationDecision&)>;
+  void Decide(const net::HttpRequest& request, bool reviewing, AuthorizationRequest access,
+              Decided then, const net::Responder& respond, const StatusDetails* details);
+  // Authorises `access` (a non-resource path), then answers with `answer()` (403 / 500 / 429
+  // as for a resource request).
+  void AuthorizeNonResource(const net::HttpRequest& request, bool reviewing,
+                            AuthorizationRequest access, std::function<net::HttpResponse()> answer,
+                            const net::Responder& respond);
+  // On a request pool: authenticates (unless `known` already names the sender), then routes.
+  void Dispatch(const net::HttpRequest& request, const net::Responder& respond,
+                const UserInfo* known);
+  // The readiness line of the review queue: "" when it keeps up, else how it is saturated.
+  std::string ReviewsDegraded() const;
+  // Discovery, the OpenAPI documents and /metrics, once authorised.
+  net::HttpResponse NonResource(const net::HttpRequest& request);
+  // `resource`/`subresource` as authorised: modeldeployments/metrics or modeldeploymentmetrics.
+  void ServeMetrics(const net::HttpRequest& request, bool reviewing, UserInfo user,
+                    std::string_view resource, std::string_view subresource, std::string ns,
+                    std::string name, const net::Responder& respond);
+  // Once `access` is decided: 500 / 403, or the shared read of its deployment.
+  void ReadIfAllowed(const AuthorizationRequest& access, const AuthorizationDecision& decision,
+                     const StatusDetails& details, SteadyTime deadline,
+                     const net::Responder& respond);
+  SharedReads::Result Read(const std::string& ns, const std::string& name, SteadyTime deadline);
+};
+
+namespace {
+
+// Runs `fn`, answering 500 for what it throws (a pool job must not end its thread).
+template <typename F>
+void AnswerErrors(const net::Responder& respond, F&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
+  } catch (...) {
+    respond(StatusResponse(ApiStatus::Internal("unknown error"), nullptr));
+  }
+}
+
+net::HttpResponse ServerBusy() {
+  return StatusResponse({503, "ServiceUnavailable", "the server is busy; try again"}, nullptr,
+                        /*with_details=*/true, /*retry_after_seconds=*/1);
+}
+
+net::HttpResponse TooManyRequests(const StatusDetails* details) {
+  return StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
+                        details, /*with_details=*/true, /*retry_after_seconds=*/1);
+}
+
+net::HttpResponse ReadResponse(const SharedReads::Result& result, const StatusDetails& details) {
+  if (!result.status.ok() || result.body == nullptr) {
+    return StatusResponse(result.status, &details, /*with_details=*/true, result.retry ? 1 : 0);
+  }
+  return JsonResponse(200, *result.body);
+}
+
+net::HttpResponse NotStartedInTime(const StatusDetails& details) {
+  return ReadResponse({.status = SharedReads::NotStartedInTime(), .body = nullptr, .retry = true},
+                      details);
+}
+
+}  // namespace
+
+void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder respond) {
+  // Who sent it, when that needs nobody else (certificates, the front proxy's headers, a cached
+  // token): those requests never queue behind reviews; the rest go to the review pool,
+  // where one client address holds at most its share.
+  UserInfo user;
+  std::optional<bool> local;
+  try {
+    local = authenticator->AuthenticateLocally(request, &user);
+  } catch (const std::exception& e) {
+    return respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
+  }
+  if (local && !*local) return respond(Unauthorized());
+  auto job = [this, &request, respond,
+              known = local ? std::optional<UserInfo>(std::move(user)) : std::nullopt] {
+    AnswerErrors(respond, [&] { Dispatch(request, respond, known ? &*known : nullptr); });
+  };
+  // A token to review: the share of its client's address.
+  const bool queued = local ? authorizing->TrySubmit(std::move(job))
+                            : SubmitReview(request.remote_address, std::move(job));
+  if (!queued) respond(TooManyRequests(nullptr));
+}
+
+bool ApiServer::Impl::SubmitReview(const std::string& source, std::function<void()> job) {
+  if (reviewing->TrySubmit(std::move(job), source,
+                           std::max<size_t>(1, options.max_reviewing / kReviewShares))) {
+    return true;
+  }
+  metrics->ReviewRefused();
+  last_review_refusal_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now().time_since_epoch())
+          .count();
+  return false;
+}
+
+void ApiServer::Impl::Decide(const net::HttpRequest& request, bool reviewing,
+                             AuthorizationRequest access, Decided then,
+                             const net::Responder& respond, const StatusDetails* details) {
+  if (!reviewing) {
+    if (std::optional<AuthorizationDecision> decision = authorizer->AuthorizeLocally(access)) {
+      return then(access, *decision);
+    }
+    const std::string source_user = access.user.name;
+    auto job = [this, &request, respond, then, access = std::move(access)] {
+      if (WaitedTooLong(request)) return respond(ServerBusy());
+      AnswerErrors(respond, [&] { then(access, authorizer->Authorize(access)); });
+    };
+    // An access to review: the share of its user (every front-proxy request comes from
+    // kube-apiserver's address, so one user's misses must not take every user's places).
+    if (!SubmitReview("user:" + source_user, std::move(job))) respond(TooManyRequests(details));
+    return;
+  }
+  then(access, authorizer->Authorize(access));
+}
+
+std::string ApiServer::Impl::ReviewsDegraded() const {
+  const size_t waiting = reviewing ? reviewing->in_flight() : 0;
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now().time_since_epoch())
+          .count();
+  const int64_t last = last_review_refusal_ms.load();
+  const bool refused_lately = last != 0 && now_ms - last < 10000;
+  if (!refused_lately && waiting < options.max_reviewing / 2) return "";
+  return "degraded: " + std::to_string(waiting) +
+         " requests waiting for a TokenReview or SubjectAccessReview" +
+         (refused_lately ? ", some refused in the last 10 s" : "") +
+         " (requests needing no review are not delayed)";
+}
+
+void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Responder& respond,
+                               const UserInfo* known) {
+  // A request that waited out its budget in the queue is not authenticated (a TokenReview) late.
+  if (WaitedTooLong(request)) return respond(ServerBusy());
+  UserInfo user;
+  if (known != nullptr) {
+    user = *known;
+  } else if (!authenticator->Authenticate(request, &user)) {
+    return respond(Unauthorized());
+  }
+
+  std::string_view path = request.path;
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const bool discovery =
+      path == "/apis" || path == options.api.GroupPath() || path == options.api.VersionPath();
+  const bool document = path.starts_with("/openapi/") && openapi->Serve(request).has_value();
+  if (discovery || document || path == "/metrics") {
+    if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
+    AuthorizationRequest access{.user = std::move(user), .verb = "get", .path = std::string(path)};
+    return AuthorizeNonResource(
+        request, known == nullptr, std::move(access),
+        [this, &request] { return NonResource(request); }, respond);
+  }
+  // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or  //
+  // /apis/GROUP/VERSION/namespaces/{ns}/modeldeployments/{name}/metrics, or
+  // /apis/GROUP/VERSION/namespaces/{ns}/modeldeploymentmetrics/{name}
+  const std::vector<std::string_view> segments = SplitPath(request.path);  // no trailing '/' here
+  const bool in_api = segments.size() >= 7 && segments[0] == "apis" &&
+                      segments[1] == options.api.group && segments[2] == options.api.version &&
+                      segments[3] == "namespaces";
+  if (in_api && segments.size() == 8 && segments[5] == kMetricsResource &&
+      segments[7] == kMetricsSubresource) {
+    return ServeMetrics(request, known == nullptr, std::move(user), kMetricsResource,
+                        kMetricsSubresource, std::string(segments[4]), std::string(segments[6]),
+                        respond);
+  }
+  if (in_api && segments.size() == 7 && segments[5] == kMetricsObjectResource) {
+    return ServeMetrics(request, known == nullptr, std::move(user), kMetricsObjectResource, "",
+                        std::string(segments[4]), std::string(segments[6]), respond);
+  }
+  respond(UnknownPath());
+}
+
+net::HttpResponse ApiServer::Impl::NonResource(const net::HttpRequest& request) {
+  if (std::optional<net::HttpResponse> document = openapi->Serve(request)) return *document;
+  std::string_view path = request.path;
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  if (path == "/metrics") {
+    net::HttpResponse response;
+    response.content_type = std::string(kTextContentType);
+    response.body = metrics->Render(Format::kText);
+    return response;
+  }
+  // Discovery, with an ETag as kube-apiserver's: kube-aggregator re-fetches /apis every minute.
+  net::HttpResponse response = JsonResponse(200, "");
+  if (path == "/apis") {
+    const DiscoveryForm form = NegotiateDiscovery(request.headers.Get("Accept"));
+    response.body = ApisJson(options.api, form);
+    response.content_type = DiscoveryContentType(form);
+  } else {
+    response.body = path == options.api.GroupPath() ? ApiGroupJson(options.api)
+                                                    : ApiResourceListJson(options.api);
+  }
+  const std::string etag = "\"" + DocumentHash(response.body) + "\"";
+  if (request.headers.Get("If-None-Match") == etag) {
+    response.status = 304;
+    response.body.clear();
+  }
+  response.headers.emplace_back("ETag", etag);
+  response.headers.emplace_back("Vary", "Accept");
+  return response;
+}
+
+void ApiServer::Impl::AuthorizeNonResource(const net::HttpRequest& request, bool reviewing,
+                                           AuthorizationRequest access,
+                                           std::function<net::HttpResponse()> answer,
+                                           const net::Responder& respond) {
+  auto then = [respond, answer = std::move(answer)](const AuthorizationRequest& access,
+                                                    const AuthorizationDecision& decision) {
+    if (!decision.error.ok()) {
+      return respond(StatusResponse(
+          ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
+          nullptr));
+    }
+    if (!decision.allowed) {
+      // Kubernetes' words for a non-resource path.
+      std::string message = fmt::format("forbidden: User \"{}\" cannot get path \"{}\"",
+                                        access.user.name, Echo(access.path));
+      if (!decision.reason.empty()) message += ": " + decision.reason;
+      return respond(StatusResponse({403, "Forbidden", std::move(message)}, nullptr));
+    }
+    respond(answer());
+  };
+  Decide(request, reviewing, std::move(access), std::move(then), respond, nullptr);
+}
+
+void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, bool reviewing, UserInfo user,
+                                   std::string_view resource, std::string_view subresource,
+                                   std::string ns, std::string name,
+                                   const net::Responder& respond) {
+  const StatusDetails details{
+      .name = name, .group = options.api.group, .kind = std::string(resource)};
+  if (request.method != "GET") return respond(MethodNotAllowed(&details));
+  // Names are checked before anything (authoriser, API, Pods) sees them.
+  if (std::string problem = ValidateDns1123Label(ns); !problem.empty()) {
+    return respond(StatusResponse(
+        ApiStatus::BadRequest(fmt::format("invalid namespace \"{}\": {}", Echo(ns), problem)),
+        &details));
+  }
+  if (std::string problem = ValidateDns1123Subdomain(name); !problem.empty()) {
+    return respond(StatusResponse(
+        ApiStatus::BadRequest(fmt::format("invalid name \"{}\": {}", Echo(name), problem)),
+        &details));
+  }
+  // The budget counts from the request's arrival, not from when a thread gets to it.
+  const SteadyTime arrived =
+      request.received_at == SteadyTime() ? SteadyClock::now() : request.received_at;
+  const SteadyTime deadline = arrived + options.request_timeout;
+  AuthorizationRequest access{.user = std::move(user),
+                              .verb = "get",
+                              .api_group = options.api.group,
+                              .api_version = options.api.version,
+                              .resource = std::string(resource),
+                              .subresource = std::string(subresource),
+                              .ns = std::move(ns),
+                              .name = std::move(name)};
+  if (deadline - SteadyClock::now() < options.min_read_budget) {
+    return respond(NotStartedInTime(details));
+  }
+  auto then = [this, details, deadline, respond](const AuthorizationRequest& access,
+                                                 const AuthorizationDecision& decision) {
+    ReadIfAllowed(access, decision, details, deadline, respond);
+  };
+  Decide(request, reviewing, std::move(access), std::move(then), respond, &details);
+}
+
+void ApiServer::Impl::ReadIfAllowed(const AuthorizationRequest& access,
+                                    const AuthorizationDecision& decision,
+                                    const StatusDetails& details, SteadyTime deadline,
+                                    const net::Responder& respond) {
+  if (!decision.error.ok()) {
+    return respond(StatusResponse(
+        ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
+        &details));
+  }
+  if (!decision.allowed) {
+    return respond(
+        StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)}, &details));
+  }
+  // A slow review may have used the budget up.
+  if (deadline - SteadyClock::now() < options.min_read_budget) {
+    return respond(NotStartedInTime(details));
+  }
+  const SharedReads::Admission admission = reads->Submit(
+      access.ns, access.name, deadline, [respond, details](const SharedReads::Result& result) {
+        respond(ReadResponse(result, details));
+      });
+  metrics->SharedRead(SharedReads::AdmissionName(admission));
+  if (admission == SharedReads::Admission::kBusy) respond(TooManyRequests(&details));
+}
+
+SharedReads::Result ApiServer::Impl::Read(const std::string& ns, const std::string& name,
+                                          SteadyTime deadline) {
+  Snapshot result;
+  const SteadyTime started = SteadyClock::now();
+  const ApiStatus status = snapshot(ns, name, deadline, &result);
+  const std::string outcome = status.ok()          ? (result.partial ? "partial" : "ok")
+                              : status.code == 504 ? "timeout"
+                                                   : SnakeCase(status.reason);
+  metrics->SnapshotRead(outcome,
+                        std::chrono::duration<double>(SteadyClock::now() - started).count());
+  if (!status.ok()) return {.status = status};
+  // Rendered once per read: every request sharing it gets the same bytes.
+  return {.status = status,
+          .body = std::make_shared<const std::string>(
+              SnapshotToJson(result, options.api.GroupVersion()))};
+}
+
+ApiServer::ApiServer(ApiServerOptions options, SnapshotFunction snapshot,
+                     std::unique_ptr<Authenticator> authenticator,
+                     std::unique_ptr<Authorizer> authorizer)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->snapshot = std::move(snapshot);
+  impl_->authenticator = std::move(authenticator);
+  impl_->authorizer = std::move(authorizer);
+}
+
+ApiServer::~ApiServer() { Stop(); }
+
+bool ApiServer::Start(std::string* error) {
+  Impl& impl = *impl_;
+  if (impl.started) {
+    if (error) *error = "the API server was already started";
+    return false;
+  }
+  if (!impl.authenticator || !impl.authorizer || !impl.snapshot) {
+    if (error) *error = "the API server needs an authenticator, an authoriser and a snapshot";
+    return false;
+  }
+  if (impl.options.request_timeout <= impl.options.min_read_budget) {
+    if (error) *error = "request_timeout must be longer than min_read_budget";
+    return false;
+  }
+  if (std::string why = impl.options.api.Validate(); !why.empty()) {
+    if (error) *error = why;
+    return false;
+  }
+  impl.started = true;
+  impl.openapi = std::make_unique<OpenApiDocuments>(impl.options.api);
+  impl.metrics = impl.options.metrics ? impl.options.metrics : std::make_shared<ServerMetrics>();
+  impl.http = std::make_unique<net::HttpServer>(impl.options.http);
+  impl.AddHealthChecks();
+  impl.Route("/version", [](const net::HttpRequest&) { return JsonResponse(200, VersionJson()); });
+  impl.http->RoutePrefixAsync("", "/",
+                              [&impl](const net::HttpRequest& request, net::Responder respond) {
+                                impl.Serve(request, impl.Counted(request, std::move(respond)));
+                              });
+  impl.authorizing =
+      std::make_unique<WorkerPool>(impl.options.authorizer_threads, impl.options.max_authorizing);
+  impl.reviewing =
+      std::make_unique<WorkerPool>(impl.options.review_threads, impl.options.max_reviewing);
+  SharedReads::Options reads;
+  reads.threads = impl.options.worker_threads;
+  reads.max_reads = impl.options.max_in_flight;
+  reads.max_waiters = impl.options.max_waiting;
+  reads.reuse_for = impl.options.reuse_for;
+  reads.min_read_budget = impl.options.min_read_budget;
+  impl.reads = std::make_unique<SharedReads>(
+      reads, [&impl](const std::string& ns, const std::string& name, SteadyTime deadline) {
+        return impl.Read(ns, name, deadline);
+      });
+  std::string start_error;
+  if (!impl.http->Start(&start_error)) {
+    if (error) *error = start_error;
+    impl.authorizing->Shutdown();
+    impl.reviewing->Shutdown();
+    impl.reads->Shutdown();
+    return false;
+  }
+  return true;
+}
+
+void ApiServer::Impl::AddHealthChecks() {
+  const auto ping = [] { return std::string(); };
+  for (HealthChecks* checks : {&livez, &readyz, &healthz}) checks->Add("ping", ping);
+  for (const auto& [name, check] : options.readiness_checks) {
+    readyz.Add(name, check);
+    healthz.Add(name, check);
+  }
+  // Reports saturated TokenReviews without failing: requests needing no review still pass.
+  for (HealthChecks* checks : {&readyz, &healthz}) {
+    checks->AddInformational("reviews", [this] { return ReviewsDegraded(); });
+  }
+  // Fails from the moment Stop() begins (a probe that reaches a stopping server sees why).
+  readyz.Add("shutdown", [this] {
+    return stopping.load() ? std::string("the server is shutting down") : std::string();
+  });
+  for (HealthChecks* checks : {&livez, &readyz, &healthz}) {
+    const std::string root = "/" + checks->endpoint();
+    Route(root,
+          [checks](const net::HttpRequest& request) { return checks->Serve("", request.query); });
+    Route(root + "/", [checks, root](const net::HttpRequest& request) {
+      return checks->Serve(std::string_view(request.path).substr(root.size() + 1), request.query);
+    });
+  }
+}
+
+net::Responder ApiServer::Impl::Counted(const net::HttpRequest& request, net::Responder respond) {
+  metrics->RequestStarted();
+  const SteadyTime arrived =
+      request.received_at == SteadyTime() ? SteadyClock::now() : request.received_at;
+  return net::Responder([metrics = metrics, respond = std::move(respond), arrived,
+                         method = request.method,
+                         path_class = ClassifyPath(request.path)](net::HttpResponse response) {
+    metrics->RequestFinished(method, path_class, response.status,
+                             std::chrono::duration<double>(SteadyClock::now() - arrived).count());
+    respond(std::move(response));
+  });
+}
+
+void ApiServer::Impl::Route(const std::string& path_or_prefix,
+                            std::function<net::HttpResponse(const net::HttpRequest&)> handler) {
+  auto counted = [this, handler = std::move(handler)](const net::HttpRequest& request,
+                                                      net::Responder respond) {
+    Counted(request, std::move(respond))(handler(request));
+  };
+  if (path_or_prefix.ends_with('/')) {
+    http->RoutePrefixAsync("GET", path_or_prefix, std::move(counted));
+  } else {
+    http->RouteAsync("GET", path_or_prefix, std::move(counted));
+  }
+}
+
+uint16_t ApiServer::port() const { return impl_->http ? impl_->http->port() : 0; }
+
+std::string ApiServer::url() const {
+  const std::string& address = impl_->options.http.address;
+  const bool ipv6 = address.find(':') != std::string::npos;
+  return fmt::format("{}://{}{}{}:{}", impl_->options.http.tls ? "https" : "http", ipv6 ? "[" : "",
+                     address, ipv6 ? "]" : "", port());
+}
+
+void ApiServer::Stop() {
+  impl_->stopping = true;
+  if (impl_->http) impl_->http->Stop();
+  if (impl_->authorizing) impl_->authorizing->Shutdown();
+  if (impl_->reviewing) impl_->reviewing->Shutdown();
+  if (impl_->reads) impl_->reads->Shutdown();
+}
+
+}  // namespace modelmetrics::deployment

@@ -1,0 +1,544 @@
+// The serve configuration: one table of settings (kSettings) drives the parser and the reference.
+#include "apiserver/serve_config.h"
+
+#include <filesystem>
+#include <functional>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/duration.h"
+#include "kube/yaml.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+using Json = nlohmann::json;
+using std::chrono::milliseconds;
+
+// What a setting's parser has beside its node: where relative paths start, and where an error
+// goes (the parser returns false after Fail).
+struct Context {
+  const std::string& base_dir;
+  std::string* error;
+
+  bool Fail(std::string message) const {
+    *error = std::move(message);
+    return false;
+  }
+  std::string Resolve(const std::string& path) const {
+    if (path.empty() || base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
+    return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+  }
+};
+
+// Parses `node`, the value of `key`, into the configuration.
+using Parse =
+    std::function<bool(const std::string& key, const Json& node, const Context&, ServeConfig*)>;
+
+struct Setting {
+  ServeConfigKey doc;
+  Parse parse;
+};
+
+// ---- value readers, with the error texts every setting of a type shares ----------------------
+
+bool ReadText(const std::string& key, const Json& node, const Context& ctx, std::string* out) {
+  if (!YamlScalarText(node, out)) return ctx.Fail(fmt::format("{}: expected a string", key));
+  return true;
+}
+
+bool ReadInteger(const std::string& key, const Json& node, const Context& ctx, int64_t min,
+                 int64_t max, int64_t* out) {
+  if (!node.is_number_integer()) return ctx.Fail(fmt::format("{}: expected an integer", key));
+  if (node.is_number_unsigned() && node.get<uint64_t>() > static_cast<uint64_t>(max)) {
+    return ctx.Fail(
+        fmt::format("{}: {} is out of range [{}, {}]", key, node.get<uint64_t>(), min, max));
+  }
+  *out = node.get<int64_t>();
+  if (*out < min || *out > max) {
+    return ctx.Fail(fmt::format("{}: {} is out of range [{}, {}]", key, *out, min, max));
+  }
+  return true;
+}
+
+// A list of non-empty scalars; `what` names them in the error. `null_is_empty`: `key:` alone is
+// an empty list.
+bool ReadList(const std::string& key, const Json& node, const Context& ctx, std::string_view what,
+              bool null_is_empty, std::vector<std::string>* out) {
+  if (node.is_null() && null_is_empty) return true;
+  if (!node.is_array()) return ctx.Fail(fmt::format("{}: expected a list of {}", key, what));
+  out->clear();
+  for (const Json& item : node) {
+    std::string text;
+    if (!YamlScalarText(item, &text) || text.empty()) {
+      return ctx.Fail(fmt::format("{}: expected a list of {}", key, what));
+    }
+    out->push_back(std::move(text));
+  }
+  return true;
+}
+
+// ---- typed setting parsers: `field` maps the configuration to the member a row sets -----------
+
+template <typename F>
+Parse Text(F field) {
+  return [field](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+    return ReadText(key, node, ctx, &field(*c));
+  };
+}
+
+template <typename F>
+Parse Path(F field) {
+  return [field](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+    std::string& value = field(*c);
+    if (!ReadText(key, node, ctx, &value)) return false;
+    value = ctx.Resolve(value);
+    return true;
+  };
+}
+
+template <typename F>
+Parse Flag(F field) {
+  return [field](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+    if (!node.is_boolean()) return ctx.Fail(fmt::format("{}: expected true or false", key));
+    field(*c) = node.get<bool>();
+    return true;
+  };
+}
+
+template <typename F>
+Parse Integer(F field, int64_t min, int64_t max) {
+  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+    int64_t number = 0;
+    if (!ReadInteger(key, node, ctx, min, max, &number)) return false;
+    using T = std::remove_reference_t<decltype(field(*c))>;
+    field(*c) = static_cast<T>(number);
+    return true;
+  };
+}
+
+// A duration in [min, max]; `expected` completes "is not ..." in the error.
+template <typename F>
+Parse Duration(F field, milliseconds min, milliseconds max, std::string_view expected) {
+  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+    std::string text;
+    milliseconds value{};
+    if (!ReadText(key, node, ctx, &text)) return false;
+    if (!base::ParseDuration(text, &value) || value < min || value > max) {
+      return ctx.Fail(fmt::format("{}: `{}` is not {}", key, text, expected));
+    }
+    field(*c) = value;
+    return true;
+  };
+}
+
+template <typename F>
+Parse List(F field, std::string_view what, bool null_is_empty) {
+  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+    return ReadList(key, node, ctx, what, null_is_empty, &field(*c));
+  };
+}
+
+// The self-signed certificate's names: at least one, none with a comma (a SAN list separator).
+template <typename F>
+Parse Hosts(F field) {
+  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+    std::vector<std::string> hosts;
+    bool ok = ReadList(key, node, ctx, "host names", false, &hosts) && !hosts.empty();
+    for (const std::string& host : hosts) ok = ok && host.find(',') == std::string::npos;
+    if (!ok) {
+      return ctx.Fail(fmt::format("{}: expected a non-empty list of host names", key));
+    }
+    field(*c) = std::move(hosts);
+    return true;
+  };
+}
+
+// One of a few words, each naming a value.
+template <typename F, typename T>
+Parse Choice(F field, std::vector<std::pair<std::string_view, T>> words) {
+  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+    std::string text;
+    if (!ReadText(key, node, ctx, &text)) return false;
+    for (const auto& [word, value] : words) {
+      if (text == word) {
+        field(*c) = value;
+        return true;
+      }
+    }
+    std::string choices;
+    for (size_t i = 0; i < words.size(); ++i) {
+      choices += fmt::format("{}`{}`", i == 0 ? "" : " nor ", words[i].first);
+    }
+    return ctx.Fail(fmt::format("{}: `{}` is neither {}", key, text, choices));
+  };
+}
+
+// The member a row sets, by a name the compiler checks.
+#define MM_FIELD(member) \
+  [](ServeConfig & c) -> auto& { return c.member; }
+
+constexpr milliseconds kHour = std::chrono::hours(1);
+constexpr milliseconds kNoMax = milliseconds::max();
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr std::string_view kPositiveDuration = "a positive duration (e.g. 90s, 2m)";
+
+// The server's own settings: address, TLS, authentication, authorisation, objects, admission.
+std::vector<Setting> ServerSettings() {
+  using Authorization = ServeConfig::Authorization;
+  return {
+      {{"address", "127.0.0.1", "IP literal to bind"}, Text(MM_FIELD(address))},
+      {{"port", "8443", "0: any free port"}, Integer(MM_FIELD(port), 0, 65535)},
+      {{"api_group", "worker.gpustack.ai", "the API's group (metrics_api.h) ..."},
+       Text(MM_FIELD(api.group))},
+      {{"api_version", "v1", "    and version; the APIService must name the same"},
+       Text(MM_FIELD(api.version))},
+      {{"tls_cert_file", "server.pem", "required (tokens never travel in the clear) ..."},
+       Path(MM_FIELD(tls_cert_file))},
+      {{"tls_key_file", "server-key.pem", "    ... unless tls_self_signed"},
+       Path(MM_FIELD(tls_key_file))},
+      {{"tls_self_signed", "false", "true: a P-256 certificate made at start (net/certificate.h)"},
+       Flag(MM_FIELD(tls_self_signed))},
+      {{"tls_self_signed_hosts", "[localhost, 127.0.0.1]", "    for these names"},
+       Hosts(MM_FIELD(tls_self_signed_hosts))},
+      {{"client_ca_file", "ca.pem", "client certificates: user = CN, groups = O"},
+       Path(MM_FIELD(client_ca_file))},
+      {{"requestheader_ca_file", "front-proxy-ca.pem", "front-proxy mode (X-Remote-User/-Group)"},
+       Path(MM_FIELD(requestheader_ca_file))},
+      {{"requestheader_allowed_names", "[front-proxy-client]",
+        "empty or absent: any CN of that CA"},
+       List(MM_FIELD(requestheader_allowed_names), "names", true)},
+      {{"token_file", "tokens.csv", "Kubernetes static tokens: token,user,uid,\"g1,g2\""},
+       Path(MM_FIELD(token_file))},
+      {{"delegated_authentication", "false",
+        "true: CAs from kube-system/extension-apiserver-authentication, tokens by TokenReview"},
+       Flag(MM_FIELD(delegated_authentication))},
+      {{"authentication_refresh", "10s", "how often that ConfigMap is re-read (100ms .. 1h)"},
+       Duration(MM_FIELD(authentication_refresh), milliseconds(100), kHour,
+                "a duration between 100ms and 1h (e.g. 10s)")},
+      {{"token_review_cache_ttl", "10s", "how long a TokenReview's answer is kept (100ms .. 10m)"},
+       Duration(MM_FIELD(token_review_cache_ttl), milliseconds(100), std::chrono::minutes(10),
+                "a duration between 100ms and 10m (e.g. 10s)")},
+      {{"authorization", "policy", "policy | subjectaccessreview"},
+       Choice(MM_FIELD(authorization),
+              std::vector<std::pair<std::string_view, Authorization>>{
+                  {"policy", Authorization::kPolicy},
+                  {"subjectaccessreview", Authorization::kSubjectAccessReview}})},
+      {{"policy_file", "policy.yaml", "with `policy`: the rules (auth.h ParsePolicy)"},
+       Path(MM_FIELD(policy_file))},
+      {{"objects_file", "objects.json", "objects from this file (kubectl get -o json List) ..."},
+       Path(MM_FIELD(objects_file))},
+      {{"max_objects_bytes", "4194304", "    its size cap (1 .. 1 GiB)"},
+       Integer(MM_FIELD(max_objects_bytes), 1, kMaxObjectsBytesSetting)},
+      {{"kubeconfig", "~/.kube/config", "... else from the Kubernetes API via a kubeconfig"},
+       Path(MM_FIELD(kubeconfig))},
+      {{"context", "\"\"", "    (its current context unless named here)"}, Text(MM_FIELD(context))},
+      {{"in_cluster", "false", "... or via the in-cluster service account"},
+       Flag(MM_FIELD(in_cluster))},
+      {{"watch_objects", "true", "with either: list+watch caches; false: read per snapshot"},
+       Flag(MM_FIELD(watch_objects))},
+      {{"pod_ca_file", "cluster-ca.pem", "trust for HTTPS Pods; default the system bundle"},
+       Path(MM_FIELD(pod_ca_file))},
+      {{"max_in_flight", "32", "deployments read or queued at once (then 429)"},
+       Integer(MM_FIELD(max_in_flight), 1, 100000)},
+      {{"workers", "8", "threads reading deployments"}, Integer(MM_FIELD(workers), 1, 256)},
+      {{"snapshot_reuse_ms", "1000", "a finished read answers requests this long after it"},
+       Integer(MM_FIELD(snapshot_reuse_ms), 0, 60000)},
+      {{"max_connections_per_address", "0", "0: none (behind kube-apiserver all comes from one)"},
+       Integer(MM_FIELD(max_connections_per_address), 0, 100000)},
+  };
+}
+
+// How deployments are read: the spec's limits, and the sample source. A mapping's settings are
+// "mapping.key".
+std::vector<Setting> ReadSettings() {
+  return {
+      {{"request_timeout", "8s", "each request's budget, from its arrival (1s .. 5m)"},
+       Duration(MM_FIELD(request_timeout), std::chrono::seconds(1), std::chrono::minutes(5),
+                "a duration between 1s and 5m (e.g. 8s)")},
+      {{"scrape.pod_limit", "64", "direct scraping: Pods read per snapshot (1 .. 100000)"},
+       Integer(MM_FIELD(pod_limit), 1, 100000)},
+      {{"scrape.max_in_flight", "32", "fetches at once per read (1 .. 256)"},
+       Integer(MM_FIELD(scrape_max_in_flight), 1, 256)},
+      {{"scrape.fetch_timeout", "2s", "each Pod's fetch (100ms .. 1m)"},
+       Duration(MM_FIELD(fetch_timeout), milliseconds(100), std::chrono::minutes(1),
+                "a duration between 100ms and 1m (e.g. 2s)")},
+      {{"scrape.max_body_bytes", "1048576", "decoded bytes per Pod (1 .. 1 GiB)"},
+       Integer(MM_FIELD(max_body_bytes), 1, kGiB)},
+      {{"source", "scrape", "scrape | prometheus (a Prometheus-compatible store, below)"},
+       Choice(MM_FIELD(source),
+              std::vector<std::pair<std::string_view, SampleSource>>{
+                  {kSampleSourceScrape, SampleSource::kScrape},
+                  {kSampleSourcePrometheus, SampleSource::kPrometheus}})},
+      {{"prometheus.url", "https://prometheus.monitoring:9090", "the store's API root"},
+       Text(MM_FIELD(prometheus.url))},
+      {{"prometheus.window", "2m", "the range of samples read"},
+       Duration(MM_FIELD(prometheus.window), milliseconds(1), kNoMax, kPositiveDuration)},
+      {{"prometheus.stale_after", "90s", "a Pod whose newest sample is older is missing"},
+       Duration(MM_FIELD(prometheus.stale_after), milliseconds(1), kNoMax, kPositiveDuration)},
+      {{"prometheus.settle", "0s", "read the store as of this long ago (remote write)"},
+       Duration(MM_FIELD(prometheus.settle), milliseconds(0), kNoMax, "a duration (e.g. 5s)")},
+      {{"prometheus.query_timeout", "5s", "each query's timeout"},
+       Duration(MM_FIELD(prometheus.query_timeout), milliseconds(1), kNoMax, kPositiveDuration)},
+      {{"prometheus.namespace_label", "namespace", "the store's label naming the namespace"},
+       Text(MM_FIELD(prometheus.namespace_label))},
+      {{"prometheus.pod_label", "pod", "    and the Pod"}, Text(MM_FIELD(prometheus.pod_label))},
+      {{"prometheus.selector", "'job=\"vllm\"'", "extra matchers, when two jobs scrape a Pod"},
+       Text(MM_FIELD(prometheus.selector))},
+      {{"prometheus.replica_labels", "[prometheus_replica, replica, __replica__]",
+        "HA copies: one replica is read"},
+       List(MM_FIELD(prometheus.replica_labels), "label names", true)},
+      {{"prometheus.pod_limit", "1000", "Pods per snapshot (1 .. 100000)"},
+       Integer(MM_FIELD(prometheus.pod_limit), 1, 100000)},
+      {{"prometheus.max_in_flight", "4", "queries at once; 100 Pods per query (1 .. 256)"},
+       Integer(MM_FIELD(prometheus.max_in_flight), 1, 256)},
+      {{"prometheus.max_response_bytes", "33554432", "decoded bytes per answer (1 .. 1 GiB)"},
+       Integer(MM_FIELD(prometheus.max_response_bytes), 1, kGiB)},
+      {{"prometheus.ca_file", "store-ca.pem", "verified TLS"}, Path(MM_FIELD(prometheus.ca_file))},
+      {{"prometheus.bearer_token_file", "token", "read at start-up ..."},
+       Path(MM_FIELD(prometheus_bearer_token_file))},
+      {{"prometheus.basic_auth_username", "reader", "    or basic authentication"},
+       Text(MM_FIELD(prometheus.basic_user))},
+      {{"prometheus.basic_auth_password_file", "password", "    with this password"},
+       Path(MM_FIELD(prometheus_basic_password_file))},
+  };
+}
+
+// Every setting, in the order the reference lists them.
+const std::vector<Setting>& Settings() {
+  static const std::vector<Setting> kSettings = [] {
+    std::vector<Setting> all = ServerSettings();
+    for (Setting& s : ReadSettings()) all.push_back(std::move(s));
+    return all;
+  }();
+  return kSettings;
+}
+
+#undef MM_FIELD
+
+const Setting* FindSetting(std::string_view key) {
+  for (const Setting& s : Settings()) {
+    if (s.doc.key == key) return &s;
+  }
+  return nullptr;
+}
+
+// `key` names a mapping of settings ("prometheus" for "prometheus.url", ...).
+bool IsMapping(std::string_view key) {
+  for (const Setting& s : Settings()) {
+    const std::string_view k = s.doc.key;
+    if (k.size() > key.size() && k.substr(0, key.size()) == key && k[key.size()] == '.') {
+      return true;
+    }
+  }
+  return false;
+}
+
+// `name` is a key of the mapping `prefix` ("" at the top).
+bool ApplySetting(const std::string& prefix, const std::string& name, const Json& node,
+                  const Context& ctx, ServeConfig* c) {
+  const std::string key = prefix.empty() ? name : prefix + "." + name;
+  if (name.find('.') != std::string::npos) {  // "prometheus.url" is a key only inside the mapping
+    return ctx.Fail(fmt::format("unknown setting `{}`", key));
+  }
+  if (prefix.empty() && IsMapping(key)) {
+    if (!node.is_object()) return ctx.Fail(fmt::format("{}: expected a mapping", key));
+    for (const auto& item : node.items()) {
+      if (!ApplySetting(key, item.key(), item.value(), ctx, c)) return false;
+    }
+    return true;
+  }
+  const Setting* setting = FindSetting(key);
+  if (setting == nullptr) return ctx.Fail(fmt::format("unknown setting `{}`", key));
+  return setting->parse(key, node, ctx, c);
+}
+
+// The settings that depend on each other; "" when they fit.
+std::string CheckCombination(const ServeConfig& c) {
+  using Authorization = ServeConfig::Authorization;
+  if (std::string why = c.api.Validate(); !why.empty()) return why;
+  if (c.tls_self_signed && (!c.tls_cert_file.empty() || !c.tls_key_file.empty())) {
+    return "tls_self_signed makes its own certificate: remove tls_cert_file and tls_key_file";
+  }
+  if (!c.tls_self_signed && (c.tls_cert_file.empty() || c.tls_key_file.empty())) {
+    return "tls_cert_file and tls_key_file are required (tokens never travel in the clear), or "
+           "tls_self_signed: true";
+  }
+  if (c.token_file.empty() && c.client_ca_file.empty() && c.requestheader_ca_file.empty() &&
+      !c.delegated_authentication) {
+    return "no authentication: set token_file, client_ca_file, requestheader_ca_file and/or "
+           "delegated_authentication";
+  }
+  if (c.delegated_authentication &&
+      (!c.client_ca_file.empty() || !c.requestheader_ca_file.empty())) {
+    return "delegated_authentication takes the CAs from kube-system/extension-apiserver-"
+           "authentication: remove client_ca_file and requestheader_ca_file";
+  }
+  if (c.delegated_authentication && !c.UsesKubeApi()) {
+    return "delegated_authentication needs kubeconfig or in_cluster: true";
+  }
+  if (!c.requestheader_allowed_names.empty() && c.requestheader_ca_file.empty()) {
+    return "requestheader_allowed_names needs requestheader_ca_file";
+  }
+  if (!c.kubeconfig.empty() && c.in_cluster)
+    return "kubeconfig and in_cluster: true exclude each other";
+  if (c.objects_file.empty() && !c.UsesKubeApi()) {
+    return "no object source: set objects_file, kubeconfig or in_cluster: true";
+  }
+  if (c.authorization == Authorization::kPolicy && c.policy_file.empty()) {
+    return "authorization: policy needs policy_file";
+  }
+  if (c.authorization == Authorization::kSubjectAccessReview && !c.policy_file.empty()) {
+    return "policy_file is for authorization: policy, not subjectaccessreview";
+  }
+  if (c.authorization == Authorization::kSubjectAccessReview && !c.UsesKubeApi()) {
+    return "authorization: subjectaccessreview needs kubeconfig or in_cluster: true";
+  }
+  if (!c.context.empty() && c.kubeconfig.empty()) return "context needs kubeconfig";
+  if (c.source == SampleSource::kPrometheus) {
+    if (const std::string why = ValidatePrometheusSourceOptions(c.prometheus); !why.empty()) {
+      return "prometheus: " + why;
+    }
+    if (!c.prometheus_bearer_token_file.empty() && !c.prometheus.basic_user.empty()) {
+      return "prometheus: bearer_token_file and basic_auth_username exclude each other";
+    }
+  }
+  return "";
+}
+
+// Every file the configuration names is a regular file; the ones OpenSSL or a small reader takes
+// are within base::kDefaultMaxFileBytes. "" when they are.
+std::string CheckFiles(const ServeConfig& c) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"tls_cert_file", &c.tls_cert_file},
+      {"tls_key_file", &c.tls_key_file},
+      {"client_ca_file", &c.client_ca_file},
+      {"requestheader_ca_file", &c.requestheader_ca_file},
+      {"token_file", &c.token_file},
+      {"policy_file", &c.policy_file},
+      {"objects_file", &c.objects_file},
+      {"kubeconfig", &c.kubeconfig},
+      {"pod_ca_file", &c.pod_ca_file},
+      {"prometheus.ca_file", &c.prometheus.ca_file},
+      {"prometheus.bearer_token_file", &c.prometheus_bearer_token_file},
+      {"prometheus.basic_auth_password_file", &c.prometheus_basic_password_file}};
+  for (const auto& [key, path] : files) {
+    std::error_code ignored;
+    if (!path->empty() && !std::filesystem::is_regular_file(*path, ignored)) {
+      // A device or FIFO named by mistake would block or never end when read.
+      const bool exists = std::filesystem::exists(*path, ignored);
+      return fmt::format("{}: {}: {}", key, exists ? "not a regular file" : "no such file", *path);
+    }
+    // Certificates and keys are read by OpenSSL, not base::ReadFile: bound them here too. The
+    // objects file and the kubeconfig have caps of their own, checked when they are loaded.
+    const uintmax_t size = path->empty() ? 0 : std::filesystem::file_size(*path, ignored);
+    const bool own_cap = path == &c.objects_file || path == &c.kubeconfig;
+    if (!own_cap && !ignored && size > base::kDefaultMaxFileBytes) {
+      return fmt::format("{}: {}: file is {} bytes, over the {}-byte limit", key, *path, size,
+                         base::kDefaultMaxFileBytes);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void ServeConfig::ApplyReadLimits(AggregatorOptions* options) const {
+  options->request_timeout = request_timeout;
+  options->pod_limit = pod_limit;
+  options->max_in_flight = scrape_max_in_flight;
+  options->fetch_timeout = fetch_timeout;
+  options->max_body_bytes = max_body_bytes;
+}
+
+bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
+                      std::string* error) {
+  std::vector<Json> docs;
+  std::string problem;
+  if (!ParseYaml(yaml, &docs, &problem)) {
+    *error = fmt::format("invalid YAML: {}", problem);
+    return false;
+  }
+  if (docs.size() > 1) {
+    *error = fmt::format("expected one YAML document, found {}", docs.size());
+    return false;
+  }
+  if (docs.empty() || !docs.front().is_object()) {
+    *error = "expected a YAML mapping of settings";
+    return false;
+  }
+  const Context ctx{base_dir, error};
+  ServeConfig config;
+  for (const auto& [key, node] : docs.front().items()) {
+    if (!ApplySetting("", key, node, ctx, &config)) return false;
+  }
+  if (std::string why = CheckCombination(config); !why.empty()) return ctx.Fail(std::move(why));
+  if (std::string why = CheckFiles(config); !why.empty()) return ctx.Fail(std::move(why));
+  *out = std::move(config);
+  return true;
+}
+
+bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error,
+                     size_t max_bytes) {
+  std::string text;
+  if (!base::ReadFile(path, &text, error, max_bytes)) return false;
+  const std::string base_dir = std::filesystem::path(path).parent_path().string();
+  if (!ParseServeConfig(text, base_dir, out, error)) {
+    *error = fmt::format("{}: {}", path, *error);
+    return false;
+  }
+  return true;
+}
+
+bool SetServeConfigValue(std::string_view key, std::string_view text, ServeConfig* config,
+                         std::string* error) {
+  const Setting* setting = FindSetting(key);
+  if (setting == nullptr) {
+    *error = fmt::format("unknown setting `{}`", key);
+    return false;
+  }
+  std::vector<Json> docs;
+  std::string problem;
+  const std::string name(key);
+  if (!ParseYaml(text, &docs, &problem) || docs.size() != 1) {
+    *error = fmt::format("{}: `{}` is not one YAML value", name, text);
+    return false;
+  }
+  const std::string no_base_dir;
+  return setting->parse(name, docs.front(), Context{no_base_dir, error}, config);
+}
+
+const std::vector<ServeConfigKey>& ServeConfigKeys() {
+  static const std::vector<ServeConfigKey> keys = [] {
+    std::vector<ServeConfigKey> all;
+    for (const Setting& s : Settings()) all.push_back(s.doc);
+    return all;
+  }();
+  return keys;
+}
+
+std::string ServeConfigReference() {
+  std::string out;
+  std::string_view mapping;  // the mapping whose settings are being listed
+  for (const ServeConfigKey& k : ServeConfigKeys()) {
+    std::string_view key = k.key;
+    std::string indent;
+    if (const size_t dot = key.find('.'); dot != std::string_view::npos) {
+      if (key.substr(0, dot) != mapping) {
+        mapping = key.substr(0, dot);
+        out += fmt::format("{}:\n", mapping);
+      }
+      key = key.substr(dot + 1);
+      indent = "  ";
+    } else {
+      mapping = {};
+    }
+    const std::string line = fmt::format("{}{}: {}", indent, key, k.shown);
+    out += fmt::format("{:<44} # {}\n", line, k.doc);
+  }
+  return out;
+}
+
+}  // namespace modelmetrics::deployment
