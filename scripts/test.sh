@@ -13,8 +13,10 @@
 # foreground; the compiler cache (ccache, see CMakeLists.txt) makes every tree cheap to rebuild.
 #   FUZZ_SECONDS=45 (default)   how long the parser fuzzer runs (the other three: half each)
 #   JOBS=2 (default)            parallel compile and test jobs
+#   --quick MODULE              only that module's suites and its Python tests (scripts/quick.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--quick" ]; then exec bash scripts/quick.sh "${2:-}"; fi
 root=$(pwd)
 jobs=${JOBS:-2}
 fuzz_seconds=${FUZZ_SECONDS:-45}
@@ -38,8 +40,8 @@ bash scripts/setup.sh
 # so the stage that needs it waits for it and no longer.
 #   ASan+UBSan  clang (half gcc's compile time at -O0), -O0 with line tables: every ctest suite,
 #               the CLI, the Python extension and the four libFuzzer targets (the libraries they
-#               fuzz, format and deployment, at -O1 with coverage instrumentation; the API
-#               server half of deployment, which no fuzzer reaches, at -O0)
+#               fuzz, format, kube and aggregation, at -O1 with coverage instrumentation; the API
+#               server, which no fuzzer reaches, at -O0)
 #   TSan        the threaded suites and the CLI they start (scripts/tsan_tree.sh)
 source scripts/tsan_tree.sh
 fuzz_targets=(parser_fuzz_test snapshot_fuzz_test objects_fuzz_test yaml_fuzz_test)

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "modelmetrics/metrics.h"
-#include "modelmetrics/multiprocess.h"
+#include "modelmetrics/shared_segment.h"
 
 namespace modelmetrics {
 namespace {
@@ -136,7 +136,7 @@ void BM_RenderPipelineSizedRegistry(benchmark::State& state) {
 }
 BENCHMARK(BM_RenderPipelineSizedRegistry)->Unit(benchmark::kMicrosecond);
 
-// The same instruments kept in a SharedSegment (modelmetrics/multiprocess.h): one process's
+// The same instruments kept in a SharedSegment (modelmetrics/shared_segment.h): one process's
 // slot, written with atomic operations.
 std::shared_ptr<SharedSegment> BenchSegment(int n) {
   return SharedSegment::Attach(

@@ -21,7 +21,7 @@
 // zeros; lazily bound ones (Family::Labels) are never created.
 //
 // Shared across processes. A registry built with `RegistryOptions::shared` (a SharedSegment,
-// modelmetrics/multiprocess.h) keeps every value in that segment, in this process's slot: handles
+// modelmetrics/shared_segment.h) keeps every value in that segment, in this process's slot: handles
 // write there with atomic operations instead of thread shards, Render() shows this process's
 // values, and SharedSegment::Render() the whole service's.
 //
@@ -337,7 +337,7 @@ Histogram Family<Histogram>::Make(void* s) const;
 
 struct RegistryOptions {
   bool enabled = true;  // `--log-stats`: false makes every instrument inert
-  // Every family's values in this segment (modelmetrics/multiprocess.h); null: in this process.
+  // Every family's values in this segment (modelmetrics/shared_segment.h); null: in this process.
   std::shared_ptr<SharedSegment> shared;
 };
 

@@ -217,11 +217,7 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
   // 8. One read per Pod, from the Pods themselves or from a store.
   std::vector<PodRead> reads = impl_->pods->Read(md, owned, deadline);
   if (impl_->options.on_pod_read) {
-    for (const PodRead& read : reads) {
-      impl_->options.on_pod_read(!read.outcome.empty() ? read.outcome
-                                 : read.metrics        ? std::string_view("ok")
-                                                       : std::string_view("error"));
-    }
+    for (const PodRead& read : reads) impl_->options.on_pod_read(PodOutcomeName(read));
   }
 
   // 9. Merge in Pod name order.

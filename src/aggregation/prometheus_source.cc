@@ -1,8 +1,6 @@
 // See prometheus_source.h.
 #include "aggregation/prometheus_source.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <map>
 #include <set>
@@ -10,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/base64.h"
 #include "base/file.h"
 #include "exporter_registry.h"
 #include "metrics_parse.h"
@@ -250,10 +249,10 @@ PodRead ReadMetrics(std::span<const StoreSeries* const> own, const Chunk& chunk,
   std::string error;
   if (!ScrapeAt(own, chunk.roles, target_labels, t1, &last, &error) ||
       (t0 < t1 && !ScrapeAt(own, chunk.roles, target_labels, t0, &first_scrape, &error))) {
-    return {.error = error, .outcome = "copies"};
+    return {.error = error, .outcome = PodOutcome::kCopies};
   }
   PodRead read;
-  read.outcome = "ok";
+  read.outcome = PodOutcome::kOk;
   read.at = ReadTime::Replay(FromMs(t1));
   read.metrics.emplace();
   ReadPodMetrics(last, *chunk.profile, &*read.metrics, &pod);
@@ -274,7 +273,7 @@ PodRead ReadPod(std::span<const StoreSeries* const> all, const Chunk& chunk, con
   const CopyRules rules{options.replica_labels, chunk.exporter_labels, options.namespace_label,
                         options.pod_label};
   if (std::string targets = SelectCopy(all, rules, now_ms, &copy); !targets.empty()) {
-    return {.error = targets, .outcome = "copies"};
+    return {.error = targets, .outcome = PodOutcome::kCopies};
   }
   const std::span<const StoreSeries* const> own = copy.series;
   // Scrape instants: every sample of a family series, and every successful `up`.
@@ -290,34 +289,25 @@ PodRead ReadPod(std::span<const StoreSeries* const> all, const Chunk& chunk, con
     }
   }
   if (instants.empty()) {
-    return last_up ? PodRead{.error = DownText(last_up->ms), .outcome = "down"}
+    return last_up ? PodRead{.error = DownText(last_up->ms), .outcome = PodOutcome::kDown}
                    : PodRead{.error = NoSampleText(options.window + options.stale_after),
-                             .outcome = "no_sample"};
+                             .outcome = PodOutcome::kNoSample};
   }
   const int64_t t1 = NewestCompleteScrape(own, chunk.roles, instants);
   if (last_up && last_up->value == 0 && last_up->ms > t1) {
-    return {.error = DownText(last_up->ms), .outcome = "down"};
+    return {.error = DownText(last_up->ms), .outcome = PodOutcome::kDown};
   }
   if (now_ms - t1 > options.stale_after.count()) {
     return {.error = fmt::format("the store's newest sample of the Pod is older than {} (at {})",
                                  Seconds(options.stale_after), FormatTime(FromMs(t1))),
-            .outcome = "stale"};
+            .outcome = PodOutcome::kStale};
   }
   const int64_t t0 = *instants.lower_bound(t1 - options.window.count());
   if (chunk.profile == nullptr) {  // merged as an unsupported engine or router
-    return {.metrics = PodMetrics{}, .outcome = "ok", .at = ReadTime::Replay(FromMs(t1))};
+    return {
+        .metrics = PodMetrics{}, .outcome = PodOutcome::kOk, .at = ReadTime::Replay(FromMs(t1))};
   }
   return ReadMetrics(own, chunk, pod, copy.target_labels, t0, t1);
-}
-
-// Base64 for HTTP basic authentication.
-std::string Base64(std::string_view text) {
-  std::string out(4 * ((text.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 // A failed query in the words an SRE reading the store's own logs knows.
@@ -439,8 +429,8 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
   if (!options_.bearer_token.empty()) {
     headers.emplace_back("Authorization", "Bearer " + options_.bearer_token);
   } else if (!options_.basic_user.empty()) {
-    headers.emplace_back("Authorization",
-                         "Basic " + Base64(options_.basic_user + ":" + options_.basic_password));
+    headers.emplace_back("Authorization", "Basic " + base::EncodeBase64(options_.basic_user + ":" +
+                                                                        options_.basic_password));
   }
   std::vector<net::FetchRequest> requests;
   requests.reserve(chunks.size());
@@ -455,7 +445,7 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
     auto fail_all = [&](const Reason& error) {
       for (size_t i : chunk.pods) {
         reads[i].error = error;
-        reads[i].outcome = "store_error";
+        reads[i].outcome = PodOutcome::kStoreError;
       }
     };
     if (!result.ok() || result.status != 200) {
@@ -480,7 +470,7 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
     for (size_t i : chunk.pods) {
       const auto found = by_pod.find(pods[i].metadata.name);
       reads[i] = found == by_pod.end()
-                     ? PodRead{.error = NoSampleText(range), .outcome = "no_sample"}
+                     ? PodRead{.error = NoSampleText(range), .outcome = PodOutcome::kNoSample}
                      : ReadPod(found->second, chunk, pods[i], now_ms, options_);
     }
   };

@@ -116,7 +116,7 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
   for (size_t i = 0; i < pods.size(); ++i) {
     if (std::string error; !MetricsUrl(pods[i], &urls[i], &error)) {
       reads[i].error = error;
-      reads[i].outcome = "no_endpoint";
+      reads[i].outcome = PodOutcome::kNoEndpoint;
       continue;
     }
     requests.push_back({.url = urls[i], .headers = {{"Accept", "text/plain;version=0.0.4"}}});
@@ -127,7 +127,8 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
     if (!result.ok() || result.status != 200) {
       if (result.ok()) result.error = net::FetchError::kHttpStatus;
       reads[i].error = FetchErrorText(urls[i], result);
-      reads[i].outcome = net::FetchErrorName(result.error);
+      reads[i].outcome = PodOutcome::kFetch;
+      reads[i].fetch_error = result.error;
       return;
     }
     const ExporterProfile* profile =
@@ -138,11 +139,11 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
     std::string().swap(result.body);  // the body is no longer needed: free it now
     if (!parsed) {
       reads[i].error = error;
-      reads[i].outcome = "parse_error";
+      reads[i].outcome = PodOutcome::kParseError;
       return;
     }
     reads[i].metrics = std::move(read);
-    reads[i].outcome = "ok";
+    reads[i].outcome = PodOutcome::kOk;
     reads[i].at = {options_.now(), options_.steady_now()};  // step 8.10
   };
   client_.FetchAll(requests, deadline, on_result);

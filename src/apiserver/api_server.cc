@@ -22,6 +22,7 @@
 #include "base/duration.h"
 #include "base/file.h"
 #include "base/mutex.h"
+#include "base/worker_pool.h"
 #include "json_dump.h"
 #include "kube/kube_names.h"
 #include "kube/yaml.h"
@@ -125,91 +126,6 @@ std::vector<std::string_view> SplitPath(std::string_view path) {
   return segments;
 }
 
-// A bounded pool: at most `capacity` jobs running or queued.
-class WorkerPool {
- public:
-  WorkerPool(int threads, size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
-    for (int i = 0; i < std::max(threads, 1); ++i) {
-      threads_.emplace_back([this] { Run(); });
-    }
-  }
-  ~WorkerPool() { Shutdown(); }
-
-  // False when full, when `source` already holds `per_source` jobs, or when shut down: the
-  // caller answers 429.
-  bool TrySubmit(std::function<void()> job, const std::string& source = {},
-                 size_t per_source = SIZE_MAX) {
-    base::MutexLock lock(&mu_);
-    if (stopping_ || in_flight_ >= capacity_) return false;
-    size_t& held = by_source_[source];
-    if (held >= per_source) {
-      if (held == 0) by_source_.erase(source);
-      return false;
-    }
-    ++held;
-    ++in_flight_;
-    queue_.push_back({std::move(job), source});
-    cv_.notify_one();
-    return true;
-  }
-
-  // Jobs running or queued.
-  size_t in_flight() const {
-    base::MutexLock lock(&mu_);
-    return in_flight_;
-  }
-
-  // Drops queued jobs (their Responders then answer 500 or are ignored by a stopped server),
-  // waits for running ones, joins.
-  void Shutdown() {
-    std::deque<Job> dropped;
-    {
-      base::MutexLock lock(&mu_);
-      if (stopping_ && threads_.empty()) return;
-      stopping_ = true;
-      dropped.swap(queue_);
-      cv_.notify_all();
-    }
-    dropped.clear();
-    for (std::thread& thread : threads_) thread.join();
-    threads_.clear();
-  }
-
- private:
-  void Run() {
-    while (true) {
-      Job job;
-      {
-        base::MutexLock lock(&mu_);
-        cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
-        if (stopping_) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      job.run();
-      job.run = nullptr;  // release the Responder before the slot frees
-      base::MutexLock lock(&mu_);
-      --in_flight_;
-      if (auto it = by_source_.find(job.source); it != by_source_.end() && --it->second == 0) {
-        by_source_.erase(it);
-      }
-    }
-  }
-
-  struct Job {
-    std::function<void()> run;
-    std::string source;
-  };
-  const size_t capacity_;
-  mutable base::Mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_ GUARDED_BY(mu_);
-  size_t in_flight_ GUARDED_BY(mu_) = 0;
-  std::map<std::string, size_t, std::less<>> by_source_ GUARDED_BY(mu_);
-  bool stopping_ GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
-};
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -252,8 +168,8 @@ struct ApiServer::Impl {
   std::unique_ptr<Authenticator> authenticator;
   std::unique_ptr<Authorizer> authorizer;
   std::unique_ptr<net::HttpServer> http;
-  std::unique_ptr<WorkerPool> authorizing;         // requests whose sender is known locally
-  std::unique_ptr<WorkerPool> reviewing;           // requests waiting for a TokenReview
+  std::unique_ptr<base::WorkerPool> authorizing;   // requests whose sender is known locally
+  std::unique_ptr<base::WorkerPool> reviewing;     // requests waiting for a TokenReview or SAR
   std::atomic<int64_t> last_review_refusal_ms{0};  // steady ms of the last review refused
   std::unique_ptr<SharedReads> reads;
   std::unique_ptr<OpenApiDocuments> openapi;
@@ -631,10 +547,10 @@ bool ApiServer::Start(std::string* error) {
                               [&impl](const net::HttpRequest& request, net::Responder respond) {
                                 impl.Serve(request, impl.Counted(request, std::move(respond)));
                               });
-  impl.authorizing =
-      std::make_unique<WorkerPool>(impl.options.authorizer_threads, impl.options.max_authorizing);
+  impl.authorizing = std::make_unique<base::WorkerPool>(impl.options.authorizer_threads,
+                                                        impl.options.max_authorizing);
   impl.reviewing =
-      std::make_unique<WorkerPool>(impl.options.review_threads, impl.options.max_reviewing);
+      std::make_unique<base::WorkerPool>(impl.options.review_threads, impl.options.max_reviewing);
   SharedReads::Options reads;
   reads.threads = impl.options.worker_threads;
   reads.max_reads = impl.options.max_in_flight;

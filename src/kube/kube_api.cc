@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/base64.h"
 #include "base/file.h"
 #include "base/mutex.h"
 #include "base/text.h"
@@ -53,41 +54,6 @@ std::string TrimSpace(std::string s) {
   if (first == std::string::npos) return "";
   size_t last = s.find_last_not_of(space);
   return s.substr(first, last - first + 1);
-}
-
-// Standard base64 (RFC 4648, the alphabet of kubeconfig *-data fields); whitespace is ignored and
-// padding is optional.
-bool DecodeBase64(std::string_view text, std::string* out) {
-  auto value_of = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  out->clear();
-  uint32_t bits = 0;
-  int nbits = 0;
-  size_t padding = 0;
-  for (char c : text) {
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    if (padding > 0) return false;  // data after padding
-    int v = value_of(c);
-    if (v < 0) return false;
-    bits = (bits << 6) | static_cast<uint32_t>(v);
-    nbits += 6;
-    if (nbits >= 8) {
-      nbits -= 8;
-      out->push_back(static_cast<char>((bits >> nbits) & 0xFF));
-    }
-  }
-  // 6 leftover bits cannot come from whole bytes; more than 2 '=' is not base64.
-  return nbits != 6 && padding <= 2;
 }
 
 std::string DirectoryOf(const std::string& path) {
@@ -156,7 +122,7 @@ class KubeconfigReader {
     std::string encoded;
     if (!String(object, key, path, &encoded)) return false;
     if (encoded.empty()) return true;
-    if (!DecodeBase64(encoded, out)) {
+    if (!base::DecodeBase64(encoded, out)) {
       return Fail(Field(path, key) + ": invalid base64");
     }
     return true;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "family_state.h"
-#include "modelmetrics/multiprocess.h"
+#include "modelmetrics/shared_segment.h"
 #include "pending_shares.h"
 #include "shared_cells.h"
 

@@ -20,7 +20,7 @@
 #include "base/mutex.h"
 #include "family_state.h"
 #include "modelmetrics/metrics.h"
-#include "modelmetrics/multiprocess.h"
+#include "modelmetrics/shared_segment.h"
 #include "names.h"
 #include "pending_shares.h"
 #include "series.h"

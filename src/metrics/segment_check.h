@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "modelmetrics/metrics.h"
-#include "modelmetrics/multiprocess.h"
+#include "modelmetrics/shared_segment.h"
 
 namespace modelmetrics::segment {
 

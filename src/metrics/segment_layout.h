@@ -1,4 +1,4 @@
-// The bytes of a SharedSegment (modelmetrics/multiprocess.h), and one process's attachment to
+// The bytes of a SharedSegment (modelmetrics/shared_segment.h), and one process's attachment to
 // them. Private to src/metrics.
 //
 // Regions, at offsets the header's Layout records (all fixed by the creator, and recomputed and
@@ -49,7 +49,7 @@
 #include <unordered_set>
 
 #include "base/mutex.h"
-#include "modelmetrics/multiprocess.h"
+#include "modelmetrics/shared_segment.h"
 #include "scrape_cache.h"
 
 namespace modelmetrics {

@@ -1,5 +1,5 @@
 // A segment's name and size from the environment; multiprocess modes by name. See
-// modelmetrics/multiprocess.h.
+// modelmetrics/shared_segment.h.
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "modelmetrics/multiprocess.h"
+#include "modelmetrics/shared_segment.h"
 
 namespace modelmetrics {
 namespace {

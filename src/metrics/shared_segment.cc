@@ -1,5 +1,5 @@
 // Attaching to a SharedSegment: creating or checking it, leaving it. Process slots and fork are
-// in segment_slots.cc. See modelmetrics/multiprocess.h and segment_layout.h for the protocol.
+// in segment_slots.cc. See modelmetrics/shared_segment.h and segment_layout.h for the protocol.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

@@ -10,7 +10,7 @@
 
 #include "fork_gate.h"
 #include "modelmetrics/metrics.h"
-#include "multiprocess.h"
+#include "process_segment.h"
 #include "py_args.h"
 
 namespace modelmetrics::python {

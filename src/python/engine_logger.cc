@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "fork_gate.h"
-#include "multiprocess.h"
 #include "pipeline/engine_stats.h"
 #include "process_registry.h"
+#include "process_segment.h"
 #include "py_args.h"
 
 namespace modelmetrics::python {

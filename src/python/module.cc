@@ -11,7 +11,7 @@
 //   render_instruments(cores, ...)     the prometheus_client-compatible instruments
 //                                      (client_instruments.h)
 //   continuity_stats(...)              the player simulation (§4.1), for the streaming finalize
-//   multiprocess_*(...)                the service's shared segment (multiprocess.h)
+//   multiprocess_*(...)                the service's shared segment (process_segment.h)
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -22,11 +22,11 @@
 #include "engine_logger.h"
 #include "fork_gate.h"
 #include "modelmetrics/metrics.h"
-#include "multiprocess.h"
 #include "observe_types.h"
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
 #include "process_registry.h"
+#include "process_segment.h"
 #include "py_args.h"
 
 namespace modelmetrics::python {

@@ -5,7 +5,7 @@
 #include <variant>
 
 #include "fork_gate.h"
-#include "multiprocess.h"
+#include "process_segment.h"
 
 namespace modelmetrics::python {
 namespace {

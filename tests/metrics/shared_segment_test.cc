@@ -30,8 +30,8 @@
 #include "metrics/pending_shares.h"
 #include "metrics/segment_layout.h"
 #include "modelmetrics/metrics.h"
-#include "modelmetrics/multiprocess.h"
 #include "modelmetrics/parser.h"
+#include "modelmetrics/shared_segment.h"
 #include "test_deadlines.h"
 
 namespace modelmetrics {

@@ -20,6 +20,7 @@
 #include "aggregation/pod_metrics.h"
 #include "aggregation/snapshot.h"
 #include "kube/objects.h"
+#include "net/http_client.h"
 
 namespace modelmetrics::deployment {
 
@@ -28,17 +29,36 @@ enum class SampleSource { kScrape, kPrometheus };
 inline constexpr std::string_view kSampleSourceScrape = "scrape";
 inline constexpr std::string_view kSampleSourcePrometheus = "prometheus";
 
+// How a Pod's read ended, as a bounded class for the server's own metrics (PodOutcomeName).
+enum class PodOutcome : uint8_t {
+  kUnset,  // the source said nothing: `ok` with metrics, else `error`
+  kOk,
+  // a direct scrape
+  kNoEndpoint,  // the Pod has no address or port to scrape
+  kFetch,       // the fetch failed: PodRead::fetch_error says how
+  kParseError,
+  // a Prometheus-compatible store
+  kStoreError,
+  kNoSample,
+  kStale,
+  kDown,
+  kCopies,  // more than one copy of the Pod's series that disagree
+};
+
 struct PodRead {
   std::optional<PodMetrics> metrics;  // none: `error` says why (a missing[] "scrape" entry)
   Reason error;
-  // Why, as a bounded snake_case class for the server's own metrics (`ok` when `metrics` is
-  // set): no_endpoint, parse_error, a net::FetchErrorName (timeout, too_large, http_status, ...)
-  // for a failed scrape; store_error, no_sample, stale, down, copies for a store. Empty: `error`.
-  std::string_view outcome;
+  PodOutcome outcome = PodOutcome::kUnset;
+  net::FetchError fetch_error = net::FetchError::kNone;  // with kFetch
   ReadTime at;
   // What the read's windows are computed against; null: the aggregator's baseline store.
   std::unique_ptr<Baselines> baselines;
 };
+
+// The outcome's snake_case name (a metric label value): ok, no_endpoint, parse_error, a
+// net::FetchErrorName (timeout, too_large, http_status, ...), store_error, no_sample, stale,
+// down, copies, or error.
+std::string_view PodOutcomeName(const PodRead& read);
 
 class PodMetricsSource {
  public:

@@ -1,5 +1,5 @@
 // The shared segment a Python process records into when its service runs as several processes
-// (modelmetrics/multiprocess.h). Private to src/python.
+// (modelmetrics/shared_segment.h). Private to src/python.
 //
 // Contract. At module import, when MODELMETRICS_MULTIPROC or PROMETHEUS_MULTIPROC_DIR is set, the
 // process attaches to the segment they name (AttachFromEnvironment; the import fails with a clear
@@ -16,15 +16,15 @@
 //   multiprocess_stats(name) -> dict
 //
 // Thread-safety: called with the GIL held; renders and collects release it (fork-gated).
-#ifndef MODELMETRICS_PYTHON_MULTIPROCESS_H_
-#define MODELMETRICS_PYTHON_MULTIPROCESS_H_
+#ifndef MODELMETRICS_PYTHON_PROCESS_SEGMENT_H_
+#define MODELMETRICS_PYTHON_PROCESS_SEGMENT_H_
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <memory>
 
-#include "modelmetrics/multiprocess.h"
+#include "modelmetrics/shared_segment.h"
 
 namespace modelmetrics::python {
 
@@ -39,4 +39,4 @@ extern PyMethodDef kMultiprocessFunctions[];
 
 }  // namespace modelmetrics::python
 
-#endif  // MODELMETRICS_PYTHON_MULTIPROCESS_H_
+#endif  // MODELMETRICS_PYTHON_PROCESS_SEGMENT_H_

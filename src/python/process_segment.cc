@@ -1,5 +1,5 @@
-// The process's shared segment and the module functions over it. See multiprocess.h.
-#include "multiprocess.h"
+// The process's shared segment and the module functions over it. See process_segment.h.
+#include "process_segment.h"
 
 #include <map>
 #include <string>

@@ -40,8 +40,8 @@
 // Thread-safety: every method is safe from any thread. Render/Collect take only this process's
 // scrape mutex (never held across fork); registration takes this process's mutex, then the
 // segment's.
-#ifndef MODELMETRICS_MULTIPROCESS_H_
-#define MODELMETRICS_MULTIPROCESS_H_
+#ifndef MODELMETRICS_SHARED_SEGMENT_H_
+#define MODELMETRICS_SHARED_SEGMENT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -180,4 +180,4 @@ class SharedSegment {
 
 }  // namespace modelmetrics
 
-#endif  // MODELMETRICS_MULTIPROCESS_H_
+#endif  // MODELMETRICS_SHARED_SEGMENT_H_
