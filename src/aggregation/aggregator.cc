@@ -1,4 +1,5 @@
-// See aggregator.h. Step numbers refer to §2.2 of the reference.
+// See aggregator.h. Step numbers refer to §2.2.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "aggregation/aggregator.h"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
 // See merge.h. Section numbers refer to the reference (deployment-metrics-behaviour.md).
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "merge.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Merging Pod reads into one Snapshot (reference §2.3-§2.4 and steps 6, 9, 11, 12 of §2.2):
+// Merging Pod reads into one Snapshot (§2.3-§2.4 and steps 6, 9, 11, 12 of §2.2):
 // gauges summed per (name, source, scope), windows and cache hits against the Pod's baselines,
 // the idle-window, labeled-counter and labeled-histogram pairing rules, the P/D skips, the error
 // ratio, the final sorts and `partial`. What each exporter carries, and its own checks (SGLang
@@ -8,6 +8,7 @@
 // is set by any reason not in reason::kNotPartialReasons, or by ForcePartial() (the Pod limit).
 //
 // Thread-safety: a SnapshotBuilder is used by one thread; the store it writes is shared.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #ifndef MODELMETRICS_AGGREGATION_MERGE_H_
 #define MODELMETRICS_AGGREGATION_MERGE_H_
 

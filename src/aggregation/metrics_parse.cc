@@ -1,4 +1,5 @@
-// See metrics_parse.h. The rows are §3 of the reference, kept in exporters/.
+// See metrics_parse.h. The rows are §3, kept in exporters/.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "metrics_parse.h"
 
 #include <cmath>

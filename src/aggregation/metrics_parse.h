@@ -1,4 +1,4 @@
-// Reading one Pod's metrics into the keyed values the merge needs (reference §3), by the rows of
+// Reading one Pod's metrics into the keyed values the merge needs (§3), by the rows of
 // the Pod's exporter profile.
 //
 // A key is present only when its series were found with at least one valid sample: untyped
@@ -7,6 +7,7 @@
 // Every row of the profile is read whatever the Pod's role; the merge decides what it uses.
 //
 // Thread-safety: pure functions.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #ifndef MODELMETRICS_AGGREGATION_METRICS_PARSE_H_
 #define MODELMETRICS_AGGREGATION_METRICS_PARSE_H_
 

@@ -1,4 +1,5 @@
-// See scrape_source.h. Step numbers refer to §2.2 of the reference.
+// See scrape_source.h. Step numbers refer to §2.2.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "scrape_source.h"
 
 #include <algorithm>

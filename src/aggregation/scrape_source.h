@@ -1,4 +1,4 @@
-// Direct scraping (reference §2.2 step 8): each owned Pod's advertised endpoint, fetched through
+// Direct scraping (§2.2 step 8): each owned Pod's advertised endpoint, fetched through
 // one net::HttpClient (32 in flight per read, 2 s per fetch, 1 MiB cap on decoded bytes, no
 // redirects, no proxy, verified TLS), each body parsed by its exporter profile as soon as it
 // arrives and timed right after its own parse, so a slow Pod does not shift a fast one's window.
@@ -8,6 +8,7 @@
 // fetch, "parse Prometheus metrics: ..." for a bad body.
 //
 // Thread-safety: Read() may be called concurrently.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #ifndef MODELMETRICS_AGGREGATION_SCRAPE_SOURCE_H_
 #define MODELMETRICS_AGGREGATION_SCRAPE_SOURCE_H_
 

@@ -32,10 +32,11 @@ namespace {
 // The sample names a family renders (the registry reserves them).
 std::vector<std::string> SampleNames(const FamilyOptions& o, MetricType type) {
   switch (type) {
+    // `_created` too, as prometheus_client reserves it: rendered with created series on.
     case MetricType::kCounter:
-      return {o.name + "_total"};
+      return {o.name + "_total", o.name + "_created"};
     case MetricType::kHistogram:
-      return {o.name + "_bucket", o.name + "_sum", o.name + "_count"};
+      return {o.name + "_bucket", o.name + "_sum", o.name + "_count", o.name + "_created"};
     default:
       return {o.name};
   }

@@ -96,7 +96,10 @@ Skip SeriesCheck::Check(const SharedSegment::Impl& impl, const SeriesRecord& r,
   const std::string_view text = impl.Text(r.values);
   std::vector<std::string> split;
   if (family->labels > 0) split = Split(text);
-  if (split.size() != family->labels) return Skip::kLabelCount;
+  // A family without labels has one label set, written as empty text.
+  if (split.size() != family->labels || (family->labels == 0 && !text.empty())) {
+    return Skip::kLabelCount;
+  }
   for (const std::string& v : split) {
     if (v.size() > kMaxLabelValueBytes || !base::IsValidUtf8(v)) return Skip::kBadText;
   }

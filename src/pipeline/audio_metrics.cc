@@ -1,4 +1,5 @@
 // The audio and Speech streaming observe layer. See audio_metrics.h for the contract.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #include "pipeline/audio_metrics.h"
 
 #include <algorithm>

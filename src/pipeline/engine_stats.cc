@@ -1,4 +1,5 @@
 // Engine stats -> upstream `vllm:*` families; see engine_stats.h for the contract.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #include "pipeline/engine_stats.h"
 
 #include <algorithm>

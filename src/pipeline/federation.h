@@ -2,7 +2,7 @@
 // family, replace the `engine` label by the (`stage`, `replica`) pair the pipeline knows the
 // engine as, and re-expose the result on the pipeline's own `/metrics` through the registry.
 // This is the out-of-process counterpart of vLLM-Omni's OmniPrometheusStatLogger wrap
-// (spec/reference/pipeline-metrics-behaviour.md §3.6, §4.12).
+// (docs/pipeline-behaviour.md §3.6, §4.12).
 //
 // EngineMap. Flat engine indexes are assigned stage by stage, replica by replica, from 0: pools
 // {1, 2, 1} give 0:(0,0) 1:(1,0) 2:(1,1) 3:(2,0). Label values are the decimal ids ("1"). The
@@ -60,6 +60,7 @@
 // Federation may be destroyed while renders run: it detaches (later renders write nothing from
 // it) and its HTTP client is released when the last render using it returns; its counter families
 // stay registered.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_FEDERATION_H_
 #define MODELMETRICS_PIPELINE_FEDERATION_H_
 

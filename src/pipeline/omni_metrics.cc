@@ -1,4 +1,5 @@
 // The pipeline observe layer. See omni_metrics.h for the contract.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #include "pipeline/omni_metrics.h"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
 // The realtime VAD observe layer. See realtime_vad_metrics.h for the contract.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #include "pipeline/realtime_vad_metrics.h"
 
 #include <cmath>

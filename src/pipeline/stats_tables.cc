@@ -1,4 +1,5 @@
 // The OrchestratorAggregator and its tables. See stats_tables.h for the contract.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #include "pipeline/stats_tables.h"
 
 #include <algorithm>

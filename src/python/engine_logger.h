@@ -17,6 +17,7 @@
 //   record_sleep_state(sleep, level, engine=None), log_engine_initialized(info_pairs).
 //
 // Thread-safety: as pipeline::EngineStatsLogger (any thread); the GIL is held throughout.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PYTHON_ENGINE_LOGGER_H_
 #define MODELMETRICS_PYTHON_ENGINE_LOGGER_H_
 

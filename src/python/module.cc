@@ -12,6 +12,7 @@
 //                                      (client_instruments.h)
 //   continuity_stats(...)              the player simulation (§4.1), for the streaming finalize
 //   multiprocess_*(...)                the service's shared segment (process_segment.h)
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

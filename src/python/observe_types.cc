@@ -4,6 +4,7 @@
 // (Dispatch) driven by a constexpr MethodSpec row; a template instantiates one C entry point per
 // row so PyMethodDef gets a plain function pointer. The two methods that touch two families
 // (observe_tokens, request_succeeded) are written out.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #include "observe_types.h"
 
 #include <structmember.h>
@@ -228,7 +229,7 @@ constexpr MethodSpec kPrometheusMethods[] = {
      {ArgOrUnknown(0)},
      1,
      1},
-    // Duplex (upstream-changes-2026-09 §1.1); the multi-gauge setters are kDuplexSetters below.
+    // Duplex (pipeline-behaviour.md §3.9); the multi-gauge setters are kDuplexSetters below.
     {.name = "observe_duplex_control_queue_wait",
      .doc = "duplex_control_queue_wait_s{operation (bounded, else \"unknown\")}"
             ".observe(max(queue_wait_s, 0))",

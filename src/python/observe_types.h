@@ -5,7 +5,7 @@
 // subclass them. Instances take no new attributes (no __dict__); a subclass has one. Private to
 // src/python.
 //
-// Contract (shared/spec/reference/vllm-omni-python-api.md).
+// Contract (docs/python.md).
 // - Constructor `(model_name: str, log_stats: bool = True)`: registers the class's catalog groups
 //   (process_registry.h) and binds the eager children for model_name (zeros from the start, also
 //   with log_stats off). Every method returns None; with log_stats off it returns at once, after

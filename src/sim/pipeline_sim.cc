@@ -1,3 +1,4 @@
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #include "sim/pipeline_sim.h"
 
 #include <atomic>

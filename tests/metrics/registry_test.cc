@@ -1,5 +1,6 @@
 // Registry: registration rules, gating, removal, collectors and the rendered exposition (checked
 // by the project's strict parser and, when installed, by promtool).
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -122,7 +123,7 @@ TEST(Registry, CollectReturnsChildrenAsValues) {
 }
 
 TEST(Registry, LabelsRenderSortedByNameWithLeSplicedIn) {
-  // prometheus_client sorts label names; `le` sorts among them (reference §1).
+  // prometheus_client sorts label names; `le` sorts among them (§1).
   Registry registry;
   auto* h = registry.AddHistogram(
       {.name = "vllm_omni:transfer_size_bytes",

@@ -32,6 +32,7 @@
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/parser.h"
 #include "modelmetrics/shared_segment.h"
+#include "segment_test_util.h"
 #include "test_deadlines.h"
 
 namespace modelmetrics {
@@ -40,52 +41,16 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string UniqueName(const char* what) {
-  static int n = 0;
-  return "mm-test-" + std::to_string(getpid()) + "-" + what + "-" + std::to_string(++n);
-}
-
-bool ShmExists(const std::string& name) { return std::filesystem::exists("/dev/shm/" + name); }
-
-std::shared_ptr<SharedSegment> Attach(const std::string& name, uint32_t slots = 16,
-                                      size_t bytes = size_t{4} << 20) {
-  std::string error;
-  auto segment =
-      SharedSegment::Attach({.name = name, .bytes = bytes, .process_slots = slots}, &error);
-  EXPECT_NE(segment, nullptr) << error;
-  return segment;
-}
-
-// Runs `body` in a forked child that exits with its return value (no gtest in the child).
-pid_t Child(const std::function<int()>& body) {
-  const pid_t pid = fork();
-  if (pid == 0) _exit(body());
-  return pid;
-}
-
-int Wait(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// One merged family by name.
-const MergedFamily* Find(const std::vector<MergedFamily>& families, const std::string& name) {
-  for (const MergedFamily& f : families) {
-    if (f.options.name == name) return &f;
-  }
-  return nullptr;
-}
-
-double CounterTotal(const SharedSegment& segment, const std::string& name) {
-  const auto families = segment.Collect();
-  const MergedFamily* f = Find(families, name);
-  double total = 0;
-  if (f != nullptr) {
-    for (const MergedChild& c : f->children) total += c.value;
-  }
-  return total;
-}
+using segment_testing::Attach;
+using segment_testing::Child;
+using segment_testing::CounterTotal;
+using segment_testing::Find;
+using segment_testing::ShmExists;
+using segment_testing::Skipped;
+using segment_testing::StrictParse;
+using segment_testing::Tamper;
+using segment_testing::UniqueName;
+using segment_testing::Wait;
 
 TEST(SharedSegment, ProcessesSumIntoOneScrape) {
   const std::string name = UniqueName("sum");
@@ -503,61 +468,6 @@ TEST(SharedSegment, ACorruptDirectoryIsSkippedNotFollowed) {
   EXPECT_EQ(more.AddCounter({.name = "later", .help = "H."}, &error), nullptr);
   EXPECT_THAT(error, HasSubstr("is full"));
   munmap(map, bytes);
-}
-
-// Another process's (or a stray write's) view of a segment's bytes, as a hostile writer has it.
-class Tamper {
- public:
-  Tamper(const std::string& name, size_t bytes) : bytes_(bytes) {
-    const int fd = shm_open(("/" + name).c_str(), O_RDWR, 0);
-    EXPECT_GE(fd, 0);
-    map_ = static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-    close(fd);
-    EXPECT_NE(map_, MAP_FAILED);
-    header = reinterpret_cast<segment::SegmentHeader*>(map_);
-    families = reinterpret_cast<segment::FamilyRecord*>(map_ + header->layout.families_offset);
-    series = reinterpret_cast<segment::SeriesRecord*>(map_ + header->layout.series_offset);
-    arena = reinterpret_cast<char*>(map_ + header->layout.arena_offset);
-  }
-  ~Tamper() { munmap(map_, bytes_); }
-  // Appends `text` to the arena (aligned), as a writer would; its reference.
-  segment::ArenaText Text(std::string_view text, size_t align = 8) {
-    const uint64_t at = (header->arena_used + align - 1) / align * align;
-    std::memcpy(arena + at, text.data(), text.size());
-    header->arena_used = at + text.size();
-    return {static_cast<uint32_t>(at), static_cast<uint32_t>(text.size())};
-  }
-  // The text of a family's name, writable in place.
-  char* NameOf(uint32_t family) { return arena + families[family].name.offset; }
-  char* ValuesOf(uint32_t series_index) { return arena + series[series_index].values.offset; }
-
-  segment::SegmentHeader* header;
-  segment::FamilyRecord* families;
-  segment::SeriesRecord* series;
-  char* arena;
-
- private:
-  size_t bytes_;
-  uint8_t* map_;
-};
-
-double Skipped(const std::vector<MergedFamily>& merged, const std::string& reason) {
-  const MergedFamily* self = Find(merged, "modelmetrics_multiprocess_skipped_records");
-  if (self == nullptr) return 0;
-  for (const MergedChild& c : self->children) {
-    if (c.label_values == std::vector<std::string>{reason}) return c.value;
-  }
-  return 0;
-}
-
-// Strictly parsed, or a failure naming the first error.
-std::vector<MetricFamily> StrictParse(const std::string& text) {
-  ParseOptions options;
-  options.format = Format::kText;
-  std::vector<ParseError> errors;
-  std::vector<MetricFamily> families = ParseFamilies(text, options, &errors);
-  EXPECT_TRUE(errors.empty()) << errors.front().ToString();
-  return families;
 }
 
 // Sanitizer builds (GCC's macros, clang's __has_feature).

@@ -26,6 +26,8 @@ Two modes, chosen before anything is switched:
 One log line (logger ``modelmetrics``) says which mode was chosen and why. ``install(mode=...)``
 forces one; forcing the drop-in over a vLLM-Omni it does not cover raises before anything is
 switched.
+
+Section numbers (§n) cite docs/pipeline-behaviour.md.
 """
 
 import builtins

@@ -1,4 +1,4 @@
-// The llm-d router's (EPP's) metrics (reference §3): running requests and ready endpoints, TTFT and
+// The llm-d router's (EPP's) metrics (§3): running requests and ready endpoints, TTFT and
 // streaming TPOT, request and error counters (the errors are labelled by kind, so they pair with
 // the requests counter).
 //
@@ -10,6 +10,7 @@
 // are absent without a fault: a router that serves only non-streaming requests is not partial.
 // The request counters come first: at a router's first streaming request their deltas prove the
 // previous read, so TTFT and TPOT are windowed from zero rather than awaiting a second sample.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "exporters/builtin.h"
 #include "kube/objects.h"
 #include "reasons.h"

@@ -1,4 +1,4 @@
-// SGLang's engine metrics (reference §3): request gauges, the device/host/storage prefix tiers
+// SGLang's engine metrics (§3): request gauges, the device/host/storage prefix tiers
 // (one shared denominator, read by ReadTiers), TTFT/ITL, and on a P/D pair the KV transfer
 // histograms and failures on the prefill half and the transfer queue on the decode half.
 //
@@ -7,6 +7,7 @@
 // for a streaming one (its test TestNonstreamMetrics.test_first_payload_records_ttft_without_
 // notifying_client). Older SGLang flushed a non-streaming request's output every 50 tokens, so
 // its non-streaming TTFT was the time to 50 tokens; docs/deployment-metrics.md says so.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include <algorithm>
 #include <iterator>
 

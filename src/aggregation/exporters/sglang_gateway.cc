@@ -1,5 +1,6 @@
-// The SGLang gateway's (smg's) metrics (reference §3): active requests and pool size, requests and
+// The SGLang gateway's (smg's) metrics (§3): active requests and pool size, requests and
 // errors (their ratio is reported), and 5xx HTTP responses read by status code.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include <charconv>
 #include <cmath>
 

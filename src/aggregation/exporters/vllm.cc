@@ -1,10 +1,11 @@
-// vLLM's engine metrics (reference §3): request gauges, the local and external prefix caches, and
+// vLLM's engine metrics (§3): request gauges, the local and external prefix caches, and
 // the TTFT/TPOT/ITL histograms.
 //
 // Older names (vllm/v1/metrics/loggers.py): the ITL histogram was
 // vllm:time_per_output_token_seconds until 0.11 renamed it (written beside the new name in 0.11,
 // hidden in 0.12, removed after), and the prefix cache counters carried a gpu_ prefix before 0.9.2.
 // vllm:gpu_cache_usage_perc (now kv_cache_usage_perc) is not read.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "exporters/builtin.h"
 #include "kube/objects.h"
 #include "reasons.h"

@@ -1,5 +1,6 @@
-// The vLLM router's metrics for an aggregated deployment (reference §3): running requests and the
+// The vLLM router's metrics for an aggregated deployment (§3): running requests and the
 // workers it reports, successful requests, errors and exhausted retries.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "exporters/builtin.h"
 #include "kube/objects.h"
 

@@ -1,5 +1,6 @@
-// The vLLM router in prefill/decode mode (reference §3): it counts P/D requests and errors on its
+// The vLLM router in prefill/decode mode (§3): it counts P/D requests and errors on its
 // own series and exports no processing gauge, which every Pod reports as unsupported.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "exporters/builtin.h"
 #include "kube/objects.h"
 #include "reasons.h"

@@ -3,7 +3,7 @@
 
 Drop-in for upstream ``vllm_omni.benchmarks.audio_continuity`` (vllm-project/vllm-omni, PR #3618;
 ``roll_up_continuity_stats`` from the newer revision). Implements the canonical main-line math of
-shared/spec/reference/pipeline-metrics-behaviour.md §4.1: the playback clock starts at the first
+docs/pipeline-behaviour.md §4.1: the playback clock starts at the first
 chunk's arrival with no pre-roll; before chunk i (i > 0) is counted, the bytes the player wanted by
 then minus the bytes received so far is the deficit; any deficit > 0 bytes is an underrun event;
 the worst deficit (never the sum) in seconds is ``max_underrun_s``; ``is_continuous`` is

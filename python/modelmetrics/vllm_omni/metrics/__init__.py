@@ -1,5 +1,5 @@
 """Drop-in for vLLM-Omni's ``vllm_omni.metrics`` package (upstream main @ 778959797c plus the
-newer module revisions shared/spec/reference/vllm-omni-python-api.md names).
+newer module revisions docs/python.md names).
 
 Modules: ``prometheus``, ``modality``, ``transfer``, ``realtime``, ``stats``, ``utils``,
 ``definitions`` and ``stat_logger``; and upstream's newer pure-Python helpers
@@ -12,6 +12,8 @@ Importing this package registers one collector in prometheus_client's default ``
 (when prometheus_client is installed), so every family appears on ``generate_latest(REGISTRY)``,
 ``make_asgi_app()``, ``start_http_server()`` and FastAPI's ``/metrics``; set
 ``MODELMETRICS_PROMETHEUS_BRIDGE=0`` to serve them only through ``modelmetrics.render()``.
+
+Section numbers (§n) cite docs/pipeline-behaviour.md.
 """
 
 import os as _os

@@ -11,7 +11,7 @@ stage config (``snapshot-config``) and summarises a trace (``summary``):
 
     python -m modelmetrics.vllm_omni.metrics.concurrency_trace summary --trace-path run.jsonl
 
-Behaviour follows upstream's module (shared/spec/reference/upstream-changes-2026-09.md §1.2).
+Behaviour follows upstream's module (pipeline-behaviour.md §6.2).
 Standard library only at import; pynvml and omegaconf are imported by the commands that use them.
 """
 

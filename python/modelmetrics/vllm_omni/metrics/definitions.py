@@ -2,11 +2,13 @@
 
 Drop-in for upstream ``vllm_omni.metrics.definitions`` (vllm-project/vllm-omni, N @ 88a03fcf, plus
 ``compute_denoise_step_latency`` from main @ 778959797c). Behaviour follows
-shared/spec/reference/pipeline-metrics-behaviour.md (§2 constants, §4.2 RTF, §4.4 sample-rate chain)
-and shared/spec/reference/vllm-omni-python-api.md (``definitions.py``).
+docs/pipeline-behaviour.md (§2 constants, §4.2 RTF, §4.4 sample-rate chain)
+and docs/python.md (``definitions.py``).
 
 Layout: the "catalog constants" block below holds every family name, label tuple and bucket tuple;
 the label and bucket tuples are read from the C++ catalog, so they are defined once. Counter names carry no ``_total`` (the exposition appends it once, §1).
+
+Section numbers (§n) cite docs/pipeline-behaviour.md.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ AUDIO_UNDERRUN_S = "vllm_omni:audio_underrun_s"
 AUDIO_CONTINUITY_OK_METRIC = "vllm_omni:audio_continuity_ok"  # counter
 AUDIO_SKIPPED_REQUESTS_METRIC = "vllm_omni:audio_skipped_requests"  # counter
 
-# ---- Speech streaming (PR #6853; names from the design document, §3.7) ----
+# ---- Speech streaming (PR #6853; §3.7) ----
 SPEECH_STREAM_COMPLETED = "vllm_omni:speech_stream_completed"  # counter
 SPEECH_STREAM_ABORTED = "vllm_omni:speech_stream_aborted"  # counter
 
@@ -92,7 +94,7 @@ REALTIME_VAD_INFERENCE_LATENCY_S = "vllm_omni:realtime_vad_inference_latency_s"
 REALTIME_VAD_ENDPOINT_DELAY_S = "vllm_omni:realtime_vad_endpoint_delay_s"
 REALTIME_VAD_ERRORS = "vllm_omni:realtime_vad_errors"  # counter
 
-# ---- Scheduler-native full duplex (OmniPrometheusMetrics, upstream-changes-2026-09 §1.1) ----
+# ---- Scheduler-native full duplex (OmniPrometheusMetrics, pipeline-behaviour.md §3.9) ----
 DUPLEX_SESSIONS = "vllm_omni:duplex_sessions"
 DUPLEX_APPEND_REQUESTS = "vllm_omni:duplex_append_requests"  # counter
 DUPLEX_APPEND_LATENCY_S = "vllm_omni:duplex_append_latency_s"

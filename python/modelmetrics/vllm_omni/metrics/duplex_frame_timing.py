@@ -12,9 +12,9 @@ Off, every hook returns at once and reads no clock; on or off, no hook changes a
 control flow or the order of anything. The producer stamps each chunk (:func:`stamp_chunk_put`
 sets ``meta.put_t_ns``), so the consumer logs the chunk's age even across processes.
 
-Behaviour follows upstream's newest module (shared/spec/reference/upstream-changes-2026-09.md
-§1.2); ``record_chunk_put``/``pop_chunk_put_age_ms`` and the 4,096-entry stamp table are gone
-upstream and here.
+Behaviour follows upstream's newest module (pipeline-behaviour.md §6.2);
+``record_chunk_put``/``pop_chunk_put_age_ms`` and the 4,096-entry stamp table are gone upstream
+and here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ whole conversation. Instead each turn (a ``response_id``) gets its own
 turn exists), and :func:`finalize_duplex_turn_metrics` folds each stage's segments into one
 record and logs the turn's tables once, titled with the request, response, turn and reason.
 
-Behaviour follows upstream's module (shared/spec/reference/upstream-changes-2026-09.md §1.2).
+Behaviour follows upstream's module (pipeline-behaviour.md §6.2).
 Only the metrics package is imported at run time; the request state it takes (upstream's
 ``ClientRequestState``) is duck-typed.
 """

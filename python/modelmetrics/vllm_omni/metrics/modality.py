@@ -4,6 +4,8 @@ families, and the three finalize helpers upstream's entrypoints call.
 ``OmniModalityMetrics`` binds every child lazily; ``stage`` and ``replica`` are str label values
 (callers pass ``str(id)``). The observe methods run in C++; the module functions are upstream's
 Python-shaped dispatch.
+
+Section numbers (§n) cite docs/pipeline-behaviour.md.
 """
 
 from modelmetrics import _native

@@ -1,7 +1,7 @@
 """Drop-in for ``vllm_omni.metrics.prometheus``: pipeline and image/diffusion service families.
 
 ``OmniPrometheusMetrics`` has upstream's constructor, methods, parameter names, guards and
-return values (shared/spec/reference/vllm-omni-python-api.md); every method runs in C++
+return values (docs/python.md); every method runs in C++
 (the class is ``modelmetrics._native.OmniPrometheusMetrics``). Importing this module registers its families, as
 upstream's module-level prometheus_client collectors are registered at import.
 """

@@ -15,7 +15,7 @@ here any container that is not a tuple becomes a list, and the family is exporte
 
 **Without vLLM** (tools, tests, a pipeline process that runs no vLLM engine), the same names
 exist and ``OmniPrometheusStatLogger`` is the native fallback: the C++ engine table, which
-follows vLLM main's logger (shared/spec/reference/vllm-stat-logger.md: waiting by reason,
+follows vLLM main's logger (docs/pipeline-behaviour.md §3.6: waiting by reason,
 skipped waiting, computed-only iteration tokens, token-count buckets from ``max_model_len``,
 NIXL's families only with a NIXL connector configured, ``cache_config_info`` with whatever keys
 ``metrics_info()`` returns, no throttle in the logger), with ``engine`` replaced by ``stage,
@@ -30,6 +30,8 @@ duck-typed. What the fallback does differently from vLLM's logger:
 Building a logger drops the previous logger's ``vllm:*`` families and keeps every
 ``vllm_omni:*`` family (the scoped unregister, §4.10). With ``log_stats=False`` the fallback
 registers nothing and every method returns at once (upstream builds no logger then).
+
+Section numbers (§n) cite docs/pipeline-behaviour.md.
 """
 
 from __future__ import annotations

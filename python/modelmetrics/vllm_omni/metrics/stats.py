@@ -2,9 +2,9 @@
 ``OrchestratorAggregator`` and its summary tables, and the cross-stage transfer emit hook.
 
 Drop-in for upstream ``vllm_omni.metrics.stats`` (vllm-project/vllm-omni, N @ 226b43d9).
-Behaviour follows shared/spec/reference/pipeline-metrics-behaviour.md §4.13 (transfer TX/RX and
+Behaviour follows docs/pipeline-behaviour.md §4.13 (transfer TX/RX and
 emit), §4.17 (diffusion accumulation), §5 (records, finalize, ``build_and_log_summary``, snapshot
-merge) and shared/spec/reference/vllm-omni-python-api.md (``stats.py``).
+merge) and docs/python.md (``stats.py``).
 
 As upstream, the accumulators (stage events, transfer edges, diffusion buckets) fill whether or not
 ``log_stats`` is on; ``log_stats`` only gates ``build_and_log_summary`` (``{}`` and no logging when
@@ -14,6 +14,8 @@ observation per physical hop, ms converted to seconds.
 Thread-safety: upstream drives an aggregator from one orchestrator thread. The mutating methods
 and the summary still take one re-entrant lock, so concurrent use from a second thread cannot
 corrupt the records; callers that touch the public dict/list attributes directly do so unlocked.
+
+Section numbers (§n) cite docs/pipeline-behaviour.md.
 """
 
 from __future__ import annotations

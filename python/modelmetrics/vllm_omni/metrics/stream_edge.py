@@ -7,7 +7,7 @@ opens segments (:meth:`RequestStreamEdgeEvents.start_segment`); a segment's reco
 domain the elapsed time was measured in. Snapshots are plain dicts keyed ``"from->to:segment"``;
 the entrypoint attaches them to a request's output metrics under ``"stream_edge_metrics"``.
 
-Behaviour follows upstream's module (shared/spec/reference/upstream-changes-2026-09.md §1.2):
+Behaviour follows upstream's module (pipeline-behaviour.md §6.2):
 a recorder of a superseded segment or of a released request records nothing; an event that is
 not meaningful (a heartbeat, a retry, an empty payload) is ignored before any validation; the
 first value of each milestone wins. Pure Python and standard library: the entrypoint event loop

@@ -3,8 +3,8 @@ counting, and the log-table formatter.
 
 Drop-in for upstream ``vllm_omni.metrics.utils`` (vllm-project/vllm-omni, N @ ec80c0bf), with the
 two-argument ``extract_queue_wait_s`` that tests/metrics/test_emit_calls.py @ 9cfbfc89 requires.
-Behaviour follows shared/spec/reference/pipeline-metrics-behaviour.md (§4.3, §4.4, §4.6, §4.17,
-§5.3) and shared/spec/reference/vllm-omni-python-api.md (``utils.py``).
+Behaviour follows docs/pipeline-behaviour.md (§4.3, §4.4, §4.6, §4.17,
+§5.3) and docs/python.md (``utils.py``).
 
 The observe helpers call methods on duck-typed objects (an ``OmniPrometheusMetrics`` /
 ``OmniModalityMetrics`` or any stand-in); stage and replica are passed as ``str(id)``. Nothing here
@@ -14,6 +14,8 @@ imports prometheus_client or the native extension.
 output is byte-identical to ``PrettyTable.get_string()`` for the same rows, including the width
 rules PrettyTable takes from ``wcwidth`` (wide CJK cells, zero-width marks, ANSI colour codes
 ignored, and a width of -1 for cells holding control characters such as tab or CR).
+
+Section numbers (§n) cite docs/pipeline-behaviour.md.
 """
 
 from __future__ import annotations

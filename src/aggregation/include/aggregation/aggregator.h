@@ -1,4 +1,4 @@
-// The ModelDeploymentMetrics algorithm (reference §2): discover a deployment's owned engine and
+// The ModelDeploymentMetrics algorithm (§2): discover a deployment's owned engine and
 // router Pods, check coverage, read at most the source's Pod limit of them within 8 s per request
 // (directly: 64 Pods, 32 in flight, 2 s per fetch, 1 MiB cap, no redirects, no proxy, verified
 // TLS; or from a Prometheus-compatible store), and merge gauges, windows and cache hits against
@@ -13,6 +13,7 @@
 //
 // Thread-safety: Get() may be called concurrently; callers share the baseline store, so the
 // window is the time between two consecutive reads of a Pod, whoever made them.
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #ifndef MODELMETRICS_AGGREGATION_AGGREGATOR_H_
 #define MODELMETRICS_AGGREGATION_AGGREGATOR_H_
 

@@ -1,4 +1,4 @@
-// The process-wide memory of each Pod's previous counter read (reference §2.5), so one GET can
+// The process-wide memory of each Pod's previous counter read (§2.5), so one GET can
 // report what happened since the last one.
 //
 // BaselineStore is the direct-scrape Baselines (the interface the merge windows against; the
@@ -14,6 +14,7 @@
 // (a purgeable entry is already too old to be valid).
 //
 // Thread-safety: all methods are safe to call concurrently (one mutex).
+// Section numbers (§n) cite docs/deployment-behaviour.md.
 #ifndef MODELMETRICS_AGGREGATION_BASELINE_STORE_H_
 #define MODELMETRICS_AGGREGATION_BASELINE_STORE_H_
 

@@ -1,6 +1,6 @@
 // The audio modality and Speech streaming observe layer: the seven `vllm_omni:audio_*` families
-// (§3.2) and the two `vllm_omni:speech_stream_*` counters (§3.7, design doc "Speech streaming"),
-// fed by per-request events. § numbers cite shared/spec/reference/pipeline-metrics-behaviour.md.
+// (§3.2) and the two `vllm_omni:speech_stream_*` counters (§3.7),
+// fed by per-request events.
 //
 // Contract.
 // - Families come from catalog.h (OmniFamilies(), groups kAudio and kSpeech) with the catalog's
@@ -42,6 +42,7 @@
 // are cached in fixed slots and read lock-free after their first creation; observations are the
 // registry's lock-free handle operations. Labels outside the layout work through a mutex-guarded
 // overflow map.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_AUDIO_METRICS_H_
 #define MODELMETRICS_PIPELINE_AUDIO_METRICS_H_
 

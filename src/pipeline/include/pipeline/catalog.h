@@ -9,8 +9,8 @@
 // FamilySet. The observe layers (C++ and the Python extension) register each FamilySpec with the
 // metrics Registry (modelmetrics/metrics.h) and implement the rules the tables name.
 //
-// Sources. The `vllm_omni:*` table follows shared/spec/pipeline-metrics-design.md (the intent,
-// which wins on conflicts) and shared/spec/reference/pipeline-metrics-behaviour.md (cited as
+// Sources. The `vllm_omni:*` table follows docs/pipeline-metrics.md (the intent,
+// which wins on conflicts) and docs/pipeline-behaviour.md (cited as
 // §n). The `vllm:*` table was generated once, by a throw-away script, from the real vLLM V1
 // scrape shared/fixtures/real/vllm/kserve-llmisvc-vllm-v1-pd-nixl-tinyllama.txt: every `vllm:*`
 // family in it except client_python's `*_created` gauges, with its type, HELP text (byte for
@@ -30,6 +30,7 @@
 //
 // Thread-safety: immutable constant data; safe from any thread. A FamilySet is immutable after
 // construction.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_CATALOG_H_
 #define MODELMETRICS_PIPELINE_CATALOG_H_
 
@@ -202,7 +203,7 @@ inline constexpr std::string_view kUnknownConnectorType = "unknown";
 inline constexpr std::string_view kStageTypeLlm = "llm";
 inline constexpr std::string_view kStageTypeDiffusion = "diffusion";
 inline constexpr std::array<std::string_view, 2> kStageTypes = {kStageTypeLlm, kStageTypeDiffusion};
-// speech_stream_aborted{reason} (design doc, §3.7).
+// speech_stream_aborted{reason} (§3.7).
 inline constexpr std::array<std::string_view, 4> kSpeechAbortReasons = {"cancelled", "closed",
                                                                         "engine_dead", "error"};
 
@@ -272,10 +273,10 @@ inline constexpr std::array<std::string_view, 4> kAudioSkippedLabels = {"model_n
                                                                         "replica", "reason"};
 inline constexpr std::array<std::string_view, 5> kTransferLabels = {
     "model_name", "from_stage", "from_replica", "to_stage", "to_replica"};
-// Not §2.3 constants: realtime_vad_errors (§3.5) and speech_stream_aborted (design doc).
+// Not §2.3 constants: realtime_vad_errors (§3.5) and speech_stream_aborted (§3.7).
 inline constexpr std::array<std::string_view, 2> kRealtimeVadErrorLabels = {"model_name", "reason"};
 inline constexpr std::array<std::string_view, 2> kSpeechAbortedLabels = {"model_name", "reason"};
-// Duplex families (upstream-changes-2026-09 §1.1).
+// Duplex families (pipeline-behaviour.md §3.9).
 inline constexpr std::array<std::string_view, 2> kDuplexSessionLabels = {"model_name", "state"};
 inline constexpr std::array<std::string_view, 2> kDuplexAppendLabels = {"model_name", "outcome"};
 inline constexpr std::array<std::string_view, 2> kDuplexControlLabels = {"model_name", "operation"};

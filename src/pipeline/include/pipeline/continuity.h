@@ -1,7 +1,7 @@
 // Audio streaming continuity (the listener's player simulation) and real-time-factor helpers.
 //
 // Contract. Pure functions over a chunk timeline; no registry, no clock, no allocation except the
-// returned values. They reproduce shared/spec/reference/pipeline-metrics-behaviour.md:
+// returned values. They reproduce docs/pipeline-behaviour.md:
 //   - ComputeContinuityStats: §4.1 (`compute_continuity_stats`, PR #3618). The playback clock
 //     starts at the first chunk's arrival with no pre-roll; before chunk i (i > 0) is counted,
 //     the bytes the player wanted by then minus the bytes received so far is the deficit; the
@@ -19,6 +19,7 @@
 //     product truncated toward zero, as Python's int() does (0.1 -> "100").
 //
 // Thread-safety: stateless; safe from any thread.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_CONTINUITY_H_
 #define MODELMETRICS_PIPELINE_CONTINUITY_H_
 

@@ -1,5 +1,5 @@
 // The observe layer of the scheduler-native full-duplex families (kDuplex in catalog.h; upstream's
-// duplex methods of OmniPrometheusMetrics, shared/spec/reference/upstream-changes-2026-09.md §1.1).
+// duplex methods of OmniPrometheusMetrics, pipeline-behaviour.md §3.9).
 //
 // Contract.
 // - The constructor registers the thirteen kDuplex families with the registry (a second instance

@@ -1,5 +1,5 @@
 // Flat engine index <-> (stage, replica), as vLLM-Omni's orchestrator numbers engines
-// (spec/reference/pipeline-metrics-behaviour.md §4.12): stages in order, replicas within a stage,
+// (docs/pipeline-behaviour.md §4.12): stages in order, replicas within a stage,
 // from 0. Pools {1, 2, 1} give 0:(0,0) 1:(1,0) 2:(1,1) 3:(2,0). Label values are the decimal ids
 // ("1"). The map is static once built.
 //

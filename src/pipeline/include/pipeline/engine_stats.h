@@ -1,12 +1,12 @@
 // In-process engine stats rendered as upstream vLLM's per-engine `vllm:*` families, with the
 // `engine` label reshaped into `stage` + `replica`: the C++ counterpart of vLLM-Omni's
-// OmniPrometheusStatLogger wrap (spec/reference/pipeline-metrics-behaviour.md §3.6, §4.8-§4.12).
+// OmniPrometheusStatLogger wrap (docs/pipeline-behaviour.md §3.6, §4.8-§4.12).
 //
 // A C++ engine fills in the plain records below (vLLM V1's SchedulerStats / IterationStats shape)
 // and hands them to EngineStatsLogger::Record with its flat engine index (EngineMap order: stages
 // in order, replicas within a stage; pools {1,2,1} -> 0:(0,0) 1:(1,0) 2:(1,1) 3:(2,0)).
 //
-// Contract: vLLM main's PrometheusStatLogger (shared/spec/reference/vllm-stat-logger.md).
+// Contract: vLLM main's PrometheusStatLogger (docs/pipeline-behaviour.md §3.6).
 // - Families: the VllmEngineFamilies() rows, registered by EngineStatsLogger::Create only when
 //   the registry is enabled. A disabled registry (log-stats off) registers nothing: /metrics has
 //   no `vllm:*` (§4.8); Record then still validates the engine index and records nothing. As in
@@ -71,6 +71,7 @@
 // throttle). Concurrent Records for the SAME engine may set gauges in either order (last set
 // wins); feed one engine from one thread when gauge order matters. The Registry must outlive the
 // logger. The relabel helpers at the bottom are pure functions; EngineLabelMap is a plain value.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_ENGINE_STATS_H_
 #define MODELMETRICS_PIPELINE_ENGINE_STATS_H_
 

@@ -8,11 +8,12 @@
 // it (docs/architecture.md, tests/pipeline/toy_family_test.cc).
 //
 // Only a macro: the constants a row names are resolved where the list is expanded.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_OMNI_FAMILIES_H_
 #define MODELMETRICS_PIPELINE_OMNI_FAMILIES_H_
 
 #define MM_VLLM_OMNI_FAMILIES(X)                                                                   \
-  /* Pipeline (§3.1; design "Pipeline" plus the two token counters of the reference). */          \
+  /* Pipeline (§3.1; design "Pipeline" plus the two token counters). */                           \
   X(kNumRequestsRunning, "vllm_omni:num_requests_running", Gauge,                                  \
     "Number of requests currently running across all pipeline stages.", kPipelineLabels,           \
     kNoBuckets, Bind::kEager, Group::kPipeline)                                                    \
@@ -129,7 +130,7 @@
     "empty "                                                                                       \
     "audio.",                                                                                      \
     kAudioSkippedLabels, kNoBuckets, Bind::kLazy, Group::kAudio)                                   \
-  /* Speech streaming (§3.7, names from the design doc). */                                       \
+  /* Speech streaming (§3.7). */                                                                  \
   X(kSpeechStreamAborted, "vllm_omni:speech_stream_aborted", Counter,                              \
     "Interrupted Speech audio generators, including before the first PCM payload, by reason "      \
     "(cancelled, closed, engine_dead, error).",                                                    \
@@ -163,7 +164,7 @@
   X(kRealtimeVadErrors, "vllm_omni:realtime_vad_errors", Counter,                                  \
     "Server VAD errors and input-overflow rejections by reason.", kRealtimeVadErrorLabels,         \
     kNoBuckets, Bind::kLazy, Group::kRealtime)                                                     \
-  /* Scheduler-native full-duplex sessions (upstream-changes-2026-09 §1.1). */                    \
+  /* Scheduler-native full-duplex sessions (pipeline-behaviour.md §3.9). */                       \
   X(kDuplexSessions, "vllm_omni:duplex_sessions", Gauge,                                           \
     "Current scheduler-native duplex sessions by bounded lifecycle state.", kDuplexSessionLabels,  \
     kNoBuckets, Bind::kEager, Group::kDuplex, Guard::kClampNegative, kDuplexSessionStates)         \

@@ -1,6 +1,6 @@
 // The observe layer of the pipeline-level `vllm_omni:*` families: pipeline (§3.1 first part),
 // image/diffusion service (§3.1 second part), diffusion execution breakdown (§3.3) and
-// cross-stage transfer (§3.4) of shared/spec/reference/pipeline-metrics-behaviour.md, plus the
+// cross-stage transfer (§3.4) of docs/pipeline-behaviour.md, plus the
 // orchestrator-side request lifecycle that feeds them and the log path (stats_tables.h).
 //
 // Contract.
@@ -24,6 +24,7 @@
 // kv-wait timers are under one mutex; observations go to lock-free handles (eager and
 // per-(stage, replica) children are cached; reason-, connector- and edge-keyed lazy children go
 // through Family::Labels).
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_OMNI_METRICS_H_
 #define MODELMETRICS_PIPELINE_OMNI_METRICS_H_
 

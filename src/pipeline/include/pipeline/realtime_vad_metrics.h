@@ -1,5 +1,5 @@
 // The observe layer of the realtime server-side VAD families (§3.5 of
-// shared/spec/reference/pipeline-metrics-behaviour.md; upstream `RealtimeVADMetrics`).
+// docs/pipeline-behaviour.md; upstream `RealtimeVADMetrics`).
 //
 // Contract.
 // - The constructor registers the four kRealtime catalog families (catalog.h) with the registry
@@ -13,6 +13,7 @@
 //
 // Thread-safety: every method may be called from any thread at once; observations go to
 // lock-free handles, and the per-reason handle cache is under a mutex.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_REALTIME_VAD_METRICS_H_
 #define MODELMETRICS_PIPELINE_REALTIME_VAD_METRICS_H_
 

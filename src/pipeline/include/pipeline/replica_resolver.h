@@ -2,6 +2,7 @@
 // `request_id`, or nullopt when unknown (observations that need it are then skipped, §4.13).
 //
 // Thread-safety: a resolver may be called from any thread the observe layer runs on.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_REPLICA_RESOLVER_H_
 #define MODELMETRICS_PIPELINE_REPLICA_RESOLVER_H_
 

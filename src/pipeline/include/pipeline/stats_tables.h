@@ -1,5 +1,5 @@
 // The log path of the pipeline metrics: upstream's OrchestratorAggregator (§5 of
-// shared/spec/reference/pipeline-metrics-behaviour.md) and its tables.
+// docs/pipeline-behaviour.md) and its tables.
 //
 // Contract. The aggregator keeps the per-request records the orchestrator feeds it (stage events,
 // per-edge transfer accumulators, per-request E2E records, stage first/last timestamps) and
@@ -17,8 +17,18 @@
 // Times are seconds on the caller's clock (a wall clock, as upstream's time.time()); `now`
 // comes from the clock given at construction.
 //
+// Why a C++ copy beside the Python one (python/modelmetrics/vllm_omni/metrics/stats.py). The
+// C++ observe layer (OmniMetrics) feeds it from its own hooks, so a C++ host (the pipeline
+// simulator, `modelmetrics demo`, a future native orchestrator) gets upstream's log tables and
+// its transfer families from one data source without an interpreter. The Python drop-in cannot
+// forward to it: upstream's orchestrator mutates the aggregator's dataclass records in place and
+// its tests read the dict/list attributes and call private helpers, a surface a C++ object would
+// have to rebuild on every call. Both are held to the same upstream acceptance cases
+// (tests/pipeline/stats_tables_test.cc, tests/python/test_stats.py).
+//
 // Thread-safety: every public method takes the aggregator's mutex; the emitter is called with
 // it held and must not call back into the aggregator.
+// Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_STATS_TABLES_H_
 #define MODELMETRICS_PIPELINE_STATS_TABLES_H_
 
