@@ -228,6 +228,8 @@ class FamilyBase {
   virtual ~FamilyBase();
   const FamilyOptions& options() const { return options_; }
   MetricType type() const { return type_; }
+  // A child's `created` argument meaning "now" (the wall clock when it is made).
+  static constexpr double kNow = __builtin_nan("");
   // Renders this family (all its children, in creation order) to `writer`.
   void Render(ExpositionWriter& writer, const RenderOptions& options = {}) const;
   // Its live children as values, in creation order.
@@ -251,18 +253,15 @@ class FamilyBase {
   // a gauge starts at 0 as joined ones do. False when a thread that is not in the child held the
   // family's lock at fork() (the family is then left as it is).
   bool RebaseAfterFork();
-  // Why the last label set was refused (its handle inert): a value over kMaxLabelValueBytes,
-  // kMaxChildrenPerFamily reached, or a full shared segment; empty when none ever was.
-  std::string LastRefusal() const;
 
  protected:
   FamilyBase(FamilyOptions options, MetricType type, bool enabled);
   // The series for `values`, created if `create` (with `_created` = `created` wall seconds, or now
   // when NaN); nullptr when absent, when values mismatch, or when a value or the family is past
-  // its bound (kMaxLabelValueBytes, kMaxChildrenPerFamily).
-  void* Find(std::span<const std::string_view> values, bool create, double created = kNow);
+  // its bound (kMaxLabelValueBytes, kMaxChildrenPerFamily); then *refused (when given) says why.
+  void* Find(std::span<const std::string_view> values, bool create, double created = kNow,
+             std::string* refused = nullptr);
   bool RemoveChild(std::span<const std::string_view> values);
-  static constexpr double kNow = __builtin_nan("");
 
   Counter MakeCounter(void* s) const { return Counter(static_cast<CounterSeries*>(s)); }
   Gauge MakeGauge(void* s) const { return Gauge(static_cast<GaugeSeries*>(s)); }
@@ -274,7 +273,7 @@ class FamilyBase {
   // Find's series of `key`, made when absent and `create`; *deferred when it records in this
   // process until it can join the shared segment.
   void* FindOrMake(std::string key, std::span<const std::string_view> values, bool create,
-                   double created, bool* deferred);
+                   double created, std::string* refused, bool* deferred);
   // What the series `s` (of this family's type, kept in this process) recorded.
   Recorded RecordedIn(const void* s) const;
 
@@ -304,6 +303,12 @@ class Family : public metrics_internal::FamilyBase {
   // from their own clock (the Python instruments read `time.time()`, as prometheus_client does).
   T Labels(std::span<const std::string_view> values, double created) {
     return enabled() ? Make(Find(values, true, created)) : T();
+  }
+  // The same, with why a label set was refused (the handle is then inert) in *refused: a value
+  // over kMaxLabelValueBytes, kMaxChildrenPerFamily reached, or a full shared segment. For
+  // callers that report the refusal themselves (the Python instruments raise it).
+  T Labels(std::span<const std::string_view> values, double created, std::string* refused) {
+    return enabled() ? Make(Find(values, true, created, refused)) : T();
   }
   // Eagerly bound child: created now even when disabled (it then renders as zero); the handle is
   // inert when disabled.

@@ -121,7 +121,7 @@ FamilyBase::SyncResult FamilyBase::SyncShared() {
                                        KeyValues(d.child->key), &error, &busy);
       if (d.cell.base == nullptr && busy) return SyncResult::kBusy;
       if (d.cell.base == nullptr) {  // the segment is full: this child stays in this process
-        st.Refuse(options_.name, &State::warned_shared, error);
+        st.Refuse(options_.name, &State::warned_shared, error, nullptr);
         it = st.deferred.erase(it);
         continue;
       }

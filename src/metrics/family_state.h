@@ -81,7 +81,6 @@ struct FamilyBase::State {
   bool warned_full GUARDED_BY(mu) = false;     // the children bound was reported
   bool warned_shared GUARDED_BY(mu) = false;   // a full shared segment was reported
   bool warned_waiting GUARDED_BY(mu) = false;  // a deferred child was reported
-  std::string last_refusal GUARDED_BY(mu);     // why the last label set was refused
   Join join GUARDED_BY(mu) = Join::kNone;
   uint32_t shared_family GUARDED_BY(mu) = 0;  // the family's index in the segment, once joined
   std::vector<Deferred> deferred GUARDED_BY(mu);
@@ -94,10 +93,11 @@ struct FamilyBase::State {
   // Adds `child` to the family; returns it.
   Child* Insert(std::unique_ptr<Child> child) REQUIRES(mu);
 
-  // Reports a refused label set of `family` on stderr, once per warned_* flag.
-  void Refuse(const std::string& family, bool State::*warned, const std::string& what)
-      REQUIRES(mu) {
-    last_refusal = what;
+  // Reports a refused label set of `family` on stderr, once per warned_* flag, and to the caller
+  // in *refused when it asked.
+  void Refuse(const std::string& family, bool State::*warned, const std::string& what,
+              std::string* refused) REQUIRES(mu) {
+    if (refused != nullptr) *refused = what;
     if (this->*warned) return;
     this->*warned = true;
     std::fprintf(stderr, "modelmetrics: %s: %s; such label sets are not recorded\n", family.c_str(),

@@ -70,12 +70,14 @@ FamilyBase::~FamilyBase() {
   if (shared_ != nullptr) pending_shares::Remove(this);
 }
 
-void* FamilyBase::Find(std::span<const std::string_view> values, bool create, double created) {
+void* FamilyBase::Find(std::span<const std::string_view> values, bool create, double created,
+                       std::string* refused) {
   if (values.size() != options_.labels.size()) return nullptr;
   for (std::string_view v : values) {
     if (v.size() > kMaxLabelValueBytes) {
       base::MutexLock lock(&state_->mu);
-      state_->Refuse(options_.name, &State::warned_long, "a label value over the 4096-byte bound");
+      state_->Refuse(options_.name, &State::warned_long, "a label value over the 4096-byte bound",
+                     refused);
       return nullptr;
     }
   }
@@ -85,21 +87,21 @@ void* FamilyBase::Find(std::span<const std::string_view> values, bool create, do
     key.push_back('\xff');  // never in UTF-8 text: keys are unambiguous
   }
   bool deferred = false;
-  void* series = FindOrMake(std::move(key), values, create, created, &deferred);
+  void* series = FindOrMake(std::move(key), values, create, created, refused, &deferred);
   // Outside the family's lock: the pending-shares thread takes its own lock, then this one.
   if (deferred) pending_shares::Add(this);
   return series;
 }
 
 void* FamilyBase::FindOrMake(std::string key, std::span<const std::string_view> values, bool create,
-                             double created, bool* deferred) {
+                             double created, std::string* refused, bool* deferred) {
   State& st = *state_;
   base::MutexLock lock(&st.mu);
   if (auto it = st.by_key.find(key); it != st.by_key.end()) return it->second->raw();
   if (!create) return nullptr;
   if (st.children.size() >= kMaxChildrenPerFamily) {
     st.Refuse(options_.name, &State::warned_full,
-              "more than 1048576 label sets (is a label value unbounded?)");
+              "more than 1048576 label sets (is a label value unbounded?)", refused);
     return nullptr;
   }
   SharedCell cell;
@@ -110,7 +112,7 @@ void* FamilyBase::FindOrMake(std::string key, std::span<const std::string_view> 
     cell = shared_->RegisterSeries(st.shared_family, type_, options_.buckets.size(), values, &error,
                                    &busy);
     if (cell.base == nullptr && !busy) {
-      st.Refuse(options_.name, &State::warned_shared, error);
+      st.Refuse(options_.name, &State::warned_shared, error, refused);
       return nullptr;
     }
     if (cell.base == nullptr) {  // a stopped process holds the directory: record, join later
@@ -174,11 +176,6 @@ FamilyBase::State::Child* FamilyBase::State::Insert(std::unique_ptr<Child> child
     throw;
   }
   return children.back().get();
-}
-
-std::string FamilyBase::LastRefusal() const {
-  base::MutexLock lock(&state_->mu);
-  return state_->last_refusal;
 }
 
 bool FamilyBase::RemoveChild(std::span<const std::string_view> values) {

@@ -216,22 +216,25 @@ PyObject* NativeBind(PyObject* obj, PyObject* args) {
     // A new child of a shared family may wait for the segment's directory lock: without the GIL,
     // into locals (this object is assigned below, with it).
     const bool wait = base->shared();
+    std::string why;  // a refusal's reason
     switch (self->kind) {
       case Kind::kCounter: {
-        Counter made = WithoutGilIf(
-            wait, [&] { return static_cast<Family<Counter>*>(base)->Labels(views, created); });
+        Counter made = WithoutGilIf(wait, [&] {
+          return static_cast<Family<Counter>*>(base)->Labels(views, created, &why);
+        });
         self->counter = made;
         break;
       }
       case Kind::kGauge: {
         Gauge made = WithoutGilIf(
-            wait, [&] { return static_cast<Family<Gauge>*>(base)->Labels(views, created); });
+            wait, [&] { return static_cast<Family<Gauge>*>(base)->Labels(views, created, &why); });
         self->gauge = made;
         break;
       }
       default: {
-        Histogram made = WithoutGilIf(
-            wait, [&] { return static_cast<Family<Histogram>*>(base)->Labels(views, created); });
+        Histogram made = WithoutGilIf(wait, [&] {
+          return static_cast<Family<Histogram>*>(base)->Labels(views, created, &why);
+        });
         self->histogram = made;
         break;
       }
@@ -240,7 +243,6 @@ PyObject* NativeBind(PyObject* obj, PyObject* args) {
                       : self->kind == Kind::kGauge ? self->gauge.live()
                                                    : self->histogram.live();
     if (!live) {  // a bounded label value, or a full shared segment
-      const std::string why = base->LastRefusal();
       PyErr_Format(
           PyExc_ValueError, "%s: %s", base->options().name.c_str(),
           why.empty() ? "label value over 4096 bytes or too many label sets" : why.c_str());

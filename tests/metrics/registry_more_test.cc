@@ -372,7 +372,6 @@ TEST(RegistryGating, ADisabledSharedRegistryShowsBoundChildrenAsMade) {
 TEST(RegistryBounds, ALabelValueOverTheBoundIsRefusedAndReportedOnce) {
   Registry registry;
   auto* family = registry.AddGauge({.name = "g", .labels = {"a", "b"}});
-  EXPECT_EQ(family->LastRefusal(), "");
   const std::string over(kMaxLabelValueBytes + 1, 'x');
   ::testing::internal::CaptureStderr();
   EXPECT_FALSE(family->Labels({"ok", over}).live());
@@ -383,7 +382,10 @@ TEST(RegistryBounds, ALabelValueOverTheBoundIsRefusedAndReportedOnce) {
             "modelmetrics: g: a label value over the 4096-byte bound; such label sets are not "
             "recorded\n")
       << "once per family";
-  EXPECT_EQ(family->LastRefusal(), "a label value over the 4096-byte bound");
+  std::string refused;
+  const std::string_view values[] = {over, "ok"};
+  EXPECT_FALSE(family->Labels(values, Family<Gauge>::kNow, &refused).live());
+  EXPECT_EQ(refused, "a label value over the 4096-byte bound") << "told to the caller who asks";
   EXPECT_TRUE(family->Collect().empty());
   EXPECT_TRUE(family->Labels({"ok", std::string(kMaxLabelValueBytes, 'y')}).live());
   EXPECT_FALSE(family->Remove({over, "ok"}));

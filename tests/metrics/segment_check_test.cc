@@ -33,6 +33,7 @@ using segment::SeriesRecord;
 using segment::Skip;
 using segment_testing::Attach;
 using segment_testing::Find;
+using segment_testing::Refusal;
 using segment_testing::Skipped;
 using segment_testing::StrictParse;
 using segment_testing::Tamper;
@@ -57,7 +58,7 @@ class Records {
       ADD_FAILURE() << "the test's arena is too small";
       return {};
     }
-    std::memcpy(impl.arena + used_, text.data(), text.size());
+    if (!text.empty()) std::memcpy(impl.arena + used_, text.data(), text.size());
     const segment::ArenaText out{static_cast<uint32_t>(used_), static_cast<uint32_t>(text.size())};
     used_ += text.size();
     return out;
@@ -584,14 +585,15 @@ TEST(SegmentSkips, ASeriesPastTheScrapeBudgetIsLeftOutAndCounted) {
   auto* h = registry.AddHistogram({.name = "h", .labels = {"k"}, .buckets = bounds});
   ASSERT_NE(h, nullptr);
   std::vector<std::string> values;
+  std::string refused;
   for (int i = 0; i < 20; ++i) {
     const std::string value = std::string(3996, 'v') + std::to_string(1000 + i);
-    Histogram child = h->Labels({value});
-    if (!child.live()) break;
-    child.Observe(i);
+    refused = Refusal(h, {value});
+    if (!refused.empty()) break;
+    h->Labels({value}).Observe(i);
     values.push_back(value);
   }
-  ASSERT_EQ(values.size(), 12u) << h->LastRefusal();
+  ASSERT_EQ(values.size(), 12u) << refused;
   for (int scrape = 0; scrape < 2; ++scrape) {  // counted per scrape, not summed over scrapes
     const auto merged = segment->Collect();
     const MergedFamily* family = Find(merged, "h");

@@ -24,6 +24,7 @@ namespace {
 using segment_testing::Attach;
 using segment_testing::CounterTotal;
 using segment_testing::Find;
+using segment_testing::Refusal;
 using segment_testing::Skipped;
 using segment_testing::UniqueName;
 using ::testing::HasSubstr;
@@ -195,14 +196,13 @@ TEST(SegmentRefusal, AFullSeriesRegionRefusesTheNextSeries) {
   Registry registry(RegistryOptions{.shared = segment});
   auto* c = registry.AddCounter({.name = "c", .labels = {"k"}});
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->LastRefusal(), "");
   ::testing::internal::CaptureStderr();
   Counter refused = c->Labels({"new"});
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),
               HasSubstr("modelmetrics: c: " + FullError(name, "series") +
                         "; such label sets are not recorded\n"));
   EXPECT_FALSE(refused.live());
-  EXPECT_EQ(c->LastRefusal(), FullError(name, "series"));
+  EXPECT_EQ(Refusal(c, {"new"}), FullError(name, "series")) << "told to the caller who asks";
   Counter kept = c->Labels({"5"});
   ASSERT_TRUE(kept.live());
   kept.Inc();
@@ -228,13 +228,11 @@ TEST(SegmentRefusal, AFullArenaRefusesNamesAndLabelText) {
   std::string refusal;
   for (int i = 0; i < 32 && refusal.empty(); ++i) {
     // Label values at their bound (4096 bytes), each distinct.
-    Counter c =
-        family->Labels({std::string(kMaxLabelValueBytes - 4, 'v') + std::to_string(1000 + i)});
-    if (c.live()) {
-      c.Inc();
+    const std::string value = std::string(kMaxLabelValueBytes - 4, 'v') + std::to_string(1000 + i);
+    refusal = Refusal(family, {value});
+    if (refusal.empty()) {
+      family->Labels({value}).Inc();
       ++made;
-    } else {
-      refusal = family->LastRefusal();
     }
   }
   EXPECT_EQ(refusal, FullError(name, "names and label text"));
@@ -243,9 +241,8 @@ TEST(SegmentRefusal, AFullArenaRefusesNamesAndLabelText) {
   const SegmentStats stats = segment->Stats();
   EXPECT_EQ(stats.series, static_cast<uint32_t>(made)) << "the refused series took no record";
   EXPECT_EQ(stats.cell_words_used, static_cast<uint64_t>(made)) << "...and no cells";
-  Counter small = family->Labels({"short"});
-  EXPECT_TRUE(small.live()) << family->LastRefusal();
-  small.Inc();
+  EXPECT_EQ(Refusal(family, {"short"}), "");
+  family->Labels({"short"}).Inc();
   EXPECT_EQ(CounterTotal(*segment, "c"), made + 1);
   std::string error;
   EXPECT_EQ(registry.AddGauge({.name = "g", .help = std::string(8000, 'x')}, &error), nullptr);
@@ -269,12 +266,10 @@ TEST(SegmentRefusal, CellsPerProcessRunOutAtTheSlotsLastWord) {
   ASSERT_TRUE(first.live());
   first.Observe(5);
   EXPECT_EQ(segment->Stats().cell_words_used, 1424u);
-  EXPECT_FALSE(wide->Labels({"b"}).live());
-  EXPECT_EQ(wide->LastRefusal(), FullError(name, "cells per process"));
+  EXPECT_EQ(Refusal(wide, {"b"}), FullError(name, "cells per process"));
   auto* counter = registry.AddCounter({.name = "after"});
   ASSERT_NE(counter, nullptr) << "a family takes no cells";
-  EXPECT_FALSE(counter->Labels({}).live());
-  EXPECT_EQ(counter->LastRefusal(), FullError(name, "cells per process"));
+  EXPECT_EQ(Refusal(counter, {}), FullError(name, "cells per process"));
   bounds.push_back(1422);
   auto* wider = registry.AddHistogram({.name = "wider", .buckets = bounds});
   ASSERT_NE(wider, nullptr);

@@ -28,6 +28,16 @@
 
 namespace modelmetrics::segment_testing {
 
+// Why `family` refuses the label set `values` ("" when it makes a live child, and the child
+// exists afterwards), through the Labels overload that reports it.
+template <typename T>
+std::string Refusal(Family<T>* family, std::initializer_list<std::string_view> values) {
+  std::string refused;
+  const std::vector<std::string_view> list(values);
+  if (family->Labels(list, Family<T>::kNow, &refused).live()) return "";
+  return refused;
+}
+
 // A name no other test (or test process) uses: mm-test-<pid>-<what>-<n>.
 inline std::string UniqueName(const char* what) {
   static std::atomic<int> n{0};
@@ -171,7 +181,7 @@ class Tamper {
   // Appends `text` to the arena (aligned), as a writer would; its reference.
   segment::ArenaText Text(std::string_view text, size_t align = 8) {
     const uint64_t at = (header->arena_used + align - 1) / align * align;
-    std::memcpy(arena + at, text.data(), text.size());
+    if (!text.empty()) std::memcpy(arena + at, text.data(), text.size());
     header->arena_used = at + text.size();
     return {static_cast<uint32_t>(at), static_cast<uint32_t>(text.size())};
   }

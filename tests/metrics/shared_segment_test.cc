@@ -283,10 +283,9 @@ TEST(SharedSegment, AFullSegmentIsOneClearErrorAndKeepsWhatItHas) {
   std::string refused;
   int made = 0;
   for (int i = 0; i < 100000; ++i) {
-    if (!family->Labels({std::to_string(i)}).live()) {
-      refused = family->LastRefusal();
-      break;
-    }
+    const std::string value = std::to_string(i);
+    const std::string_view values[] = {value};
+    if (!family->Labels(values, Family<Histogram>::kNow, &refused).live()) break;
     ++made;
   }
   EXPECT_THAT(refused, HasSubstr("is full (cells per process)"));
@@ -784,8 +783,10 @@ TEST(SharedSegment, AStoppedLockHolderCostsOneBoundedRegistrationAndADeadOneNoth
       << segment->Render(Format::kText);
   auto quick = [&](const char* label) {
     const auto t0 = std::chrono::steady_clock::now();
-    Counter c = family->Labels({label});
-    EXPECT_TRUE(c.live()) << label << ": " << family->LastRefusal();
+    std::string refused;
+    const std::string_view values[] = {label};
+    EXPECT_TRUE(family->Labels(values, Family<Counter>::kNow, &refused).live())
+        << label << ": " << refused;
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200)) << label;
   };
   quick("after-death");
