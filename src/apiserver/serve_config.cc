@@ -1,6 +1,7 @@
 // The serve configuration: one table of settings (kSettings) drives the parser and the reference.
 #include "apiserver/serve_config.h"
 
+#include <charconv>
 #include <filesystem>
 #include <functional>
 #include <utility>
@@ -36,10 +37,47 @@ struct Context {
 // Parses `node`, the value of `key`, into the configuration.
 using Parse =
     std::function<bool(const std::string& key, const Json& node, const Context&, ServeConfig*)>;
+// The node a setting reads from a command-line value: its own kind's reading of the text (no
+// YAML between), so a flag and the file give the same errors.
+using FromText = Json (*)(std::string_view text);
+
+Json TextNode(std::string_view text) { return Json(std::string(text)); }
+
+// An integer when the whole text is one (else the text, which the reader refuses by name).
+Json IntegerNode(std::string_view text) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc() && end == text.data() + text.size() && !text.empty()) return Json(value);
+  return TextNode(text);
+}
+
+Json FlagNode(std::string_view text) {
+  if (text == "true") return Json(true);
+  if (text == "false") return Json(false);
+  return TextNode(text);
+}
+
+// Comma-separated items.
+Json ListNode(std::string_view text) {
+  Json list = Json::array();
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    list.push_back(std::string(text.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return list;
+}
+
+// How a setting is read: from the file's node, and from a command-line text.
+struct Reader {
+  Parse parse;
+  FromText from_text;
+};
 
 struct Setting {
   ServeConfigKey doc;
-  Parse parse;
+  Reader read;
 };
 
 // ---- value readers, with the error texts every setting of a type shares ----------------------
@@ -83,97 +121,107 @@ bool ReadList(const std::string& key, const Json& node, const Context& ctx, std:
 // ---- typed setting parsers: `field` maps the configuration to the member a row sets -----------
 
 template <typename F>
-Parse Text(F field) {
-  return [field](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
-    return ReadText(key, node, ctx, &field(*c));
-  };
+Reader Text(F field) {
+  return Reader{[field](const std::string& key, const Json& node, const Context& ctx,
+                        ServeConfig* c) { return ReadText(key, node, ctx, &field(*c)); },
+                &TextNode};
 }
 
 template <typename F>
-Parse Path(F field) {
-  return [field](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
-    std::string& value = field(*c);
-    if (!ReadText(key, node, ctx, &value)) return false;
-    value = ctx.Resolve(value);
-    return true;
-  };
+Reader Path(F field) {
+  return Reader{
+      [field](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+        std::string& value = field(*c);
+        if (!ReadText(key, node, ctx, &value)) return false;
+        value = ctx.Resolve(value);
+        return true;
+      },
+      &TextNode};
 }
 
 template <typename F>
-Parse Flag(F field) {
-  return [field](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
-    if (!node.is_boolean()) return ctx.Fail(fmt::format("{}: expected true or false", key));
-    field(*c) = node.get<bool>();
-    return true;
-  };
+Reader Flag(F field) {
+  return Reader{
+      [field](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+        if (!node.is_boolean()) return ctx.Fail(fmt::format("{}: expected true or false", key));
+        field(*c) = node.get<bool>();
+        return true;
+      },
+      &FlagNode};
 }
 
 template <typename F>
-Parse Integer(F field, int64_t min, int64_t max) {
-  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
-    int64_t number = 0;
-    if (!ReadInteger(key, node, ctx, min, max, &number)) return false;
-    using T = std::remove_reference_t<decltype(field(*c))>;
-    field(*c) = static_cast<T>(number);
-    return true;
-  };
+Reader Integer(F field, int64_t min, int64_t max) {
+  return Reader{[=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+                  int64_t number = 0;
+                  if (!ReadInteger(key, node, ctx, min, max, &number)) return false;
+                  using T = std::remove_reference_t<decltype(field(*c))>;
+                  field(*c) = static_cast<T>(number);
+                  return true;
+                },
+                &IntegerNode};
 }
 
 // A duration in [min, max]; `expected` completes "is not ..." in the error.
 template <typename F>
-Parse Duration(F field, milliseconds min, milliseconds max, std::string_view expected) {
-  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
-    std::string text;
-    milliseconds value{};
-    if (!ReadText(key, node, ctx, &text)) return false;
-    if (!base::ParseDuration(text, &value) || value < min || value > max) {
-      return ctx.Fail(fmt::format("{}: `{}` is not {}", key, text, expected));
-    }
-    field(*c) = value;
-    return true;
-  };
+Reader Duration(F field, milliseconds min, milliseconds max, std::string_view expected) {
+  return Reader{[=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+                  std::string text;
+                  milliseconds value{};
+                  if (!ReadText(key, node, ctx, &text)) return false;
+                  if (!base::ParseDuration(text, &value) || value < min || value > max) {
+                    return ctx.Fail(fmt::format("{}: `{}` is not {}", key, text, expected));
+                  }
+                  field(*c) = value;
+                  return true;
+                },
+                &TextNode};
 }
 
 template <typename F>
-Parse List(F field, std::string_view what, bool null_is_empty) {
-  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
-    return ReadList(key, node, ctx, what, null_is_empty, &field(*c));
-  };
+Reader List(F field, std::string_view what, bool null_is_empty) {
+  return Reader{[=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+                  return ReadList(key, node, ctx, what, null_is_empty, &field(*c));
+                },
+                &ListNode};
 }
 
 // The self-signed certificate's names: at least one, none with a comma (a SAN list separator).
 template <typename F>
-Parse Hosts(F field) {
-  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
-    std::vector<std::string> hosts;
-    bool ok = ReadList(key, node, ctx, "host names", false, &hosts) && !hosts.empty();
-    for (const std::string& host : hosts) ok = ok && host.find(',') == std::string::npos;
-    if (!ok) {
-      return ctx.Fail(fmt::format("{}: expected a non-empty list of host names", key));
-    }
-    field(*c) = std::move(hosts);
-    return true;
-  };
+Reader Hosts(F field) {
+  return Reader{
+      [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+        std::vector<std::string> hosts;
+        bool ok = ReadList(key, node, ctx, "host names", false, &hosts) && !hosts.empty();
+        for (const std::string& host : hosts) ok = ok && host.find(',') == std::string::npos;
+        if (!ok) {
+          return ctx.Fail(fmt::format("{}: expected a non-empty list of host names", key));
+        }
+        field(*c) = std::move(hosts);
+        return true;
+      },
+      &ListNode};
 }
 
 // One of a few words, each naming a value.
 template <typename F, typename T>
-Parse Choice(F field, std::vector<std::pair<std::string_view, T>> words) {
-  return [=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
-    std::string text;
-    if (!ReadText(key, node, ctx, &text)) return false;
-    for (const auto& [word, value] : words) {
-      if (text == word) {
-        field(*c) = value;
-        return true;
-      }
-    }
-    std::string choices;
-    for (size_t i = 0; i < words.size(); ++i) {
-      choices += fmt::format("{}`{}`", i == 0 ? "" : " nor ", words[i].first);
-    }
-    return ctx.Fail(fmt::format("{}: `{}` is neither {}", key, text, choices));
-  };
+Reader Choice(F field, std::vector<std::pair<std::string_view, T>> words) {
+  return Reader{[=](const std::string& key, const Json& node, const Context& ctx, ServeConfig* c) {
+                  std::string text;
+                  if (!ReadText(key, node, ctx, &text)) return false;
+                  for (const auto& [word, value] : words) {
+                    if (text == word) {
+                      field(*c) = value;
+                      return true;
+                    }
+                  }
+                  std::string choices;
+                  for (size_t i = 0; i < words.size(); ++i) {
+                    choices += fmt::format("{}`{}`", i == 0 ? "" : " nor ", words[i].first);
+                  }
+                  return ctx.Fail(fmt::format("{}: `{}` is neither {}", key, text, choices));
+                },
+                &TextNode};
 }
 
 // The member a row sets, by a name the compiler checks.
@@ -352,7 +400,7 @@ bool ApplySetting(const std::string& prefix, const std::string& name, const Json
   }
   const Setting* setting = FindSetting(key);
   if (setting == nullptr) return ctx.Fail(fmt::format("unknown setting `{}`", key));
-  return setting->parse(key, node, ctx, c);
+  return setting->read.parse(key, node, ctx, c);
 }
 
 // The settings that depend on each other; "" when they fit.
@@ -499,15 +547,10 @@ bool SetServeConfigValue(std::string_view key, std::string_view text, ServeConfi
     *error = fmt::format("unknown setting `{}`", key);
     return false;
   }
-  std::vector<Json> docs;
-  std::string problem;
   const std::string name(key);
-  if (!ParseYaml(text, &docs, &problem) || docs.size() != 1) {
-    *error = fmt::format("{}: `{}` is not one YAML value", name, text);
-    return false;
-  }
   const std::string no_base_dir;
-  return setting->parse(name, docs.front(), Context{no_base_dir, error}, config);
+  return setting->read.parse(name, setting->read.from_text(text), Context{no_base_dir, error},
+                             config);
 }
 
 const std::vector<ServeConfigKey>& ServeConfigKeys() {

@@ -1479,8 +1479,20 @@ TEST(ServeConfigTest, OneValueFromText) {
   EXPECT_EQ(error, "scrape.pod_limit: 0 is out of range [1, 100000]");
   EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "ten", &config, &error));
   EXPECT_EQ(error, "scrape.pod_limit: expected an integer");
+  EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "12x", &config, &error));
+  EXPECT_EQ(error, "scrape.pod_limit: expected an integer");
   EXPECT_FALSE(SetServeConfigValue("scrape", "3", &config, &error));
   EXPECT_EQ(error, "unknown setting `scrape`");
+  // Each kind reads its own text (no YAML between): a flag, a comma-separated list.
+  ASSERT_TRUE(SetServeConfigValue("tls_self_signed", "true", &config, &error)) << error;
+  EXPECT_TRUE(config.tls_self_signed);
+  EXPECT_FALSE(SetServeConfigValue("tls_self_signed", "yes", &config, &error));
+  EXPECT_EQ(error, "tls_self_signed: expected true or false");
+  ASSERT_TRUE(SetServeConfigValue("tls_self_signed_hosts", "a.example,127.0.0.1", &config, &error))
+      << error;
+  EXPECT_EQ(config.tls_self_signed_hosts, (std::vector<std::string>{"a.example", "127.0.0.1"}));
+  ASSERT_TRUE(SetServeConfigValue("context", "{not: yaml}", &config, &error)) << error;
+  EXPECT_EQ(config.context, "{not: yaml}") << "a text setting takes the text as it is";
 }
 
 // The documented key list is the table's: the reference is valid YAML with exactly the table's

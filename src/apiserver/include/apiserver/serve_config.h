@@ -90,9 +90,10 @@ bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeC
 bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error,
                      size_t max_bytes = base::kDefaultMaxFileBytes);
 
-// Sets one setting from its text, as the YAML file would (`key` as in ServeConfigKeys, e.g.
-// "scrape.fetch_timeout"; `text` a YAML scalar such as "3s" or "128"), with the same bounds and
-// error texts. Cross-setting checks are ParseServeConfig's. The CLI's flags use it.
+// Sets one setting from its text (`key` as in ServeConfigKeys, e.g. "scrape.fetch_timeout";
+// `text` as the setting's kind reads it: "3s", "128", "true", "a,b" for a list, any text for a
+// text setting), with the file's bounds and error texts. Cross-setting checks are
+// ParseServeConfig's. The CLI's flags use it.
 bool SetServeConfigValue(std::string_view key, std::string_view text, ServeConfig* config,
                          std::string* error);
 
