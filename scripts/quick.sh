@@ -64,6 +64,7 @@ pytest() {
 case $module in
   metrics | pipeline)
     stage "Python: the package reinstalled into build/venv, tests/python" 60
+    ninja -C build -j "$jobs" mm_observe_toy  # the toy row's module (test_observe_table.py)
     MODELMETRICS_BUILD_JOBS=$jobs MODELMETRICS_CMAKE_BUILD_DIR="$root/build" \
       build/venv/bin/python -m pip install -q --no-build-isolation --no-index --no-deps \
       --force-reinstall .

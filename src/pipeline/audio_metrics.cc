@@ -3,7 +3,6 @@
 #include "pipeline/audio_metrics.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -13,13 +12,6 @@ namespace modelmetrics::pipeline {
 namespace {
 
 constexpr std::string_view kAudioOutputType = "audio";
-constexpr std::string_view kAbortFallbackReason = "error";
-
-// The catalog's Guard column for a family looked up at construction; false means "drop" (no
-// child is created). NaN is dropped, as in every observe layer (catalog.h).
-bool Passes(const FamilySpec* spec, double& value) {
-  return ApplyGuard(spec == nullptr ? Guard::kNone : spec->guard, value);
-}
 
 bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -162,48 +154,22 @@ std::optional<AudioFamilies> AudioFamilies::Register(Registry& registry, std::st
   return f;
 }
 
-// ---- Handle cache ----
-
-// A handle created on first use: the fast path is one acquire load; creation is serialised by
-// the owner's mutex so a lazy child is created once, and only when an observation passes its
-// guard.
-template <typename T>
-class AudioMetrics::LazyHandle {
- public:
-  template <typename Make>
-  T Get(base::Mutex& mu, Make&& make) {
-    if (ready_.load(std::memory_order_acquire)) return handle_;
-    base::MutexLock lock(&mu);
-    if (!ready_.load(std::memory_order_relaxed)) {
-      handle_ = make();
-      ready_.store(true, std::memory_order_release);
-    }
-    return handle_;
-  }
-  // Eager binding at construction (before any concurrent use).
-  void Set(T handle) {
-    handle_ = handle;
-    ready_.store(true, std::memory_order_release);
-  }
-
- private:
-  std::atomic<bool> ready_{false};
-  T handle_;
-};
-
-// The cached handles of one (stage, replica) label pair.
-struct AudioMetrics::Slot {
-  Slot(std::string s, std::string r) : stage(std::move(s)), replica(std::move(r)) {}
-  const std::string stage;
-  const std::string replica;
-  LazyHandle<Histogram> ttfp;
-  LazyHandle<Histogram> duration;
-  LazyHandle<Histogram> rtf;
-  LazyHandle<Counter> frames;
-  LazyHandle<Histogram> underrun;
-  LazyHandle<Counter> continuity_ok;     // at the configured threshold
-  LazyHandle<Counter> skipped_no_audio;  // reason="no_audio_data"
-};
+FamilyTable AudioFamilies::Table() const {
+  FamilyTable table;
+  const auto put = [&table](OmniFamily id, auto* family) {
+    if (family != nullptr) table[static_cast<size_t>(id)] = family;
+  };
+  put(OmniFamily::kAudioTtfpS, ttfp_s);
+  put(OmniFamily::kAudioDurationS, duration_s);
+  put(OmniFamily::kAudioRtf, rtf);
+  put(OmniFamily::kAudioFrames, frames);
+  put(OmniFamily::kAudioUnderrunS, underrun_s);
+  put(OmniFamily::kAudioContinuityOk, continuity_ok);
+  put(OmniFamily::kAudioSkippedRequests, skipped);
+  put(OmniFamily::kSpeechStreamAborted, speech_aborted);
+  put(OmniFamily::kSpeechStreamCompleted, speech_completed);
+  return table;
+}
 
 // ---- AudioMetrics ----
 
@@ -232,201 +198,68 @@ void AudioMetrics::Init(const Registry& registry, AudioMetricsOptions options) {
   live_ = ok_ && registry.enabled();
   const double t = options.continuity_threshold_s;
   threshold_s_ = (std::isfinite(t) && t >= 0) ? t : kAudioContinuityDefaultThresholdS;
-  threshold_ms_ = ThresholdMs(threshold_s_);
   resolver_ = std::move(options.replica_resolver);
-  frames_spec_ = &OmniSpec(OmniFamily::kAudioFrames);
-  underrun_spec_ = &OmniSpec(OmniFamily::kAudioUnderrunS);
-
-  layout_slots_.resize(options.replicas_per_stage.size());
-  for (size_t s = 0; s < options.replicas_per_stage.size(); ++s) {
-    const int replicas = std::max(options.replicas_per_stage[s], 0);
-    for (int r = 0; r < replicas; ++r) {
-      layout_slots_[s].push_back(std::make_unique<Slot>(std::to_string(s), std::to_string(r)));
-    }
-  }
-
-  speech_completed_ = std::make_unique<LazyHandle<Counter>>();
-  for (auto& handle : speech_aborted_) handle = std::make_unique<LazyHandle<Counter>>();
-  // Model-only families bind eagerly when the catalog says so (none today: §3.7 counters are
-  // lazy). The stage-labelled audio families are lazy by §3.2 and have no eager path.
-  if (ok_ && OmniSpec(OmniFamily::kSpeechStreamCompleted).bind == Bind::kEager) {
-    speech_completed_->Set(families_.speech_completed->Bind({model_name_}));
-  }
+  recorder_ = std::make_unique<ObserveRecorder>(ok_ ? families_.Table() : FamilyTable{},
+                                                model_name_, live_);
 }
 
-AudioMetrics::Slot* AudioMetrics::SlotFor(int stage, int replica) {
-  if (stage >= 0 && static_cast<size_t>(stage) < layout_slots_.size() && replica >= 0 &&
-      static_cast<size_t>(replica) < layout_slots_[stage].size()) {
-    return layout_slots_[stage][replica].get();
-  }
-  return SlotFor(std::to_string(stage), std::to_string(replica));
-}
-
-AudioMetrics::Slot* AudioMetrics::SlotFor(std::string_view stage, std::string_view replica) {
-  // Length-prefixed so no pair of label values can collide.
-  std::string key = std::to_string(stage.size());
-  key += ':';
-  key += stage;
-  key += replica;
-  base::MutexLock lock(&overflow_mu_);
-  auto it = overflow_.find(key);
-  if (it == overflow_.end()) {
-    it = overflow_
-             .emplace(std::move(key),
-                      std::make_unique<Slot>(std::string(stage), std::string(replica)))
-             .first;
-  }
-  return it->second.get();
-}
-
-void AudioMetrics::ObserveTtfp(Slot& slot, double seconds) {
-  slot.ttfp
-      .Get(handles_mu_,
-           [&] {
-             return families_.ttfp_s->Labels({model_name_, slot.stage, slot.replica});
-           })
-      .Observe(seconds);
-}
-
-void AudioMetrics::ObserveDuration(Slot& slot, double seconds) {
-  slot.duration
-      .Get(handles_mu_,
-           [&] {
-             return families_.duration_s->Labels({model_name_, slot.stage, slot.replica});
-           })
-      .Observe(seconds);
-}
-
-void AudioMetrics::ObserveRtf(Slot& slot, double rtf) {
-  slot.rtf
-      .Get(handles_mu_,
-           [&] {
-             return families_.rtf->Labels({model_name_, slot.stage, slot.replica});
-           })
-      .Observe(rtf);
-}
-
-void AudioMetrics::IncFrames(Slot& slot, int64_t frames) {
-  double amount = static_cast<double>(frames);
-  if (!Passes(frames_spec_, amount) || frames <= 0) return;
-  slot.frames
-      .Get(handles_mu_,
-           [&] {
-             return families_.frames->Labels({model_name_, slot.stage, slot.replica});
-           })
-      .Add(static_cast<uint64_t>(frames));
-}
-
-void AudioMetrics::ObserveUnderrun(Slot& slot, double seconds) {
-  double value = seconds;
-  if (!Passes(underrun_spec_, value)) return;
-  slot.underrun
-      .Get(handles_mu_,
-           [&] {
-             return families_.underrun_s->Labels({model_name_, slot.stage, slot.replica});
-           })
-      .Observe(value);
-}
-
-void AudioMetrics::IncContinuityOk(Slot& slot, int64_t threshold_ms) {
-  const std::string label = std::to_string(threshold_ms);
-  if (threshold_ms != threshold_ms_) {  // an unusual threshold: no cached handle
-    families_.continuity_ok->Labels({model_name_, slot.stage, slot.replica, label}).Inc();
-    return;
-  }
-  slot.continuity_ok
-      .Get(handles_mu_,
-           [&] {
-             return families_.continuity_ok->Labels({model_name_, slot.stage, slot.replica, label});
-           })
-      .Inc();
-}
-
-void AudioMetrics::IncSkipped(Slot& slot, std::string_view reason) {
-  if (reason == kNoAudioDataReason) {
-    slot.skipped_no_audio
-        .Get(handles_mu_,
-             [&] {
-               return families_.skipped->Labels(
-                   {model_name_, slot.stage, slot.replica, kNoAudioDataReason});
-             })
-        .Inc();
-    return;
-  }
-  const std::string_view label = reason.empty() ? kUnknownReason : reason;  // reason or "unknown"
-  families_.skipped->Labels({model_name_, slot.stage, slot.replica, label}).Inc();
-}
-
-void AudioMetrics::Continuity(Slot& slot, std::span<const double> arrivals_s,
+void AudioMetrics::Continuity(int stage, int replica, std::span<const double> arrivals_s,
                               std::span<const uint64_t> chunk_bytes, const PcmFormat& format,
                               double threshold_s) {
   const ContinuityStats stats =
       ComputeContinuityStats(arrivals_s, chunk_bytes, format, threshold_s);
-  ObserveUnderrun(slot, stats.max_underrun_s);
-  if (stats.is_continuous) IncContinuityOk(slot, ThresholdMs(threshold_s));
+  recorder_->Call<observe::kObserveAudioUnderrun>(stage, replica, stats.max_underrun_s);
+  if (stats.is_continuous) {
+    recorder_->Call<observe::kIncAudioContinuityOk>(stage, replica, ThresholdMs(threshold_s));
+  }
 }
 
 // ---- Direct observe API ----
 
 void AudioMetrics::ObserveAudioTtfp(std::string_view stage, std::string_view replica,
                                     double seconds) {
-  if (live_) ObserveTtfp(*SlotFor(stage, replica), seconds);
+  recorder_->Call<observe::kObserveAudioTtfp>(stage, replica, seconds);
 }
 
 void AudioMetrics::ObserveAudioDuration(std::string_view stage, std::string_view replica,
                                         double seconds) {
-  if (live_) ObserveDuration(*SlotFor(stage, replica), seconds);
+  recorder_->Call<observe::kObserveAudioDuration>(stage, replica, seconds);
 }
 
 void AudioMetrics::ObserveAudioRtf(std::string_view stage, std::string_view replica, double rtf) {
-  if (live_) ObserveRtf(*SlotFor(stage, replica), rtf);
+  recorder_->Call<observe::kObserveAudioRtf>(stage, replica, rtf);
 }
 
 void AudioMetrics::IncAudioFrames(std::string_view stage, std::string_view replica,
                                   int64_t frames) {
-  if (live_ && frames > 0) IncFrames(*SlotFor(stage, replica), frames);
+  recorder_->Call<observe::kIncAudioFrames>(stage, replica, frames);
 }
 
 void AudioMetrics::ObserveAudioUnderrun(std::string_view stage, std::string_view replica,
                                         double seconds) {
-  if (live_) ObserveUnderrun(*SlotFor(stage, replica), seconds);
+  recorder_->Call<observe::kObserveAudioUnderrun>(stage, replica, seconds);
 }
 
 void AudioMetrics::IncAudioContinuityOk(std::string_view stage, std::string_view replica,
                                         int64_t threshold_ms) {
-  if (live_) IncContinuityOk(*SlotFor(stage, replica), threshold_ms);
+  recorder_->Call<observe::kIncAudioContinuityOk>(stage, replica, threshold_ms);
 }
 
 void AudioMetrics::IncAudioSkipped(std::string_view stage, std::string_view replica,
                                    std::string_view reason) {
-  if (live_) IncSkipped(*SlotFor(stage, replica), reason);
+  recorder_->Call<observe::kIncAudioSkipped>(stage, replica, reason);
 }
 
 void AudioMetrics::IncSpeechStreamCompleted() {
-  if (!live_) return;
-  speech_completed_
-      ->Get(handles_mu_, [&] { return families_.speech_completed->Labels({model_name_}); })
-      .Inc();
+  recorder_->Call<observe::kIncSpeechStreamCompleted>();
 }
 
 void AudioMetrics::IncSpeechStreamAborted(std::string_view reason) {
-  if (!live_) return;
-  const std::string_view label = NormalizeAbortReason(reason);
-  const size_t index = std::find(kSpeechAbortReasons.begin(), kSpeechAbortReasons.end(), label) -
-                       kSpeechAbortReasons.begin();
-  speech_aborted_[index]
-      ->Get(handles_mu_,
-            [&] {
-              return families_.speech_aborted->Labels({model_name_, label});
-            })
-      .Inc();
+  recorder_->Call<observe::kIncSpeechStreamAborted>(reason);
 }
 
 std::string_view AudioMetrics::NormalizeAbortReason(std::string_view reason) {
-  for (std::string_view known : kSpeechAbortReasons) {
-    if (reason == known) return known;
-  }
-  return kAbortFallbackReason;
+  return Bounded(reason, kSpeechAbortReasons, kSpeechAbortFallbackReason);
 }
 
 // ---- Request-level helpers ----
@@ -434,7 +267,7 @@ std::string_view AudioMetrics::NormalizeAbortReason(std::string_view reason) {
 void AudioMetrics::ObserveAudioFirstPacket(int stage, std::optional<int> replica, double arrival_ts,
                                            double now_ts) {
   if (!live_ || !replica || !(arrival_ts > 0)) return;
-  ObserveTtfp(*SlotFor(stage, *replica), std::max(now_ts - arrival_ts, 0.0));
+  recorder_->Call<observe::kObserveAudioTtfp>(stage, *replica, std::max(now_ts - arrival_ts, 0.0));
 }
 
 void AudioMetrics::ObserveAudioStreamingFinalize(int stage, std::optional<int> replica,
@@ -448,26 +281,26 @@ void AudioMetrics::ObserveAudioStreamingFinalize(int stage, std::optional<int> r
   if (arrivals_s.size() != chunk_bytes.size()) return;
   double threshold = threshold_s_;
   if (threshold_s && std::isfinite(*threshold_s) && *threshold_s >= 0) threshold = *threshold_s;
-  Continuity(*SlotFor(stage, *replica), arrivals_s, chunk_bytes, format, threshold);
+  Continuity(stage, *replica, arrivals_s, chunk_bytes, format, threshold);
 }
 
 void AudioMetrics::ObserveFinalize(int stage, std::optional<int> replica,
                                    const AudioFinalize& input) {
   if (!live_ || !replica || !input.has_stage_metrics) return;
   if (input.output_type != kAudioOutputType) return;
-  Slot& slot = *SlotFor(stage, *replica);
   const SampleRateKeys sources[] = {input.mm.rate};
   const int64_t sample_rate = ResolveAudioSampleRate(sources);
   int64_t frames = input.audio_generated_frames;
   if (frames == 0) frames = CountAudioFrames(input.mm);
-  IncFrames(slot, frames);  // drops <= 0
+  recorder_->Call<observe::kIncAudioFrames>(stage, *replica, frames);  // drops <= 0
   const double duration =
       sample_rate > 0 ? static_cast<double>(frames) / static_cast<double>(sample_rate) : 0.0;
   if (duration > 0) {
-    ObserveDuration(slot, duration);
-    ObserveRtf(slot, ComputeAudioRtf(input.stage_gen_time_ms / 1000.0, duration));
+    recorder_->Call<observe::kObserveAudioDuration>(stage, *replica, duration);
+    recorder_->Call<observe::kObserveAudioRtf>(
+        stage, *replica, ComputeAudioRtf(input.stage_gen_time_ms / 1000.0, duration));
   } else {
-    IncSkipped(slot, kNoAudioDataReason);
+    recorder_->Call<observe::kIncAudioSkipped>(stage, *replica, kNoAudioDataReason);
   }
 }
 
@@ -524,7 +357,7 @@ bool AudioMetrics::OnPcmChunk(std::string_view request_id, const PcmChunk& chunk
       ttfp = std::max(s.first_pcm_wall_ts - chunk.request_arrival_ts, 0.0);
     }
   }
-  if (observe_ttfp) ObserveTtfp(*SlotFor(stage, replica_id), ttfp);
+  if (observe_ttfp) recorder_->Call<observe::kObserveAudioTtfp>(stage, replica_id, ttfp);
   return true;
 }
 
@@ -540,7 +373,7 @@ bool AudioMetrics::CompleteStream(std::string_view request_id, const PcmFormat& 
   }
   if (s.kind == StreamKind::kSpeech) IncSpeechStreamCompleted();
   if (s.labels_known && !s.arrivals_s.empty()) {
-    Continuity(*SlotFor(s.stage, s.replica), s.arrivals_s, s.chunk_bytes, format, threshold_s_);
+    Continuity(s.stage, s.replica, s.arrivals_s, s.chunk_bytes, format, threshold_s_);
   }
   return true;
 }

@@ -91,31 +91,11 @@ bool KvWaitTimers::contains(std::string_view request_id) const {
 
 // ---- OmniMetrics ----
 
-template <typename T>
-class OmniMetrics::LazySlots {
- public:
-  explicit LazySlots(size_t n) : slots_(std::make_unique<Slot[]>(n)), size_(n) {}
-  size_t size() const { return size_; }
-  template <typename Make>
-  T Get(size_t index, Make&& make) {
-    Slot& slot = slots_[index];
-    std::call_once(slot.once, [&] { slot.handle = make(); });
-    return slot.handle;
-  }
-
- private:
-  struct Slot {
-    std::once_flag once;
-    T handle;
-  };
-  std::unique_ptr<Slot[]> slots_;
-  size_t size_;
-};
-
 OmniMetrics::OmniMetrics(Registry& registry, Options options)
     : options_(std::move(options)),
       enabled_(registry.enabled()),
       families_(registry, [](const FamilySpec& spec) { return InGroups(spec.group); }),
+      recorder_(families_.table(), options_.model_name, registry.enabled()),
       aggregator_(OrchestratorAggregator::Options{
           .num_stages = static_cast<int>(std::max<size_t>(options_.replicas_per_stage.size(), 1)),
           .log_stats = registry.enabled(),
@@ -125,192 +105,103 @@ OmniMetrics::OmniMetrics(Registry& registry, Options options)
           .replica_resolver = options_.replica_resolver,
           .sink = options_.log_sink}) {
   aggregator_.SetEmitter(this);
-
-  // Eager children (§4.11): the model_name-only families.
-  const std::string_view model = options_.model_name;
-  auto bind = [model]<typename T>(Family<T>* family) {
-    return family != nullptr ? family->Bind({model}) : T();
-  };
-  running_ = bind(Registered<OmniFamily::kNumRequestsRunning>());
-  waiting_ = bind(Registered<OmniFamily::kNumRequestsWaiting>());
-  e2e_ = bind(Registered<OmniFamily::kE2eRequestLatencyS>());
-  prompt_tokens_ = bind(Registered<OmniFamily::kPromptTokens>());
-  generation_tokens_ = bind(Registered<OmniFamily::kGenerationTokens>());
-  queue_wait_ = bind(Registered<OmniFamily::kRequestQueueWaitS>());
-  steps_ = bind(Registered<OmniFamily::kNumInferenceSteps>());
-  image_count_ = bind(Registered<OmniFamily::kImageCount>());
-  image_pixels_ = bind(Registered<OmniFamily::kImagePixels>());
-
-  const size_t stages = options_.replicas_per_stage.size();
-  for (int n : options_.replicas_per_stage) stage_replica_slots_ += static_cast<size_t>(n);
-  stage_waiting_slots_ = std::make_unique<LazySlots<Gauge>>(stages);
-  stage_in_queue_slots_ = std::make_unique<LazySlots<Histogram>>(stages);
-  peak_memory_slots_ = std::make_unique<LazySlots<Gauge>>(stages);
-  for (auto* slots :
-       {&exec_slots_, &exec_per_step_slots_, &preprocess_slots_, &postprocess_slots_, &vae_slots_,
-        &forward_slots_, &kv_load_slots_, &image_ttfp_slots_, &denoise_slots_}) {
-    *slots = std::make_unique<LazySlots<Histogram>>(stage_replica_slots_);
-  }
 }
 
 OmniMetrics::~OmniMetrics() { aggregator_.SetEmitter(nullptr); }
 
 double OmniMetrics::Now() const { return options_.clock ? options_.clock() : SystemNow(); }
 
-template <typename T>
-T OmniMetrics::StageChild(Family<T>* family, LazySlots<T>* slots, int stage) {
-  if (family == nullptr) return T();
-  auto make = [&] {
-    std::string s = std::to_string(stage);
-    return family->Labels({options_.model_name, s});
-  };
-  if (stage >= 0 && static_cast<size_t>(stage) < slots->size()) return slots->Get(stage, make);
-  return make();
-}
-
-template <OmniFamily F>
-void OmniMetrics::ObserveStageReplica(LazySlots<Histogram>* slots, int stage, int replica,
-                                      double seconds) {
-  Family<Histogram>* family = Registered<F>();
-  if (!enabled_ || family == nullptr || !Guarded<F>(seconds)) return;
-  auto make = [&] {
-    std::string s = std::to_string(stage);
-    std::string r = std::to_string(replica);
-    return family->Labels({options_.model_name, s, r});
-  };
-  const auto& layout = options_.replicas_per_stage;
-  if (stage >= 0 && static_cast<size_t>(stage) < layout.size() && replica >= 0 &&
-      replica < layout[stage]) {
-    size_t index = static_cast<size_t>(replica);
-    for (int i = 0; i < stage; ++i) index += static_cast<size_t>(layout[i]);
-    slots->Get(index, make).Observe(seconds);
-    return;
-  }
-  make().Observe(seconds);
-}
-
-template <OmniFamily F>
-void OmniMetrics::ObserveEdge(const TransferEdge& edge, double value) {
-  Family<Histogram>* family = Registered<F>();
-  if (!enabled_ || family == nullptr || !Guarded<F>(value)) return;
-  std::string fs = std::to_string(edge.from_stage);
-  std::string fr = std::to_string(edge.from_replica);
-  std::string ts = std::to_string(edge.to_stage);
-  std::string tr = std::to_string(edge.to_replica);
-  family->Labels({options_.model_name, fs, fr, ts, tr}).Observe(value);
-}
-
 // ---- Pipeline families ----
 
-void OmniMetrics::RequestSucceeded(double e2e_s, std::string_view finished_reason) {
-  auto* family = Registered<OmniFamily::kRequestsSuccess>();
-  if (!enabled_ || family == nullptr) return;
-  family->Labels({options_.model_name, FinishedReasonOrDefault(finished_reason)}).Inc();
-  e2e_.Observe(e2e_s);
+void OmniMetrics::SetRunning(double n) const { recorder_.Call<observe::kSetRunning>(n); }
+
+void OmniMetrics::SetWaiting(double n) const { recorder_.Call<observe::kSetWaiting>(n); }
+
+void OmniMetrics::RequestSucceeded(double e2e_s, std::string_view finished_reason) const {
+  recorder_.Call<observe::kRequestSucceeded>(e2e_s, finished_reason);
 }
 
-void OmniMetrics::RequestFailed() {
-  auto* family = Registered<OmniFamily::kRequestsSuccess>();
-  if (!enabled_ || family == nullptr) return;
-  family->Labels({options_.model_name, kAbortFinishedReason}).Inc();
-}
+void OmniMetrics::RequestFailed() const { recorder_.Call<observe::kRequestFailed>(); }
 
-void OmniMetrics::IncRequestsFailed(std::optional<std::string_view> reason) {
-  auto* family = Registered<OmniFamily::kRequestsFailed>();
-  if (!enabled_ || family == nullptr) return;
-  family->Labels({options_.model_name, NormalizeFailureReason(reason)}).Inc();
+void OmniMetrics::IncRequestsFailed(std::optional<std::string_view> reason) const {
+  recorder_.Call<observe::kIncRequestsFailed>(reason);
 }
 
 void OmniMetrics::ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens) const {
-  // Guard kSkipNonPositive on both (counters never take negative amounts, #1477/#1478).
-  if (prompt_tokens > 0) prompt_tokens_.Add(static_cast<uint64_t>(prompt_tokens));
-  if (generation_tokens > 0) generation_tokens_.Add(static_cast<uint64_t>(generation_tokens));
+  recorder_.Call<observe::kObserveTokens>(prompt_tokens, generation_tokens);
 }
 
 // ---- Image / diffusion service families ----
 
-void OmniMetrics::ObserveStageGenTime(int stage, std::string_view stage_type, double seconds) {
-  auto* family = Registered<OmniFamily::kStageGenTimeS>();
-  if (!enabled_ || family == nullptr || !Guarded<OmniFamily::kStageGenTimeS>(seconds)) return;
-  std::string s = std::to_string(stage);
-  family->Labels({options_.model_name, s, stage_type}).Observe(seconds);
+void OmniMetrics::ObserveStageGenTime(int stage, std::string_view stage_type,
+                                      double seconds) const {
+  recorder_.Call<observe::kObserveStageGenTime>(stage, stage_type, seconds);
 }
 
 void OmniMetrics::ObserveQueueWait(double seconds) const {
-  if (Guarded<OmniFamily::kRequestQueueWaitS>(seconds)) queue_wait_.Observe(seconds);
+  recorder_.Call<observe::kObserveQueueWait>(seconds);
 }
 
-void OmniMetrics::SetStageWaitingRequests(int stage, double n) {
-  if (!enabled_ || !Guarded<OmniFamily::kStageWaitingRequests>(n)) return;
-  StageChild(Registered<OmniFamily::kStageWaitingRequests>(), stage_waiting_slots_.get(), stage)
-      .Set(n);
+void OmniMetrics::SetStageWaitingRequests(int stage, double n) const {
+  recorder_.Call<observe::kSetStageWaitingRequests>(stage, n);
 }
 
-void OmniMetrics::ObserveStageInQueue(int stage, double seconds) {
-  if (!enabled_ || !Guarded<OmniFamily::kStageInQueueS>(seconds)) return;
-  StageChild(Registered<OmniFamily::kStageInQueueS>(), stage_in_queue_slots_.get(), stage)
-      .Observe(seconds);
+void OmniMetrics::ObserveStageInQueue(int stage, double seconds) const {
+  recorder_.Call<observe::kObserveStageInQueue>(stage, seconds);
 }
 
 void OmniMetrics::ObserveNumInferenceSteps(double steps) const {
-  if (Guarded<OmniFamily::kNumInferenceSteps>(steps)) steps_.Observe(steps);
+  recorder_.Call<observe::kObserveNumInferenceSteps>(steps);
 }
 
 void OmniMetrics::IncImageCount(int64_t count) const {
-  if (count > 0) image_count_.Add(static_cast<uint64_t>(count));  // kSkipNonPositive
+  recorder_.Call<observe::kIncImageCount>(count);
 }
 
 void OmniMetrics::ObserveImagePixels(double pixels) const {
-  if (Guarded<OmniFamily::kImagePixels>(pixels)) image_pixels_.Observe(pixels);
+  recorder_.Call<observe::kObserveImagePixels>(pixels);
 }
 
-void OmniMetrics::SetPeakMemory(int stage, double mb) {
-  if (!enabled_ || !Guarded<OmniFamily::kPeakMemoryMb>(mb)) return;
-  StageChild(Registered<OmniFamily::kPeakMemoryMb>(), peak_memory_slots_.get(), stage).Set(mb);
+void OmniMetrics::SetPeakMemory(int stage, double mb) const {
+  recorder_.Call<observe::kSetPeakMemory>(stage, mb);
 }
 
-void OmniMetrics::ObserveKvWait(std::optional<std::string_view> connector_type, double seconds) {
-  auto* family = Registered<OmniFamily::kKvWaitS>();
-  if (!enabled_ || family == nullptr || !Guarded<OmniFamily::kKvWaitS>(seconds)) return;
-  family->Labels({options_.model_name, ConnectorTypeOrUnknown(connector_type)}).Observe(seconds);
+void OmniMetrics::ObserveKvWait(std::optional<std::string_view> connector_type,
+                                double seconds) const {
+  recorder_.Call<observe::kObserveKvWait>(connector_type, seconds);
 }
 
 // ---- Diffusion breakdown ----
 
-void OmniMetrics::ObserveDiffusionExec(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kDiffusionExecS>(exec_slots_.get(), stage, replica, seconds);
+void OmniMetrics::ObserveDiffusionExec(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveDiffusionExec>(stage, replica, seconds);
 }
-void OmniMetrics::ObserveDiffusionExecPerStep(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kDiffusionExecPerStepS>(exec_per_step_slots_.get(), stage,
-                                                          replica, seconds);
+void OmniMetrics::ObserveDiffusionExecPerStep(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveDiffusionExecPerStep>(stage, replica, seconds);
 }
-void OmniMetrics::ObserveDiffusionPreprocess(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kDiffusionPreprocessS>(preprocess_slots_.get(), stage, replica,
-                                                         seconds);
+void OmniMetrics::ObserveDiffusionPreprocess(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveDiffusionPreprocess>(stage, replica, seconds);
 }
-void OmniMetrics::ObserveDiffusionPostprocess(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kDiffusionPostprocessS>(postprocess_slots_.get(), stage, replica,
-                                                          seconds);
+void OmniMetrics::ObserveDiffusionPostprocess(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveDiffusionPostprocess>(stage, replica, seconds);
 }
-void OmniMetrics::ObserveVaeDecode(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kVaeDecodeS>(vae_slots_.get(), stage, replica, seconds);
+void OmniMetrics::ObserveVaeDecode(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveVaeDecode>(stage, replica, seconds);
 }
-void OmniMetrics::ObserveDiffusionForward(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kDiffusionForwardS>(forward_slots_.get(), stage, replica,
-                                                      seconds);
+void OmniMetrics::ObserveDiffusionForward(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveDiffusionForward>(stage, replica, seconds);
 }
-void OmniMetrics::ObserveDiffusionKvLoad(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kDiffusionKvLoadS>(kv_load_slots_.get(), stage, replica, seconds);
+void OmniMetrics::ObserveDiffusionKvLoad(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveDiffusionKvLoad>(stage, replica, seconds);
 }
-void OmniMetrics::ObserveImageTtfp(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kImageTtfpS>(image_ttfp_slots_.get(), stage, replica, seconds);
+void OmniMetrics::ObserveImageTtfp(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveImageTtfp>(stage, replica, seconds);
 }
-void OmniMetrics::ObserveDenoiseStepLatency(int stage, int replica, double seconds) {
-  ObserveStageReplica<OmniFamily::kDenoiseStepLatencyS>(denoise_slots_.get(), stage, replica,
-                                                        seconds);
+void OmniMetrics::ObserveDenoiseStepLatency(int stage, int replica, double seconds) const {
+  recorder_.Call<observe::kObserveDenoiseStepLatency>(stage, replica, seconds);
 }
 
-void OmniMetrics::ObserveDiffusionFinalize(const StageRequestStats& stats) {
+void OmniMetrics::ObserveDiffusionFinalize(const StageRequestStats& stats) const {
   if (!stats.replica_id.has_value() || !stats.diffusion_metrics.has_value() ||
       stats.diffusion_metrics->empty()) {
     return;
@@ -343,16 +234,20 @@ void OmniMetrics::ObserveDiffusionFinalize(const StageRequestStats& stats) {
 // ---- Transfer ----
 
 void OmniMetrics::ObserveTransferSize(const TransferEdge& edge, double bytes) {
-  ObserveEdge<OmniFamily::kTransferSizeBytes>(edge, bytes);
+  recorder_.Call<observe::kObserveTransferSize>(edge.from_stage, edge.from_replica, edge.to_stage,
+                                                edge.to_replica, bytes);
 }
 void OmniMetrics::ObserveTransferTxTime(const TransferEdge& edge, double seconds) {
-  ObserveEdge<OmniFamily::kTransferTxS>(edge, seconds);
+  recorder_.Call<observe::kObserveTransferTxTime>(edge.from_stage, edge.from_replica, edge.to_stage,
+                                                  edge.to_replica, seconds);
 }
 void OmniMetrics::ObserveTransferRxTime(const TransferEdge& edge, double seconds) {
-  ObserveEdge<OmniFamily::kTransferRxS>(edge, seconds);
+  recorder_.Call<observe::kObserveTransferRxTime>(edge.from_stage, edge.from_replica, edge.to_stage,
+                                                  edge.to_replica, seconds);
 }
 void OmniMetrics::ObserveTransferInFlightTime(const TransferEdge& edge, double seconds) {
-  ObserveEdge<OmniFamily::kTransferInFlightS>(edge, seconds);
+  recorder_.Call<observe::kObserveTransferInFlightTime>(edge.from_stage, edge.from_replica,
+                                                        edge.to_stage, edge.to_replica, seconds);
 }
 
 // ---- Orchestrator / entrypoint events ----

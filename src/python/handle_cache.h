@@ -17,16 +17,11 @@
 #include <unordered_map>
 
 #include "modelmetrics/metrics.h"
+#include "pipeline/observe_recorder.h"
 
 namespace modelmetrics::python {
 
-// One handle of whichever kind the family has (each is a single pointer).
-struct AnyHandle {
-  Counter counter;
-  Gauge gauge;
-  Histogram histogram;
-  bool live() const { return counter.live() || gauge.live() || histogram.live(); }
-};
+using pipeline::AnyHandle;
 
 class HandleCache {
  public:

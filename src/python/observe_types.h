@@ -10,8 +10,9 @@
 //   (process_registry.h) and binds the eager children for model_name (zeros from the start, also
 //   with log_stats off). Every method returns None; with log_stats off it returns at once, after
 //   checking only the argument count (a Python function would check that too).
-// - Each method is one row of a table in observe_types.cc: upstream's name and parameter names
-//   (positional or keyword), the family it records into, its label values (`str(arg)` as
+// - Each method is one row of pipeline/observe_table.h (the C++ observe classes carry out the same
+//   rows): upstream's name and parameter names (positional or keyword), the families it records
+//   into, its label values (`str(arg)` as
 //   prometheus_client makes them, `arg or "unknown"` where upstream does so, `str(int(arg))` for
 //   threshold_ms), and the value (float(arg), ms / 1000 for the realtime latencies). The family's
 //   catalog Guard is applied before a lazy child is created, so a dropped value leaves no series;

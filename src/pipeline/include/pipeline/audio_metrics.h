@@ -38,10 +38,8 @@
 //
 // Thread-safety: every method may be called concurrently from any thread. Per-request stream
 // state lives in a map under one mutex (held for map operations only: never while observing,
-// computing continuity or calling the resolver). Handles for in-layout (stage, replica) pairs
-// are cached in fixed slots and read lock-free after their first creation; observations are the
-// registry's lock-free handle operations. Labels outside the layout work through a mutex-guarded
-// overflow map.
+// computing continuity or calling the resolver). Observations are the rows of observe_table.h
+// carried out by an ObserveRecorder (children cached, found without a lock).
 // Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_AUDIO_METRICS_H_
 #define MODELMETRICS_PIPELINE_AUDIO_METRICS_H_
@@ -63,6 +61,7 @@
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
 #include "pipeline/continuity.h"
+#include "pipeline/observe_recorder.h"
 #include "pipeline/replica_resolver.h"
 
 namespace modelmetrics::pipeline {
@@ -162,6 +161,8 @@ struct AudioFamilies {
   // Registers every kAudio and kSpeech family of OmniFamilies(). nullopt (and *error) when a
   // name is taken; the families registered before the failure stay registered.
   static std::optional<AudioFamilies> Register(Registry& registry, std::string* error = nullptr);
+  // The families by id, for an ObserveRecorder.
+  FamilyTable Table() const;
 };
 
 enum class StreamKind : uint8_t {
@@ -184,8 +185,8 @@ struct PcmChunk {
 // locks held, possibly from several threads at once.
 
 struct AudioMetricsOptions {
-  // The stage layout: replicas_per_stage[s] replicas for stage s. Handles for these pairs are
-  // cached lock-free; other ids still work through a slower mutex-guarded map.
+  // The stage layout: replicas_per_stage[s] replicas for stage s (kept for callers; every
+  // (stage, replica) pair's children are cached alike).
   std::vector<int> replicas_per_stage;
   // Continuity threshold (inclusive); NaN, infinite or negative values fall back to 0.1 s.
   double continuity_threshold_s = kAudioContinuityDefaultThresholdS;
@@ -250,9 +251,6 @@ class AudioMetrics {
   static std::string_view NormalizeAbortReason(std::string_view reason);
 
  private:
-  template <typename T>
-  class LazyHandle;
-  struct Slot;
   struct Stream {
     StreamKind kind = StreamKind::kChat;
     bool labels_known = false;  // stage/replica resolved
@@ -270,16 +268,8 @@ class AudioMetrics {
   };
 
   void Init(const Registry& registry, AudioMetricsOptions options);
-  Slot* SlotFor(int stage, int replica);
-  Slot* SlotFor(std::string_view stage, std::string_view replica);
-  void ObserveTtfp(Slot& slot, double seconds);
-  void ObserveDuration(Slot& slot, double seconds);
-  void ObserveRtf(Slot& slot, double rtf);
-  void IncFrames(Slot& slot, int64_t frames);
-  void ObserveUnderrun(Slot& slot, double seconds);
-  void IncContinuityOk(Slot& slot, int64_t threshold_ms);
-  void IncSkipped(Slot& slot, std::string_view reason);
-  void Continuity(Slot& slot, std::span<const double> arrivals_s,
+  // Underrun, and continuity_ok when continuous, of one finished timeline.
+  void Continuity(int stage, int replica, std::span<const double> arrivals_s,
                   std::span<const uint64_t> chunk_bytes, const PcmFormat& format,
                   double threshold_s);
 
@@ -289,19 +279,8 @@ class AudioMetrics {
   AudioFamilies families_;
   std::string model_name_;
   double threshold_s_ = kAudioContinuityDefaultThresholdS;
-  int64_t threshold_ms_ = 100;
   ReplicaResolver resolver_;
-  const FamilySpec* frames_spec_ = nullptr;
-  const FamilySpec* underrun_spec_ = nullptr;
-
-  // Serialises first-time handle creation (the fast path never takes it).
-  base::Mutex handles_mu_;
-  std::vector<std::vector<std::unique_ptr<Slot>>> layout_slots_;  // fixed after construction
-  mutable base::Mutex overflow_mu_;
-  std::map<std::string, std::unique_ptr<Slot>, std::less<>> overflow_ GUARDED_BY(overflow_mu_);
-
-  std::unique_ptr<LazyHandle<Counter>> speech_completed_;
-  std::unique_ptr<LazyHandle<Counter>> speech_aborted_[kSpeechAbortReasons.size()];
+  std::unique_ptr<ObserveRecorder> recorder_;  // the rows of kModalityMethods' audio part
 
   mutable base::Mutex streams_mu_;
   std::unordered_map<std::string, Stream, StringHash, std::equal_to<>> streams_

@@ -206,6 +206,7 @@ inline constexpr std::array<std::string_view, 2> kStageTypes = {kStageTypeLlm, k
 // speech_stream_aborted{reason} (§3.7).
 inline constexpr std::array<std::string_view, 4> kSpeechAbortReasons = {"cancelled", "closed",
                                                                         "engine_dead", "error"};
+inline constexpr std::string_view kSpeechAbortFallbackReason = "error";  // one of them
 
 // Duplex label values (upstream's OmniPrometheusMetrics bounds each; anything else becomes the
 // fallback named beside the set).
@@ -411,6 +412,8 @@ class FamilySet {
   Family<FamilyInstrument<F>>* Get() const {
     return FamilyOf<F>(made_[static_cast<size_t>(F)]);
   }
+  // Every family of the list by id (monostate: not registered).
+  const std::array<AnyFamily, FamilyCount(Id{})>& table() const { return made_; }
   // F's row (held here, so an observe path reads it without a call into the table).
   template <Id F>
   const FamilySpec& Spec() const {

@@ -14,8 +14,10 @@
 //   >= 0, counts <= 0 are dropped; NaN is dropped (catalog.h, ApplyGuard).
 // - Gating: `log_stats` (default: the registry's) false makes every method a no-op.
 //
-// Thread-safety: every method may be called from any thread at once; eager handles are
-// lock-free, and the lazily bound children are cached under a mutex.
+// - Each method is its row of observe_table.h (kPrometheusMethods' duplex rows), carried out by
+//   an ObserveRecorder.
+//
+// Thread-safety: every method may be called from any thread at once (ObserveRecorder).
 #ifndef MODELMETRICS_PIPELINE_DUPLEX_METRICS_H_
 #define MODELMETRICS_PIPELINE_DUPLEX_METRICS_H_
 
@@ -26,9 +28,9 @@
 #include <string_view>
 #include <utility>
 
-#include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
+#include "pipeline/observe_recorder.h"
 
 namespace modelmetrics::pipeline {
 
@@ -41,7 +43,7 @@ class DuplexMetrics {
 
   bool ok() const { return ok_; }  // false when a family name was taken by another definition
   bool log_stats() const { return log_stats_; }
-  const std::string& model_name() const { return model_name_; }
+  const std::string& model_name() const { return recorder_.model_name(); }
 
   // duplex_sessions{state="active"} and {state="closing"}.
   void SetSessions(double active, double closing) const;
@@ -60,26 +62,10 @@ class DuplexMetrics {
   void IncKvRecovery(std::string_view reason, std::string_view outcome, double count = 1);
 
  private:
-  // Lazily bound children, by the index of their bounded label values (the fallback last).
-  static constexpr size_t kOutcomes = kDuplexAppendOutcomes.size();  // "error" is one of them
-  static constexpr size_t kOperations = kDuplexControlOperations.size() + 1;  // + "unknown"
-  static constexpr size_t kReasons = kDuplexKvRebuildReasons.size() + 1;      // + "other"
-  static constexpr size_t kRebuildOutcomes = kDuplexKvRebuildOutcomes.size();
-
-  template <OmniFamily F>
-  void SetGauge(const Gauge& gauge, double value) const;
-
+  FamilySet<OmniFamily> families_;
   bool ok_ = false;
   bool log_stats_ = false;
-  std::string model_name_;
-  FamilySet<OmniFamily> families_;
-  Gauge active_, closing_, context_tokens_, context_limit_, utilization_, receipts_;
-  Gauge journal_tokens_, journal_bytes_, generation_;
-  Counter affinity_loss_;
-  base::Mutex mu_;
-  std::array<std::optional<std::pair<Counter, Histogram>>, kOutcomes> append_ GUARDED_BY(mu_);
-  std::array<std::optional<Histogram>, kOperations> queue_wait_ GUARDED_BY(mu_);
-  std::array<std::optional<Counter>, kReasons * kRebuildOutcomes> rebuilds_ GUARDED_BY(mu_);
+  ObserveRecorder recorder_;
 };
 
 }  // namespace modelmetrics::pipeline

@@ -11,19 +11,18 @@
 // - Gating (§4.8): a disabled Registry (`--log-stats` off) gives inert handles, so eager children
 //   render zeros, lazy ones never appear, and the log tables are empty. Transfer families are
 //   gated too (a deliberate difference: upstream's transfer class has no gate).
-// - The Observe*/Set*/Inc* methods are upstream's observe functions, one per family, each with
-//   its catalog Guard. The On* methods are the orchestrator/entrypoint events: request
-//   lifecycle (§4.6, §4.7, §4.15), finished stage messages (§4.17, consumed once per message
-//   id), waiting snapshots and dead replicas (§4.15), kv-wait timers (§4.16) and forwards
-//   (§4.13). "Missing" is std::nullopt or an absent Timings key; a present 0 is observed where
-//   the reference says so (§4.14).
+// - The Observe*/Set*/Inc* methods are upstream's observe functions, each its row of
+//   observe_table.h carried out by an ObserveRecorder (families, labels, catalog Guard). The On*
+//   methods are the orchestrator/entrypoint events: request lifecycle (§4.6, §4.7, §4.15), finished
+//   stage messages (§4.17, consumed once per message id), waiting snapshots and dead replicas
+//   (§4.15), kv-wait timers (§4.16) and forwards (§4.13). "Missing" is std::nullopt or an absent
+//   Timings key; a present 0 is observed where the reference says so (§4.14).
 // - Times: durations in seconds unless the name says _ms; timestamps come from Options::clock
 //   (wall seconds, upstream's time.time()).
 //
 // Thread-safety: every method may be called from any thread. Request state, snapshots and
-// kv-wait timers are under one mutex; observations go to lock-free handles (eager and
-// per-(stage, replica) children are cached; reason-, connector- and edge-keyed lazy children go
-// through Family::Labels).
+// kv-wait timers are under one mutex; observations go to lock-free handles (ObserveRecorder
+// caches the children).
 // Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_OMNI_METRICS_H_
 #define MODELMETRICS_PIPELINE_OMNI_METRICS_H_
@@ -46,6 +45,7 @@
 #include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
+#include "pipeline/observe_recorder.h"
 #include "pipeline/stats_tables.h"
 
 namespace modelmetrics::pipeline {
@@ -117,39 +117,39 @@ class OmniMetrics final : public TransferEmitter {
   const std::string& model_name() const { return options_.model_name; }
 
   // ---- Pipeline families (§3.1) ----
-  void SetRunning(double n) const { running_.Set(n); }
-  void SetWaiting(double n) const { waiting_.Set(n); }
+  void SetRunning(double n) const;
+  void SetWaiting(double n) const;
   // requests_success_total{finished_reason} (default "stop") and e2e latency.
-  void RequestSucceeded(double e2e_s, std::string_view finished_reason = "stop");
+  void RequestSucceeded(double e2e_s, std::string_view finished_reason = "stop") const;
   // requests_success_total{finished_reason="abort"}; no e2e observation.
-  void RequestFailed();
-  // requests_failed_total{reason}, normalised (§4.6).
-  void IncRequestsFailed(std::optional<std::string_view> reason);
+  void RequestFailed() const;
+  // requests_failed_total{reason or "unknown"}; the lifecycle normalises reasons first (§4.6).
+  void IncRequestsFailed(std::optional<std::string_view> reason) const;
   void ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens) const;
 
   // ---- Image / diffusion service families (§3.1) ----
-  void ObserveStageGenTime(int stage, std::string_view stage_type, double seconds);
+  void ObserveStageGenTime(int stage, std::string_view stage_type, double seconds) const;
   void ObserveQueueWait(double seconds) const;
-  void SetStageWaitingRequests(int stage, double n);
-  void ObserveStageInQueue(int stage, double seconds);
+  void SetStageWaitingRequests(int stage, double n) const;
+  void ObserveStageInQueue(int stage, double seconds) const;
   void ObserveNumInferenceSteps(double steps) const;
   void IncImageCount(int64_t count) const;
   void ObserveImagePixels(double pixels) const;
-  void SetPeakMemory(int stage, double mb);
-  void ObserveKvWait(std::optional<std::string_view> connector_type, double seconds);
+  void SetPeakMemory(int stage, double mb) const;
+  void ObserveKvWait(std::optional<std::string_view> connector_type, double seconds) const;
 
   // ---- Diffusion execution breakdown (§3.3), per (stage, replica) ----
-  void ObserveDiffusionExec(int stage, int replica, double seconds);
-  void ObserveDiffusionExecPerStep(int stage, int replica, double seconds);
-  void ObserveDiffusionPreprocess(int stage, int replica, double seconds);
-  void ObserveDiffusionPostprocess(int stage, int replica, double seconds);
-  void ObserveVaeDecode(int stage, int replica, double seconds);
-  void ObserveDiffusionForward(int stage, int replica, double seconds);
-  void ObserveDiffusionKvLoad(int stage, int replica, double seconds);
-  void ObserveImageTtfp(int stage, int replica, double seconds);
-  void ObserveDenoiseStepLatency(int stage, int replica, double seconds);
+  void ObserveDiffusionExec(int stage, int replica, double seconds) const;
+  void ObserveDiffusionExecPerStep(int stage, int replica, double seconds) const;
+  void ObserveDiffusionPreprocess(int stage, int replica, double seconds) const;
+  void ObserveDiffusionPostprocess(int stage, int replica, double seconds) const;
+  void ObserveVaeDecode(int stage, int replica, double seconds) const;
+  void ObserveDiffusionForward(int stage, int replica, double seconds) const;
+  void ObserveDiffusionKvLoad(int stage, int replica, double seconds) const;
+  void ObserveImageTtfp(int stage, int replica, double seconds) const;
+  void ObserveDenoiseStepLatency(int stage, int replica, double seconds) const;
   // §4.17 observe_diffusion_finalize: needs a non-empty stats.diffusion_metrics and a replica.
-  void ObserveDiffusionFinalize(const StageRequestStats& stats);
+  void ObserveDiffusionFinalize(const StageRequestStats& stats) const;
 
   // ---- Cross-stage transfer (§3.4), one observation per physical hop ----
   void ObserveTransferSize(const TransferEdge& edge, double bytes) override;
@@ -208,16 +208,6 @@ class OmniMetrics final : public TransferEmitter {
     int64_t generation_tokens = 0;
     bool dispatched = false;
   };
-  // A handle per index, created on first use (thread-safe).
-  template <typename T>
-  class LazySlots;
-
-  template <typename T>
-  T StageChild(Family<T>* family, LazySlots<T>* slots, int stage);
-  template <OmniFamily F>
-  void ObserveStageReplica(LazySlots<Histogram>* slots, int stage, int replica, double seconds);
-  template <OmniFamily F>
-  void ObserveEdge(const TransferEdge& edge, double value);
   void PublishRequestGaugesLocked(size_t total) REQUIRES(mu_);
   void PublishStageWaitingLocked(int stage) REQUIRES(mu_);
   void FinalizeLocked(RequestState& state, const StageRequestStats& stats,
@@ -228,38 +218,9 @@ class OmniMetrics final : public TransferEmitter {
 
   Options options_;
   bool enabled_;
-  size_t stage_replica_slots_ = 0;
-
-  // Every family of the configured groups, by id (null outside them).
+  // The families of the four groups, by id (null outside them), and the rows carried out on them.
   FamilySet<OmniFamily> families_;
-  template <OmniFamily F>
-  Family<OmniInstrument<F>>* Registered() const {
-    return families_.Get<F>();
-  }
-  // F's catalog guard on `value` (false: drop it; it may clamp `value`).
-  template <OmniFamily F>
-  bool Guarded(double& value) const {
-    return ApplyGuard(families_.Spec<F>().guard, value);
-  }
-
-  // Eager handles (§4.11).
-  Gauge running_;
-  Gauge waiting_;
-  Histogram e2e_;
-  Counter prompt_tokens_;
-  Counter generation_tokens_;
-  Histogram queue_wait_;
-  Histogram steps_;
-  Counter image_count_;
-  Histogram image_pixels_;
-
-  // Lazy per-stage / per-(stage, replica) handle caches.
-  std::unique_ptr<LazySlots<Gauge>> stage_waiting_slots_;
-  std::unique_ptr<LazySlots<Histogram>> stage_in_queue_slots_;
-  std::unique_ptr<LazySlots<Gauge>> peak_memory_slots_;
-  std::unique_ptr<LazySlots<Histogram>> exec_slots_, exec_per_step_slots_, preprocess_slots_,
-      postprocess_slots_, vae_slots_, forward_slots_, kv_load_slots_, image_ttfp_slots_,
-      denoise_slots_;
+  ObserveRecorder recorder_;
 
   mutable base::Mutex mu_;
   std::map<std::string, RequestState, std::less<>> requests_ GUARDED_BY(mu_);

@@ -11,20 +11,21 @@
 // - Latencies arrive in milliseconds and are recorded in seconds (÷1000). Negative values are
 //   recorded as given (upstream has no guard); NaN is dropped.
 //
-// Thread-safety: every method may be called from any thread at once; observations go to
-// lock-free handles, and the per-reason handle cache is under a mutex.
+// - Each method is its row of observe_table.h (kRealtimeMethods), carried out by an
+//   ObserveRecorder.
+//
+// Thread-safety: every method may be called from any thread at once (ObserveRecorder).
 // Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_REALTIME_VAD_METRICS_H_
 #define MODELMETRICS_PIPELINE_REALTIME_VAD_METRICS_H_
 
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "base/mutex.h"
 #include "modelmetrics/metrics.h"
+#include "pipeline/catalog.h"
+#include "pipeline/observe_recorder.h"
 
 namespace modelmetrics::pipeline {
 
@@ -37,24 +38,19 @@ class RealtimeVadMetrics {
 
   bool ok() const { return ok_; }  // false when a family name was taken by another definition
   bool log_stats() const { return log_stats_; }
-  const std::string& model_name() const { return model_name_; }
+  const std::string& model_name() const { return recorder_.model_name(); }
 
   void SessionStarted() const;   // active_sessions += 1
   void SessionFinished() const;  // active_sessions -= 1 (not clamped, as upstream's dec())
   void ObserveInference(double latency_ms) const;
   void ObserveEndpointDelay(double delay_ms) const;
-  void Error(std::string_view reason);
+  void Error(std::string_view reason) const;
 
  private:
+  FamilySet<OmniFamily> families_;
   bool ok_ = false;
   bool log_stats_ = false;
-  std::string model_name_;
-  Family<Counter>* errors_ = nullptr;
-  Gauge active_;
-  Histogram inference_;
-  Histogram endpoint_delay_;
-  base::Mutex mu_;
-  std::map<std::string, Counter, std::less<>> by_reason_ GUARDED_BY(mu_);
+  ObserveRecorder recorder_;
 };
 
 }  // namespace modelmetrics::pipeline

@@ -1,0 +1,84 @@
+// The observe table's rows against the catalog, and ObserveRecorder carrying a row out from C++.
+#include "pipeline/observe_table.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "modelmetrics/metrics.h"
+#include "pipeline/observe_recorder.h"
+#include "toy_observe_row.h"
+
+namespace modelmetrics::pipeline {
+namespace {
+
+template <typename F>
+void ForEachRow(F&& f) {
+  for (const ObserveMethod& m : kPrometheusMethods) f(m);
+  for (const ObserveMethod& m : kModalityMethods) f(m);
+  for (const ObserveMethod& m : kTransferMethods) f(m);
+  for (const ObserveMethod& m : kRealtimeMethods) f(m);
+}
+
+TEST(ObserveTable, EveryEffectLabelsItsFamilyFully) {
+  ForEachRow([](const ObserveMethod& m) {
+    for (size_t e = 0; e < m.effect_count(); ++e) {
+      const FamilySpec& spec = OmniSpec(m.effects[e].family);
+      EXPECT_EQ(m.effects[e].label_count() + 1, spec.labels.size()) << m.name << " " << spec.name;
+      const bool counts = m.effects[e].op == ObserveOp::kAdd || m.effects[e].op == ObserveOp::kInc;
+      if (spec.kind == Kind::kHistogram) {
+        EXPECT_EQ(m.effects[e].op, ObserveOp::kObserve) << m.name;
+      }
+      if (spec.kind == Kind::kCounter) {
+        EXPECT_TRUE(counts) << m.name;
+      }
+    }
+  });
+}
+
+TEST(ObserveTable, EveryOmniFamilyHasARowAndNamesAreUnique) {
+  std::set<OmniFamily> recorded;
+  std::set<std::string> names;
+  ForEachRow([&](const ObserveMethod& m) {
+    EXPECT_TRUE(names.insert(m.name).second) << m.name;
+    for (size_t e = 0; e < m.effect_count(); ++e) recorded.insert(m.effects[e].family);
+  });
+  for (size_t i = 0; i < kOmniFamilyCount; ++i) {
+    EXPECT_TRUE(recorded.count(static_cast<OmniFamily>(i)))
+        << OmniSpec(static_cast<OmniFamily>(i)).name;
+  }
+}
+
+bool IsAudio(const FamilySpec& spec) { return spec.group == Group::kAudio; }
+
+TEST(ObserveRecorder, CarriesTheToyRowOut) {
+  Registry registry;
+  FamilySet<OmniFamily> families(registry, IsAudio);
+  const ObserveRecorder recorder(families.table(), "m", true);
+  recorder.Call<toy::kToyRecordFrames>(0, 1, int64_t{3});
+  recorder.Call<toy::kToyRecordFrames>(0, 1, int64_t{-2}, std::string_view("late"));
+  std::string text;
+  registry.Render(Format::kText, &text, RenderOptions{.created_series = false});
+  EXPECT_NE(text.find("vllm_omni:audio_frames_total{model_name=\"m\",replica=\"1\",stage=\"0\"} 3"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("reason=\"unknown\",replica=\"1\",stage=\"0\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("reason=\"late\",replica=\"1\",stage=\"0\"} 1"), std::string::npos);
+}
+
+TEST(ObserveRecorder, AGateOffRecordsNothingAndTextIsNotANumber) {
+  Registry registry;
+  FamilySet<OmniFamily> families(registry, IsAudio);
+  const ObserveRecorder off(families.table(), "off", false);
+  off.Call<toy::kToyRecordFrames>(0, 0, 5);
+  const ObserveRecorder on(families.table(), "on", true);
+  on.Call<toy::kToyRecordFrames>(0, 0, std::string_view("five"));  // nothing: not a number
+  std::string text;
+  registry.Render(Format::kText, &text, RenderOptions{.created_series = false});
+  EXPECT_EQ(text.find("model_name=\"off\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("model_name=\"on\""), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace modelmetrics::pipeline
