@@ -11,30 +11,30 @@ std::unique_ptr<Authenticator> BuildAuthenticator(
     std::shared_ptr<const AuthenticationConfigWatcher> watcher,
     std::shared_ptr<ServerMetrics> metrics) {
   auto authenticator = std::make_unique<UnionAuthenticator>();
-  if (config.delegated_authentication && (kube == nullptr || watcher == nullptr)) {
+  if (config.authn.delegated && (kube == nullptr || watcher == nullptr)) {
     *error = "delegated authentication needs a Kubernetes API client and the ConfigMap watcher";
     return nullptr;
   }
   // Kubernetes' order: front proxy, client certificate, bearer token (file, then TokenReview).
-  if (config.delegated_authentication) {
+  if (config.authn.delegated) {
     authenticator->Add(std::make_unique<DelegatedRequestHeaderAuthenticator>(watcher));
     authenticator->Add(std::make_unique<ClientCertAuthenticator>());
   }
-  if (!config.requestheader_ca_file.empty()) {
+  if (!config.authn.requestheader_ca_file.empty()) {
     RequestHeaderOptions options;
-    options.allowed_names = config.requestheader_allowed_names;
+    options.allowed_names = config.authn.requestheader_allowed_names;
     authenticator->Add(std::make_unique<RequestHeaderAuthenticator>(std::move(options)));
   }
-  if (!config.client_ca_file.empty()) {
+  if (!config.authn.client_ca_file.empty()) {
     authenticator->Add(std::make_unique<ClientCertAuthenticator>());
   }
-  if (!config.token_file.empty()) {
-    auto tokens = TokenFileAuthenticator::Load(config.token_file, error);
+  if (!config.authn.token_file.empty()) {
+    auto tokens = TokenFileAuthenticator::Load(config.authn.token_file, error);
     if (!tokens) return nullptr;
     authenticator->Add(std::move(tokens));
   }
-  if (config.delegated_authentication) {
-    TokenReviewAuthenticator::Options options{.ttl = config.token_review_cache_ttl};
+  if (config.authn.delegated) {
+    TokenReviewAuthenticator::Options options{.ttl = config.authn.token_review_cache_ttl};
     if (metrics) options.on_cache = [metrics](bool hit) { metrics->TokenReviewCache(hit); };
     authenticator->Add(std::make_unique<TokenReviewAuthenticator>(kube, std::move(options)));
   }
@@ -48,8 +48,8 @@ std::unique_ptr<Authenticator> BuildAuthenticator(
 std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
                                             std::string* error,
                                             std::shared_ptr<ServerMetrics> metrics) {
-  if (config.authorization == ServeConfig::Authorization::kPolicy) {
-    auto policy = PolicyAuthorizer::Load(config.policy_file, error);
+  if (config.authz.mode == ServeConfig::Authorization::kPolicy) {
+    auto policy = PolicyAuthorizer::Load(config.authz.policy_file, error);
     if (!policy) return nullptr;
     return policy;
   }
@@ -66,14 +66,14 @@ ApiServerOptions BuildApiServerOptions(const ServeConfig& config,
                                        std::shared_ptr<const AuthenticationConfigWatcher> watcher) {
   ApiServerOptions options;  // keeps the small body cap
   options.api = config.api;
-  options.http.address = config.address;
-  options.http.port = config.port;
+  options.http.address = config.server.address;
+  options.http.port = config.server.port;
   options.http.threads = 2;
   net::TlsOptions tls;
-  tls.cert_file = config.tls_cert_file;
-  tls.key_file = config.tls_key_file;
-  tls.client_ca_file = config.client_ca_file;
-  tls.requestheader_ca_file = config.requestheader_ca_file;
+  tls.cert_file = config.tls.cert_file;
+  tls.key_file = config.tls.key_file;
+  tls.client_ca_file = config.authn.client_ca_file;
+  tls.requestheader_ca_file = config.authn.requestheader_ca_file;
   tls.require_client_cert = false;  // tokens authenticate too
   if (watcher) {
     tls.dynamic_client_cas = watcher;
@@ -81,13 +81,13 @@ ApiServerOptions BuildApiServerOptions(const ServeConfig& config,
                                           [watcher] { return watcher->Ready(); });
   }
   options.http.tls = std::move(tls);
-  options.max_in_flight = config.max_in_flight;
-  options.reuse_for = std::chrono::milliseconds(config.snapshot_reuse_ms);
-  options.http.max_connections_per_address = config.max_connections_per_address;
-  options.worker_threads = config.workers;
-  options.request_timeout = config.request_timeout;
+  options.max_in_flight = config.server.max_in_flight;
+  options.reuse_for = std::chrono::milliseconds(config.server.snapshot_reuse_ms);
+  options.http.max_connections_per_address = config.server.max_connections_per_address;
+  options.worker_threads = config.server.workers;
+  options.request_timeout = config.reads.request_timeout;
   // A read may start with a quarter of the budget left (2 s of the default 8 s), never less.
-  options.min_read_budget = std::min(options.min_read_budget, config.request_timeout / 4);
+  options.min_read_budget = std::min(options.min_read_budget, config.reads.request_timeout / 4);
   return options;
 }
 

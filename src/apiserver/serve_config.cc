@@ -237,65 +237,66 @@ constexpr std::string_view kPositiveDuration = "a positive duration (e.g. 90s, 2
 std::vector<Setting> ServerSettings() {
   using Authorization = ServeConfig::Authorization;
   return {
-      {{"address", "127.0.0.1", "IP literal to bind"}, Text(MM_FIELD(address))},
-      {{"port", "8443", "0: any free port"}, Integer(MM_FIELD(port), 0, 65535)},
+      {{"address", "127.0.0.1", "IP literal to bind"}, Text(MM_FIELD(server.address))},
+      {{"port", "8443", "0: any free port"}, Integer(MM_FIELD(server.port), 0, 65535)},
       {{"api_group", "worker.gpustack.ai", "the API's group (metrics_api.h) ..."},
        Text(MM_FIELD(api.group))},
       {{"api_version", "v1", "    and version; the APIService must name the same"},
        Text(MM_FIELD(api.version))},
       {{"tls_cert_file", "server.pem", "required (tokens never travel in the clear) ..."},
-       Path(MM_FIELD(tls_cert_file))},
+       Path(MM_FIELD(tls.cert_file))},
       {{"tls_key_file", "server-key.pem", "    ... unless tls_self_signed"},
-       Path(MM_FIELD(tls_key_file))},
+       Path(MM_FIELD(tls.key_file))},
       {{"tls_self_signed", "false", "true: a P-256 certificate made at start (net/certificate.h)"},
-       Flag(MM_FIELD(tls_self_signed))},
+       Flag(MM_FIELD(tls.self_signed))},
       {{"tls_self_signed_hosts", "[localhost, 127.0.0.1]", "    for these names"},
-       Hosts(MM_FIELD(tls_self_signed_hosts))},
+       Hosts(MM_FIELD(tls.self_signed_hosts))},
       {{"client_ca_file", "ca.pem", "client certificates: user = CN, groups = O"},
-       Path(MM_FIELD(client_ca_file))},
+       Path(MM_FIELD(authn.client_ca_file))},
       {{"requestheader_ca_file", "front-proxy-ca.pem", "front-proxy mode (X-Remote-User/-Group)"},
-       Path(MM_FIELD(requestheader_ca_file))},
+       Path(MM_FIELD(authn.requestheader_ca_file))},
       {{"requestheader_allowed_names", "[front-proxy-client]",
         "empty or absent: any CN of that CA"},
-       List(MM_FIELD(requestheader_allowed_names), "names", true)},
+       List(MM_FIELD(authn.requestheader_allowed_names), "names", true)},
       {{"token_file", "tokens.csv", "Kubernetes static tokens: token,user,uid,\"g1,g2\""},
-       Path(MM_FIELD(token_file))},
+       Path(MM_FIELD(authn.token_file))},
       {{"delegated_authentication", "false",
         "true: CAs from kube-system/extension-apiserver-authentication, tokens by TokenReview"},
-       Flag(MM_FIELD(delegated_authentication))},
+       Flag(MM_FIELD(authn.delegated))},
       {{"authentication_refresh", "10s", "how often that ConfigMap is re-read (100ms .. 1h)"},
-       Duration(MM_FIELD(authentication_refresh), milliseconds(100), kHour,
+       Duration(MM_FIELD(authn.refresh), milliseconds(100), kHour,
                 "a duration between 100ms and 1h (e.g. 10s)")},
       {{"token_review_cache_ttl", "10s", "how long a TokenReview's answer is kept (100ms .. 10m)"},
-       Duration(MM_FIELD(token_review_cache_ttl), milliseconds(100), std::chrono::minutes(10),
+       Duration(MM_FIELD(authn.token_review_cache_ttl), milliseconds(100), std::chrono::minutes(10),
                 "a duration between 100ms and 10m (e.g. 10s)")},
       {{"authorization", "policy", "policy | subjectaccessreview"},
-       Choice(MM_FIELD(authorization),
+       Choice(MM_FIELD(authz.mode),
               std::vector<std::pair<std::string_view, Authorization>>{
                   {"policy", Authorization::kPolicy},
                   {"subjectaccessreview", Authorization::kSubjectAccessReview}})},
       {{"policy_file", "policy.yaml", "with `policy`: the rules (auth.h ParsePolicy)"},
-       Path(MM_FIELD(policy_file))},
+       Path(MM_FIELD(authz.policy_file))},
       {{"objects_file", "objects.json", "objects from this file (kubectl get -o json List) ..."},
-       Path(MM_FIELD(objects_file))},
+       Path(MM_FIELD(kube.objects_file))},
       {{"max_objects_bytes", "4194304", "    its size cap (1 .. 1 GiB)"},
-       Integer(MM_FIELD(max_objects_bytes), 1, kMaxObjectsBytesSetting)},
+       Integer(MM_FIELD(kube.max_objects_bytes), 1, kMaxObjectsBytesSetting)},
       {{"kubeconfig", "~/.kube/config", "... else from the Kubernetes API via a kubeconfig"},
-       Path(MM_FIELD(kubeconfig))},
-      {{"context", "\"\"", "    (its current context unless named here)"}, Text(MM_FIELD(context))},
+       Path(MM_FIELD(kube.kubeconfig))},
+      {{"context", "\"\"", "    (its current context unless named here)"},
+       Text(MM_FIELD(kube.context))},
       {{"in_cluster", "false", "... or via the in-cluster service account"},
-       Flag(MM_FIELD(in_cluster))},
+       Flag(MM_FIELD(kube.in_cluster))},
       {{"watch_objects", "true", "with either: list+watch caches; false: read per snapshot"},
-       Flag(MM_FIELD(watch_objects))},
+       Flag(MM_FIELD(kube.watch_objects))},
       {{"pod_ca_file", "cluster-ca.pem", "trust for HTTPS Pods; default the system bundle"},
-       Path(MM_FIELD(pod_ca_file))},
+       Path(MM_FIELD(reads.pod_ca_file))},
       {{"max_in_flight", "32", "deployments read or queued at once (then 429)"},
-       Integer(MM_FIELD(max_in_flight), 1, 100000)},
-      {{"workers", "8", "threads reading deployments"}, Integer(MM_FIELD(workers), 1, 256)},
+       Integer(MM_FIELD(server.max_in_flight), 1, 100000)},
+      {{"workers", "8", "threads reading deployments"}, Integer(MM_FIELD(server.workers), 1, 256)},
       {{"snapshot_reuse_ms", "1000", "a finished read answers requests this long after it"},
-       Integer(MM_FIELD(snapshot_reuse_ms), 0, 60000)},
+       Integer(MM_FIELD(server.snapshot_reuse_ms), 0, 60000)},
       {{"max_connections_per_address", "0", "0: none (behind kube-apiserver all comes from one)"},
-       Integer(MM_FIELD(max_connections_per_address), 0, 100000)},
+       Integer(MM_FIELD(server.max_connections_per_address), 0, 100000)},
   };
 }
 
@@ -304,53 +305,58 @@ std::vector<Setting> ServerSettings() {
 std::vector<Setting> ReadSettings() {
   return {
       {{"request_timeout", "8s", "each request's budget, from its arrival (1s .. 5m)"},
-       Duration(MM_FIELD(request_timeout), std::chrono::seconds(1), std::chrono::minutes(5),
+       Duration(MM_FIELD(reads.request_timeout), std::chrono::seconds(1), std::chrono::minutes(5),
                 "a duration between 1s and 5m (e.g. 8s)")},
       {{"scrape.pod_limit", "64", "direct scraping: Pods read per snapshot (1 .. 100000)"},
-       Integer(MM_FIELD(pod_limit), 1, 100000)},
+       Integer(MM_FIELD(reads.pod_limit), 1, 100000)},
       {{"scrape.max_in_flight", "32", "fetches at once per read (1 .. 256)"},
-       Integer(MM_FIELD(scrape_max_in_flight), 1, 256)},
+       Integer(MM_FIELD(reads.scrape_max_in_flight), 1, 256)},
       {{"scrape.fetch_timeout", "2s", "each Pod's fetch (100ms .. 1m)"},
-       Duration(MM_FIELD(fetch_timeout), milliseconds(100), std::chrono::minutes(1),
+       Duration(MM_FIELD(reads.fetch_timeout), milliseconds(100), std::chrono::minutes(1),
                 "a duration between 100ms and 1m (e.g. 2s)")},
       {{"scrape.max_body_bytes", "1048576", "decoded bytes per Pod (1 .. 1 GiB)"},
-       Integer(MM_FIELD(max_body_bytes), 1, kGiB)},
+       Integer(MM_FIELD(reads.max_body_bytes), 1, kGiB)},
       {{"source", "scrape", "scrape | prometheus (a Prometheus-compatible store, below)"},
-       Choice(MM_FIELD(source),
+       Choice(MM_FIELD(reads.source),
               std::vector<std::pair<std::string_view, SampleSource>>{
                   {kSampleSourceScrape, SampleSource::kScrape},
                   {kSampleSourcePrometheus, SampleSource::kPrometheus}})},
       {{"prometheus.url", "https://prometheus.monitoring:9090", "the store's API root"},
-       Text(MM_FIELD(prometheus.url))},
+       Text(MM_FIELD(reads.prometheus.url))},
       {{"prometheus.window", "2m", "the range of samples read"},
-       Duration(MM_FIELD(prometheus.window), milliseconds(1), kNoMax, kPositiveDuration)},
+       Duration(MM_FIELD(reads.prometheus.window), milliseconds(1), kNoMax, kPositiveDuration)},
       {{"prometheus.stale_after", "90s", "a Pod whose newest sample is older is missing"},
-       Duration(MM_FIELD(prometheus.stale_after), milliseconds(1), kNoMax, kPositiveDuration)},
+       Duration(MM_FIELD(reads.prometheus.stale_after), milliseconds(1), kNoMax,
+                kPositiveDuration)},
       {{"prometheus.settle", "0s", "read the store as of this long ago (remote write)"},
-       Duration(MM_FIELD(prometheus.settle), milliseconds(0), kNoMax, "a duration (e.g. 5s)")},
+       Duration(MM_FIELD(reads.prometheus.settle), milliseconds(0), kNoMax,
+                "a duration (e.g. 5s)")},
       {{"prometheus.query_timeout", "5s", "each query's timeout"},
-       Duration(MM_FIELD(prometheus.query_timeout), milliseconds(1), kNoMax, kPositiveDuration)},
+       Duration(MM_FIELD(reads.prometheus.query_timeout), milliseconds(1), kNoMax,
+                kPositiveDuration)},
       {{"prometheus.namespace_label", "namespace", "the store's label naming the namespace"},
-       Text(MM_FIELD(prometheus.namespace_label))},
-      {{"prometheus.pod_label", "pod", "    and the Pod"}, Text(MM_FIELD(prometheus.pod_label))},
+       Text(MM_FIELD(reads.prometheus.namespace_label))},
+      {{"prometheus.pod_label", "pod", "    and the Pod"},
+       Text(MM_FIELD(reads.prometheus.pod_label))},
       {{"prometheus.selector", "'job=\"vllm\"'", "extra matchers, when two jobs scrape a Pod"},
-       Text(MM_FIELD(prometheus.selector))},
+       Text(MM_FIELD(reads.prometheus.selector))},
       {{"prometheus.replica_labels", "[prometheus_replica, replica, __replica__]",
         "HA copies: one replica is read"},
-       List(MM_FIELD(prometheus.replica_labels), "label names", true)},
+       List(MM_FIELD(reads.prometheus.replica_labels), "label names", true)},
       {{"prometheus.pod_limit", "1000", "Pods per snapshot (1 .. 100000)"},
-       Integer(MM_FIELD(prometheus.pod_limit), 1, 100000)},
+       Integer(MM_FIELD(reads.prometheus.pod_limit), 1, 100000)},
       {{"prometheus.max_in_flight", "4", "queries at once; 100 Pods per query (1 .. 256)"},
-       Integer(MM_FIELD(prometheus.max_in_flight), 1, 256)},
+       Integer(MM_FIELD(reads.prometheus.max_in_flight), 1, 256)},
       {{"prometheus.max_response_bytes", "33554432", "decoded bytes per answer (1 .. 1 GiB)"},
-       Integer(MM_FIELD(prometheus.max_response_bytes), 1, kGiB)},
-      {{"prometheus.ca_file", "store-ca.pem", "verified TLS"}, Path(MM_FIELD(prometheus.ca_file))},
+       Integer(MM_FIELD(reads.prometheus.max_response_bytes), 1, kGiB)},
+      {{"prometheus.ca_file", "store-ca.pem", "verified TLS"},
+       Path(MM_FIELD(reads.prometheus.ca_file))},
       {{"prometheus.bearer_token_file", "token", "read at start-up ..."},
-       Path(MM_FIELD(prometheus_bearer_token_file))},
+       Path(MM_FIELD(reads.prometheus_bearer_token_file))},
       {{"prometheus.basic_auth_username", "reader", "    or basic authentication"},
-       Text(MM_FIELD(prometheus.basic_user))},
+       Text(MM_FIELD(reads.prometheus.basic_user))},
       {{"prometheus.basic_auth_password_file", "password", "    with this password"},
-       Path(MM_FIELD(prometheus_basic_password_file))},
+       Path(MM_FIELD(reads.prometheus_basic_password_file))},
   };
 }
 
@@ -407,49 +413,49 @@ bool ApplySetting(const std::string& prefix, const std::string& name, const Json
 std::string CheckCombination(const ServeConfig& c) {
   using Authorization = ServeConfig::Authorization;
   if (std::string why = c.api.Validate(); !why.empty()) return why;
-  if (c.tls_self_signed && (!c.tls_cert_file.empty() || !c.tls_key_file.empty())) {
+  if (c.tls.self_signed && (!c.tls.cert_file.empty() || !c.tls.key_file.empty())) {
     return "tls_self_signed makes its own certificate: remove tls_cert_file and tls_key_file";
   }
-  if (!c.tls_self_signed && (c.tls_cert_file.empty() || c.tls_key_file.empty())) {
+  if (!c.tls.self_signed && (c.tls.cert_file.empty() || c.tls.key_file.empty())) {
     return "tls_cert_file and tls_key_file are required (tokens never travel in the clear), or "
            "tls_self_signed: true";
   }
-  if (c.token_file.empty() && c.client_ca_file.empty() && c.requestheader_ca_file.empty() &&
-      !c.delegated_authentication) {
+  if (c.authn.token_file.empty() && c.authn.client_ca_file.empty() &&
+      c.authn.requestheader_ca_file.empty() && !c.authn.delegated) {
     return "no authentication: set token_file, client_ca_file, requestheader_ca_file and/or "
            "delegated_authentication";
   }
-  if (c.delegated_authentication &&
-      (!c.client_ca_file.empty() || !c.requestheader_ca_file.empty())) {
+  if (c.authn.delegated &&
+      (!c.authn.client_ca_file.empty() || !c.authn.requestheader_ca_file.empty())) {
     return "delegated_authentication takes the CAs from kube-system/extension-apiserver-"
            "authentication: remove client_ca_file and requestheader_ca_file";
   }
-  if (c.delegated_authentication && !c.UsesKubeApi()) {
+  if (c.authn.delegated && !c.UsesKubeApi()) {
     return "delegated_authentication needs kubeconfig or in_cluster: true";
   }
-  if (!c.requestheader_allowed_names.empty() && c.requestheader_ca_file.empty()) {
+  if (!c.authn.requestheader_allowed_names.empty() && c.authn.requestheader_ca_file.empty()) {
     return "requestheader_allowed_names needs requestheader_ca_file";
   }
-  if (!c.kubeconfig.empty() && c.in_cluster)
+  if (!c.kube.kubeconfig.empty() && c.kube.in_cluster)
     return "kubeconfig and in_cluster: true exclude each other";
-  if (c.objects_file.empty() && !c.UsesKubeApi()) {
+  if (c.kube.objects_file.empty() && !c.UsesKubeApi()) {
     return "no object source: set objects_file, kubeconfig or in_cluster: true";
   }
-  if (c.authorization == Authorization::kPolicy && c.policy_file.empty()) {
+  if (c.authz.mode == Authorization::kPolicy && c.authz.policy_file.empty()) {
     return "authorization: policy needs policy_file";
   }
-  if (c.authorization == Authorization::kSubjectAccessReview && !c.policy_file.empty()) {
+  if (c.authz.mode == Authorization::kSubjectAccessReview && !c.authz.policy_file.empty()) {
     return "policy_file is for authorization: policy, not subjectaccessreview";
   }
-  if (c.authorization == Authorization::kSubjectAccessReview && !c.UsesKubeApi()) {
+  if (c.authz.mode == Authorization::kSubjectAccessReview && !c.UsesKubeApi()) {
     return "authorization: subjectaccessreview needs kubeconfig or in_cluster: true";
   }
-  if (!c.context.empty() && c.kubeconfig.empty()) return "context needs kubeconfig";
-  if (c.source == SampleSource::kPrometheus) {
-    if (const std::string why = ValidatePrometheusSourceOptions(c.prometheus); !why.empty()) {
+  if (!c.kube.context.empty() && c.kube.kubeconfig.empty()) return "context needs kubeconfig";
+  if (c.reads.source == SampleSource::kPrometheus) {
+    if (const std::string why = ValidatePrometheusSourceOptions(c.reads.prometheus); !why.empty()) {
       return "prometheus: " + why;
     }
-    if (!c.prometheus_bearer_token_file.empty() && !c.prometheus.basic_user.empty()) {
+    if (!c.reads.prometheus_bearer_token_file.empty() && !c.reads.prometheus.basic_user.empty()) {
       return "prometheus: bearer_token_file and basic_auth_username exclude each other";
     }
   }
@@ -460,18 +466,18 @@ std::string CheckCombination(const ServeConfig& c) {
 // are within base::kDefaultMaxFileBytes. "" when they are.
 std::string CheckFiles(const ServeConfig& c) {
   const std::pair<const char*, const std::string*> files[] = {
-      {"tls_cert_file", &c.tls_cert_file},
-      {"tls_key_file", &c.tls_key_file},
-      {"client_ca_file", &c.client_ca_file},
-      {"requestheader_ca_file", &c.requestheader_ca_file},
-      {"token_file", &c.token_file},
-      {"policy_file", &c.policy_file},
-      {"objects_file", &c.objects_file},
-      {"kubeconfig", &c.kubeconfig},
-      {"pod_ca_file", &c.pod_ca_file},
-      {"prometheus.ca_file", &c.prometheus.ca_file},
-      {"prometheus.bearer_token_file", &c.prometheus_bearer_token_file},
-      {"prometheus.basic_auth_password_file", &c.prometheus_basic_password_file}};
+      {"tls_cert_file", &c.tls.cert_file},
+      {"tls_key_file", &c.tls.key_file},
+      {"client_ca_file", &c.authn.client_ca_file},
+      {"requestheader_ca_file", &c.authn.requestheader_ca_file},
+      {"token_file", &c.authn.token_file},
+      {"policy_file", &c.authz.policy_file},
+      {"objects_file", &c.kube.objects_file},
+      {"kubeconfig", &c.kube.kubeconfig},
+      {"pod_ca_file", &c.reads.pod_ca_file},
+      {"prometheus.ca_file", &c.reads.prometheus.ca_file},
+      {"prometheus.bearer_token_file", &c.reads.prometheus_bearer_token_file},
+      {"prometheus.basic_auth_password_file", &c.reads.prometheus_basic_password_file}};
   for (const auto& [key, path] : files) {
     std::error_code ignored;
     if (!path->empty() && !std::filesystem::is_regular_file(*path, ignored)) {
@@ -482,7 +488,7 @@ std::string CheckFiles(const ServeConfig& c) {
     // Certificates and keys are read by OpenSSL, not base::ReadFile: bound them here too. The
     // objects file and the kubeconfig have caps of their own, checked when they are loaded.
     const uintmax_t size = path->empty() ? 0 : std::filesystem::file_size(*path, ignored);
-    const bool own_cap = path == &c.objects_file || path == &c.kubeconfig;
+    const bool own_cap = path == &c.kube.objects_file || path == &c.kube.kubeconfig;
     if (!own_cap && !ignored && size > base::kDefaultMaxFileBytes) {
       return fmt::format("{}: {}: file is {} bytes, over the {}-byte limit", key, *path, size,
                          base::kDefaultMaxFileBytes);
@@ -494,11 +500,11 @@ std::string CheckFiles(const ServeConfig& c) {
 }  // namespace
 
 void ServeConfig::ApplyReadLimits(AggregatorOptions* options) const {
-  options->request_timeout = request_timeout;
-  options->pod_limit = pod_limit;
-  options->max_in_flight = scrape_max_in_flight;
-  options->fetch_timeout = fetch_timeout;
-  options->max_body_bytes = max_body_bytes;
+  options->request_timeout = reads.request_timeout;
+  options->pod_limit = reads.pod_limit;
+  options->max_in_flight = reads.scrape_max_in_flight;
+  options->fetch_timeout = reads.fetch_timeout;
+  options->max_body_bytes = reads.max_body_bytes;
 }
 
 bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,

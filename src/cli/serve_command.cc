@@ -54,14 +54,14 @@ class ServingCertificate {
   }
   bool Make(ServeConfig* config, std::string* error) {
     std::string cert_pem, key_pem;
-    if (!net::SelfSignedCertificate("modelmetrics", config->tls_self_signed_hosts, &cert_pem,
+    if (!net::SelfSignedCertificate("modelmetrics", config->tls.self_signed_hosts, &cert_pem,
                                     &key_pem, error) ||
         !base::WritePrivateTempFile("modelmetrics-serving-cert", cert_pem, &cert_, error) ||
         !base::WritePrivateTempFile("modelmetrics-serving-key", key_pem, &key_, error)) {
       return false;
     }
-    config->tls_cert_file = cert_;
-    config->tls_key_file = key_;
+    config->tls.cert_file = cert_;
+    config->tls.key_file = key_;
     return true;
   }
 
@@ -75,15 +75,15 @@ std::unique_ptr<deployment::ObjectSource> MakeObjectSource(
     const ServeConfig& config, deployment::KubeApiClient* kube,
     const std::shared_ptr<deployment::ServerMetrics>& metrics, deployment::WatchCache** watch_cache,
     std::string* error) {
-  if (!config.objects_file.empty()) {
+  if (!config.kube.objects_file.empty()) {
     auto file = std::make_unique<deployment::FileObjectSource>();
-    if (!file->Load(config.objects_file, error, config.max_objects_bytes)) {
+    if (!file->Load(config.kube.objects_file, error, config.kube.max_objects_bytes)) {
       *error = "objects_file: " + *error;
       return nullptr;
     }
     return file;
   }
-  if (!config.watch_objects) return std::make_unique<deployment::KubeApiSource>(kube);
+  if (!config.kube.watch_objects) return std::make_unique<deployment::KubeApiSource>(kube);
   deployment::WatchCache::Options options;
   options.on_objects = [metrics](std::string_view resource, size_t count) {
     metrics->WatchObjects(resource, count);
@@ -101,9 +101,9 @@ std::unique_ptr<deployment::KubeApiClient> OpenKubeApi(const ServeConfig& config
                                                        size_t max_config_bytes,
                                                        std::string* error) {
   deployment::KubeConfig kube_config;
-  const bool loaded = config.in_cluster
+  const bool loaded = config.kube.in_cluster
                           ? deployment::LoadInClusterConfig(&kube_config, error)
-                          : deployment::LoadKubeconfig(config.kubeconfig, config.context,
+                          : deployment::LoadKubeconfig(config.kube.kubeconfig, config.kube.context,
                                                        &kube_config, error, max_config_bytes);
   if (!loaded) return nullptr;
   return std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
@@ -115,12 +115,12 @@ bool MakeAggregatorOptions(const ServeConfig& config,
                            const std::shared_ptr<deployment::ServerMetrics>& metrics,
                            deployment::AggregatorOptions* options, std::string* error) {
   config.ApplyReadLimits(options);
-  options->ca_file = config.pod_ca_file;
+  options->ca_file = config.reads.pod_ca_file;
   options->on_pod_read = [metrics](std::string_view outcome) { metrics->PodRead(outcome); };
-  if (config.source != deployment::SampleSource::kPrometheus) return true;
-  deployment::PrometheusSourceOptions store = config.prometheus;
-  if (!deployment::LoadPrometheusCredentials(config.prometheus_bearer_token_file,
-                                             config.prometheus_basic_password_file, &store,
+  if (config.reads.source != deployment::SampleSource::kPrometheus) return true;
+  deployment::PrometheusSourceOptions store = config.reads.prometheus;
+  if (!deployment::LoadPrometheusCredentials(config.reads.prometheus_bearer_token_file,
+                                             config.reads.prometheus_basic_password_file, &store,
                                              error)) {
     *error = "prometheus: " + *error;
     return false;
@@ -144,7 +144,7 @@ int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLim
   }
   if (StopPending(signals, "serve")) return 0;
   ServingCertificate self_signed;
-  if (config.tls_self_signed && !self_signed.Make(&config, &error)) {
+  if (config.tls.self_signed && !self_signed.Make(&config, &error)) {
     std::fprintf(stderr, "serve: %s\n", error.c_str());
     return 1;
   }
@@ -172,9 +172,9 @@ int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLim
 
   // Delegated authentication: the trust kube-apiserver publishes, read now and followed after.
   std::shared_ptr<deployment::AuthenticationConfigWatcher> trust;
-  if (config.delegated_authentication) {
-    trust = std::make_shared<deployment::AuthenticationConfigWatcher>(
-        kube.get(), config.authentication_refresh);
+  if (config.authn.delegated) {
+    trust =
+        std::make_shared<deployment::AuthenticationConfigWatcher>(kube.get(), config.authn.refresh);
     trust->Start();
     if (std::string why = trust->Ready(); !why.empty()) {
       std::fprintf(stderr, "serve: %s (not ready until it is read)\n", why.c_str());

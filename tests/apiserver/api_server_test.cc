@@ -171,14 +171,14 @@ class FakeSnapshots {
 // The configuration `modelmetrics serve` would build from, on loopback port 0.
 ServeConfig TestConfig(const TempDir& dir) {
   ServeConfig config;
-  config.port = 0;
-  config.tls_cert_file = TlsFile("server.pem");
-  config.tls_key_file = TlsFile("server-key.pem");
-  config.client_ca_file = TlsFile("ca.pem");
-  config.requestheader_ca_file = TlsFile("requestheader-ca.pem");
-  config.requestheader_allowed_names = {"front-proxy"};
-  config.token_file = dir.Write("tokens.csv", kTokens);
-  config.policy_file = dir.Write("policy.yaml", kPolicy);
+  config.server.port = 0;
+  config.tls.cert_file = TlsFile("server.pem");
+  config.tls.key_file = TlsFile("server-key.pem");
+  config.authn.client_ca_file = TlsFile("ca.pem");
+  config.authn.requestheader_ca_file = TlsFile("requestheader-ca.pem");
+  config.authn.requestheader_allowed_names = {"front-proxy"};
+  config.authn.token_file = dir.Write("tokens.csv", kTokens);
+  config.authz.policy_file = dir.Write("policy.yaml", kPolicy);
   return config;
 }
 
@@ -394,13 +394,15 @@ TEST(ApiServerTest, NamedHealthChecksInKubeApiserverFormat) {
 TEST(ApiServerTest, OwnMetricsCountRequestsAndReads) {
   TempDir dir;
   ServeConfig config = TestConfig(dir);
-  config.policy_file = dir.Write("metrics-policy.yaml", std::string(kPolicy) + R"(  - users: [bob]
+  config.authz.policy_file =
+      dir.Write("metrics-policy.yaml", std::string(kPolicy) + R"(  - users: [bob]
     nonResourceURLs: ["/metrics"]
     verbs: [get]
 )");
   ApiServerOptions options = BuildApiServerOptions(config);
   options.reuse_for = std::chrono::hours(1);
-  ServerUnderTest server(config, options, PolicyAuthorizer::Load(config.policy_file, nullptr));
+  ServerUnderTest server(config, options,
+                         PolicyAuthorizer::Load(config.authz.policy_file, nullptr));
   ASSERT_TRUE(server.started());
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token")).status, 200);
@@ -450,7 +452,7 @@ TEST(ApiServerTest, EveryPathAndDocumentFollowsTheGroupSetting) {
   TempDir dir;
   ServeConfig config = TestConfig(dir);
   config.api = MetricsApi{.group = "metrics.example.com", .version = "v1beta2"};
-  config.policy_file = dir.Write("group-policy.yaml", R"(rules:
+  config.authz.policy_file = dir.Write("group-policy.yaml", R"(rules:
   - users: [alice]
     namespaces: [team]
     verbs: [get]
@@ -623,7 +625,7 @@ TEST(ApiServerTest, FrontProxyHeadersHonouredFromTheRequestHeaderCaCert) {
 TEST(ApiServerTest, FrontProxyHeadersIgnoredFromANameNotAllowed) {
   TempDir dir;
   ServeConfig config = TestConfig(dir);
-  config.requestheader_allowed_names = {"some-other-proxy"};
+  config.authn.requestheader_allowed_names = {"some-other-proxy"};
   ServerUnderTest server(config);
   ASSERT_TRUE(server.started());
   const std::string team = server.url(MetricsPath("team", "chat"));
@@ -641,7 +643,7 @@ TEST(ApiServerTest, FrontProxyHeadersIgnoredFromANameNotAllowed) {
 TEST(ApiServerTest, FrontProxyWithEmptyAllowedNamesTrustsAnyCnOfItsCa) {
   TempDir dir;
   ServeConfig config = TestConfig(dir);
-  config.requestheader_allowed_names.clear();
+  config.authn.requestheader_allowed_names.clear();
   ServerUnderTest server(config);
   ASSERT_TRUE(server.started());
   net::FetchResult result =
@@ -652,8 +654,8 @@ TEST(ApiServerTest, FrontProxyWithEmptyAllowedNamesTrustsAnyCnOfItsCa) {
 TEST(ApiServerTest, WithoutRequestHeaderCaProxyCertificatesAreRefused) {
   TempDir dir;
   ServeConfig config = TestConfig(dir);
-  config.requestheader_ca_file.clear();
-  config.requestheader_allowed_names.clear();
+  config.authn.requestheader_ca_file.clear();
+  config.authn.requestheader_allowed_names.clear();
   ServerUnderTest server(config);
   ASSERT_TRUE(server.started());
   // The handshake fails: the certificate chains to no configured CA.
@@ -1027,8 +1029,8 @@ TEST(ApiServerTest, SubjectAccessReviewThroughTheKubernetesApi) {
 
   TempDir dir;
   ServeConfig config = TestConfig(dir);
-  config.policy_file.clear();
-  config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
+  config.authz.policy_file.clear();
+  config.authz.mode = ServeConfig::Authorization::kSubjectAccessReview;
   FakeSnapshots snapshots;
   auto authorizer = BuildAuthorizer(config, &kube, &error);
   ASSERT_NE(authorizer, nullptr) << error;
@@ -1222,13 +1224,13 @@ struct DelegatedServer {
   explicit DelegatedServer(bool watch_trust = true) {
     kube_api.SetTrust("ca.pem", "requestheader-ca.pem", R"(["front-proxy"])");
     ServeConfig config = TestConfig(dir);
-    config.client_ca_file.clear();
-    config.requestheader_ca_file.clear();
-    config.requestheader_allowed_names.clear();
-    config.token_file.clear();
-    config.policy_file.clear();
-    config.delegated_authentication = true;
-    config.authorization = ServeConfig::Authorization::kSubjectAccessReview;
+    config.authn.client_ca_file.clear();
+    config.authn.requestheader_ca_file.clear();
+    config.authn.requestheader_allowed_names.clear();
+    config.authn.token_file.clear();
+    config.authz.policy_file.clear();
+    config.authn.delegated = true;
+    config.authz.mode = ServeConfig::Authorization::kSubjectAccessReview;
     std::string error;
     auto authenticator = BuildAuthenticator(config, &error, &kube, trust, metrics);
     if (authenticator == nullptr) throw std::runtime_error(error);
@@ -1377,7 +1379,7 @@ TEST(ApiServerTest, DelegatedAuthenticationFollowsTheConfigMapAndReviewsTokens) 
 TEST(ApiServerTest, StartFailsOnBadCertificate) {
   TempDir dir;
   ServeConfig config = TestConfig(dir);
-  config.tls_cert_file = dir.Write("bad.pem", "not a certificate");
+  config.tls.cert_file = dir.Write("bad.pem", "not a certificate");
   std::string error;
   ApiServer server(
       BuildApiServerOptions(config),
@@ -1472,9 +1474,9 @@ TEST(ServeConfigTest, OneValueFromText) {
   ServeConfig config;
   std::string error;
   ASSERT_TRUE(SetServeConfigValue("scrape.max_body_bytes", "2048", &config, &error)) << error;
-  EXPECT_EQ(config.max_body_bytes, 2048u);
+  EXPECT_EQ(config.reads.max_body_bytes, 2048u);
   ASSERT_TRUE(SetServeConfigValue("request_timeout", "20s", &config, &error)) << error;
-  EXPECT_EQ(config.request_timeout, std::chrono::seconds(20));
+  EXPECT_EQ(config.reads.request_timeout, std::chrono::seconds(20));
   EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "0", &config, &error));
   EXPECT_EQ(error, "scrape.pod_limit: 0 is out of range [1, 100000]");
   EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "ten", &config, &error));
@@ -1485,14 +1487,14 @@ TEST(ServeConfigTest, OneValueFromText) {
   EXPECT_EQ(error, "unknown setting `scrape`");
   // Each kind reads its own text (no YAML between): a flag, a comma-separated list.
   ASSERT_TRUE(SetServeConfigValue("tls_self_signed", "true", &config, &error)) << error;
-  EXPECT_TRUE(config.tls_self_signed);
+  EXPECT_TRUE(config.tls.self_signed);
   EXPECT_FALSE(SetServeConfigValue("tls_self_signed", "yes", &config, &error));
   EXPECT_EQ(error, "tls_self_signed: expected true or false");
   ASSERT_TRUE(SetServeConfigValue("tls_self_signed_hosts", "a.example,127.0.0.1", &config, &error))
       << error;
-  EXPECT_EQ(config.tls_self_signed_hosts, (std::vector<std::string>{"a.example", "127.0.0.1"}));
+  EXPECT_EQ(config.tls.self_signed_hosts, (std::vector<std::string>{"a.example", "127.0.0.1"}));
   ASSERT_TRUE(SetServeConfigValue("context", "{not: yaml}", &config, &error)) << error;
-  EXPECT_EQ(config.context, "{not: yaml}") << "a text setting takes the text as it is";
+  EXPECT_EQ(config.kube.context, "{not: yaml}") << "a text setting takes the text as it is";
 }
 
 // The documented key list is the table's: the reference is valid YAML with exactly the table's
@@ -1546,8 +1548,8 @@ TEST(ServeConfigTest, ThePrometheusSource) {
   ServeConfig config;
   std::string error;
   ASSERT_TRUE(ParseServeConfig(yaml, dir.path(), &config, &error)) << error;
-  EXPECT_EQ(config.source, SampleSource::kPrometheus);
-  const PrometheusSourceOptions& p = config.prometheus;
+  EXPECT_EQ(config.reads.source, SampleSource::kPrometheus);
+  const PrometheusSourceOptions& p = config.reads.prometheus;
   EXPECT_EQ(p.url, "https://store.monitoring:9090/prefix");
   EXPECT_EQ(p.window, std::chrono::minutes(5));
   EXPECT_EQ(p.stale_after, std::chrono::minutes(2));
@@ -1560,9 +1562,10 @@ TEST(ServeConfigTest, ThePrometheusSource) {
   EXPECT_EQ(p.max_in_flight, 2u);
   EXPECT_EQ(p.max_response_bytes, 1048576u);
   EXPECT_EQ(p.ca_file, dir.path() + "/ca.pem");
-  EXPECT_EQ(config.prometheus_bearer_token_file, dir.path() + "/store-token");
+  EXPECT_EQ(config.reads.prometheus_bearer_token_file, dir.path() + "/store-token");
   PrometheusSourceOptions loaded = p;
-  ASSERT_TRUE(LoadPrometheusCredentials(config.prometheus_bearer_token_file, "", &loaded, &error));
+  ASSERT_TRUE(
+      LoadPrometheusCredentials(config.reads.prometheus_bearer_token_file, "", &loaded, &error));
   EXPECT_EQ(loaded.bearer_token, "s3cret");
 
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "source: thanos\n"),
@@ -1608,24 +1611,24 @@ TEST(ServeConfigTest, ParsesEverySettingAndResolvesRelativePaths) {
   ServeConfig config;
   std::string error;
   ASSERT_TRUE(ParseServeConfig(yaml, dir.path(), &config, &error)) << error;
-  EXPECT_EQ(config.address, "::1");
-  EXPECT_EQ(config.port, 9443);
+  EXPECT_EQ(config.server.address, "::1");
+  EXPECT_EQ(config.server.port, 9443);
   EXPECT_EQ(config.api, (MetricsApi{.group = "metrics.example.com", .version = "v1alpha1"}));
   EXPECT_EQ(BuildApiServerOptions(config).api, config.api);
-  EXPECT_EQ(config.tls_cert_file, dir.path() + "/server.pem");
-  EXPECT_EQ(config.tls_key_file, dir.path() + "/server-key.pem");
-  EXPECT_EQ(config.client_ca_file, dir.path() + "/ca.pem");
-  EXPECT_EQ(config.requestheader_ca_file, TlsFile("requestheader-ca.pem"));
-  EXPECT_EQ(config.requestheader_allowed_names,
+  EXPECT_EQ(config.tls.cert_file, dir.path() + "/server.pem");
+  EXPECT_EQ(config.tls.key_file, dir.path() + "/server-key.pem");
+  EXPECT_EQ(config.authn.client_ca_file, dir.path() + "/ca.pem");
+  EXPECT_EQ(config.authn.requestheader_ca_file, TlsFile("requestheader-ca.pem"));
+  EXPECT_EQ(config.authn.requestheader_allowed_names,
             (std::vector<std::string>{"front-proxy", "aggregator"}));
-  EXPECT_EQ(config.token_file, dir.path() + "/tokens.csv");
-  EXPECT_EQ(config.authorization, ServeConfig::Authorization::kSubjectAccessReview);
-  EXPECT_EQ(config.objects_file, dir.path() + "/objects.json");
-  EXPECT_EQ(config.kubeconfig, dir.path() + "/kubeconfig");
-  EXPECT_EQ(config.context, "kind-kind");
-  EXPECT_EQ(config.pod_ca_file, dir.path() + "/ca.pem");
-  EXPECT_EQ(config.max_in_flight, 5u);
-  EXPECT_EQ(config.workers, 3);
+  EXPECT_EQ(config.authn.token_file, dir.path() + "/tokens.csv");
+  EXPECT_EQ(config.authz.mode, ServeConfig::Authorization::kSubjectAccessReview);
+  EXPECT_EQ(config.kube.objects_file, dir.path() + "/objects.json");
+  EXPECT_EQ(config.kube.kubeconfig, dir.path() + "/kubeconfig");
+  EXPECT_EQ(config.kube.context, "kind-kind");
+  EXPECT_EQ(config.reads.pod_ca_file, dir.path() + "/ca.pem");
+  EXPECT_EQ(config.server.max_in_flight, 5u);
+  EXPECT_EQ(config.server.workers, 3);
   EXPECT_TRUE(config.UsesKubeApi());
 
   const ApiServerOptions options = BuildApiServerOptions(config);
@@ -1646,10 +1649,10 @@ TEST(ServeConfigTest, DefaultsAndLoadFromFile) {
   ServeConfig config;
   std::string error;
   ASSERT_TRUE(LoadServeConfig(path, &config, &error)) << error;
-  EXPECT_EQ(config.address, "127.0.0.1");
-  EXPECT_EQ(config.port, 8443);
-  EXPECT_EQ(config.authorization, ServeConfig::Authorization::kPolicy);
-  EXPECT_EQ(config.policy_file, dir.path() + "/policy.yaml");
+  EXPECT_EQ(config.server.address, "127.0.0.1");
+  EXPECT_EQ(config.server.port, 8443);
+  EXPECT_EQ(config.authz.mode, ServeConfig::Authorization::kPolicy);
+  EXPECT_EQ(config.authz.policy_file, dir.path() + "/policy.yaml");
   EXPECT_FALSE(config.UsesKubeApi());
   EXPECT_NE(BuildAuthenticator(config, &error), nullptr) << error;
   EXPECT_NE(BuildAuthorizer(config, nullptr, &error), nullptr) << error;
@@ -1737,11 +1740,11 @@ TEST(ServeConfigTest, ObjectsFileCapAndWhatIsNotARegularFile) {
   ServeConfig config;
   std::string error;
   ASSERT_TRUE(ParseServeConfig(kBaseConfig, dir.path(), &config, &error)) << error;
-  EXPECT_EQ(config.max_objects_bytes, size_t{4} << 20);
+  EXPECT_EQ(config.kube.max_objects_bytes, size_t{4} << 20);
   ASSERT_TRUE(
       ParseServeConfig(kBaseConfig + "max_objects_bytes: 0x10000\n", dir.path(), &config, &error))
       << error;
-  EXPECT_EQ(config.max_objects_bytes, 65536u);
+  EXPECT_EQ(config.kube.max_objects_bytes, 65536u);
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 0\n"),
             "max_objects_bytes: 0 is out of range [1, 1073741824]");
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 18446744073709551615\n"),
@@ -1771,7 +1774,7 @@ TEST(ServeConfigTest, OneDocumentOfScalarSettings) {
   ASSERT_TRUE(ParseServeConfig(kBaseConfig + "kubeconfig: kubeconfig\ncontext: 2024\n", dir.path(),
                                &config, &error))
       << error;
-  EXPECT_EQ(config.context, "2024");
+  EXPECT_EQ(config.kube.context, "2024");
   EXPECT_THAT(ConfigError(dir, "port: *nowhere\n"),
               HasSubstr("invalid YAML: line 1, column 7: unknown anchor `nowhere`"));
 }

@@ -32,52 +32,80 @@ namespace modelmetrics::deployment {
 
 inline constexpr int64_t kMaxObjectsBytesSetting = int64_t{1} << 30;
 
+// The settings in sections by concern; the YAML keys stay flat (`tls_cert_file`, not
+// `tls: {cert_file}`), as the reference and every deployed file have them (kSettings in
+// serve_config.cc maps each key to its member).
 struct ServeConfig {
   enum class Authorization { kPolicy, kSubjectAccessReview };
 
-  std::string address = "127.0.0.1";
-  uint16_t port = 8443;
+  // Where it listens and how much it takes on.
+  struct Server {
+    std::string address = "127.0.0.1";
+    uint16_t port = 8443;
+    size_t max_in_flight = 32;
+    int workers = 8;
+    int snapshot_reuse_ms = 1000;
+    size_t max_connections_per_address = 0;
+  };
+  struct Tls {
+    std::string cert_file;
+    std::string key_file;
+    bool self_signed = false;
+    std::vector<std::string> self_signed_hosts = {"localhost", "127.0.0.1"};
+  };
+  // Who the caller is: client certificates, the front proxy, static tokens, or delegated.
+  struct Authentication {
+    std::string client_ca_file;
+    std::string requestheader_ca_file;
+    std::vector<std::string> requestheader_allowed_names;
+    std::string token_file;
+    bool delegated = false;
+    std::chrono::milliseconds refresh{10000};
+    std::chrono::milliseconds token_review_cache_ttl{10000};
+  };
+  // What the caller may read.
+  struct Access {
+    Authorization mode = Authorization::kPolicy;
+    std::string policy_file;
+  };
+  // Where the objects come from: a file, or the Kubernetes API (also used for reviews and the
+  // authentication ConfigMap).
+  struct Kube {
+    std::string objects_file;
+    size_t max_objects_bytes = size_t{4} << 20;  // object_file.h kDefaultMaxObjectsBytes
+    std::string kubeconfig;
+    std::string context;
+    bool in_cluster = false;
+    bool watch_objects = true;
+  };
+  // How deployments are read: the spec's read limits (`request_timeout`, and the `scrape:`
+  // mapping for direct scraping; the defaults are AggregatorOptions', which hold the spec's
+  // numbers) and the sample source: the Pods (default) or a Prometheus-compatible store
+  // (`source: prometheus` with a `prometheus:` mapping; its credential files are read at
+  // start-up).
+  struct Reads {
+    std::chrono::milliseconds request_timeout = AggregatorOptions{}.request_timeout;
+    size_t pod_limit = AggregatorOptions{}.pod_limit;
+    size_t scrape_max_in_flight = AggregatorOptions{}.max_in_flight;
+    std::chrono::milliseconds fetch_timeout = AggregatorOptions{}.fetch_timeout;
+    size_t max_body_bytes = AggregatorOptions{}.max_body_bytes;
+    std::string pod_ca_file;
+    SampleSource source = SampleSource::kScrape;
+    PrometheusSourceOptions prometheus;
+    std::string prometheus_bearer_token_file;
+    std::string prometheus_basic_password_file;
+  };
+
+  Server server;
   MetricsApi api;
-  std::string tls_cert_file;
-  std::string tls_key_file;
-  bool tls_self_signed = false;
-  std::vector<std::string> tls_self_signed_hosts = {"localhost", "127.0.0.1"};
-  std::string client_ca_file;
-  std::string requestheader_ca_file;
-  std::vector<std::string> requestheader_allowed_names;
-  std::string token_file;
-  bool delegated_authentication = false;
-  std::chrono::milliseconds authentication_refresh{10000};
-  std::chrono::milliseconds token_review_cache_ttl{10000};
-  Authorization authorization = Authorization::kPolicy;
-  std::string policy_file;
-  std::string objects_file;
-  size_t max_objects_bytes = size_t{4} << 20;  // object_file.h kDefaultMaxObjectsBytes
-  std::string kubeconfig;
-  std::string context;
-  bool in_cluster = false;
-  bool watch_objects = true;
-  std::string pod_ca_file;
-  size_t max_in_flight = 32;
-  int workers = 8;
-  int snapshot_reuse_ms = 1000;
-  size_t max_connections_per_address = 0;
-  // The spec's read limits (`request_timeout`, and the `scrape:` mapping for direct scraping);
-  // the defaults are AggregatorOptions', which hold the spec's numbers.
-  std::chrono::milliseconds request_timeout = AggregatorOptions{}.request_timeout;
-  size_t pod_limit = AggregatorOptions{}.pod_limit;
-  size_t scrape_max_in_flight = AggregatorOptions{}.max_in_flight;
-  std::chrono::milliseconds fetch_timeout = AggregatorOptions{}.fetch_timeout;
-  size_t max_body_bytes = AggregatorOptions{}.max_body_bytes;
-  // Where samples come from: the Pods (default) or a Prometheus-compatible store (`source:
-  // prometheus` with a `prometheus:` mapping; its credential files are read at start-up).
-  SampleSource source = SampleSource::kScrape;
-  PrometheusSourceOptions prometheus;
-  std::string prometheus_bearer_token_file;
-  std::string prometheus_basic_password_file;
+  Tls tls;
+  Authentication authn;
+  Access authz;
+  Kube kube;
+  Reads reads;
 
   // The Kubernetes API is needed (for objects, reviews or the authentication ConfigMap).
-  bool UsesKubeApi() const { return !kubeconfig.empty() || in_cluster; }
+  bool UsesKubeApi() const { return !kube.kubeconfig.empty() || kube.in_cluster; }
   // Copies the read limits into `options` (the rest of it is the caller's).
   void ApplyReadLimits(AggregatorOptions* options) const;
 };
