@@ -37,14 +37,14 @@ void BM_RenderWholeCatalog3x2(benchmark::State& state) {
     if (!engines->Record(e, &sched, &iter)) state.SkipWithError("engine record failed");
   }
   for (int stage = 0; stage < 3; ++stage) {
-    omni.ObserveStageGenTime(stage, "llm", 0.4);
-    omni.SetStageWaitingRequests(stage, 2);
-    omni.ObserveStageInQueue(stage, 0.01);
+    omni.prometheus().ObserveStageGenTime(stage, "llm", 0.4);
+    omni.prometheus().SetStageWaitingRequests(stage, 2);
+    omni.prometheus().ObserveStageInQueue(stage, 0.01);
     for (int replica = 0; replica < 2; ++replica) {
       const std::string s = std::to_string(stage), r = std::to_string(replica);
-      omni.ObserveDiffusionExec(stage, replica, 1.2);
-      omni.ObserveImageTtfp(stage, replica, 0.8);
-      omni.ObserveDenoiseStepLatency(stage, replica, 0.05);
+      omni.diffusion().ObserveDiffusionExec(stage, replica, 1.2);
+      omni.diffusion().ObserveImageTtfp(stage, replica, 0.8);
+      omni.diffusion().ObserveDenoiseStepLatency(stage, replica, 0.05);
       audio.ObserveAudioTtfp(s, r, 0.3);
       audio.ObserveAudioDuration(s, r, 4.0);
       audio.ObserveAudioRtf(s, r, 0.5);
@@ -53,15 +53,15 @@ void BM_RenderWholeCatalog3x2(benchmark::State& state) {
       if (stage < 2) {
         for (int to_replica = 0; to_replica < 2; ++to_replica) {
           const TransferEdge edge{stage, replica, stage + 1, to_replica};
-          omni.ObserveTransferSize(edge, 65536);
-          omni.ObserveTransferTxTime(edge, 0.002);
-          omni.ObserveTransferRxTime(edge, 0.001);
-          omni.ObserveTransferInFlightTime(edge, 0.003);
+          omni.transfer().ObserveTransferSize(edge, 65536);
+          omni.transfer().ObserveTransferTxTime(edge, 0.002);
+          omni.transfer().ObserveTransferRxTime(edge, 0.001);
+          omni.transfer().ObserveTransferInFlightTime(edge, 0.003);
         }
       }
     }
   }
-  omni.RequestSucceeded(2.0);
+  omni.prometheus().RequestSucceeded(2.0);
   size_t bytes = 0, lines = 0;
   std::string text;  // kept between scrapes, as MetricsEndpoint does
   for (auto _ : state) {

@@ -4,13 +4,13 @@
 namespace modelmetrics::pipeline {
 namespace {
 
-bool IsDuplex(const FamilySpec& spec) { return spec.group == Group::kDuplex; }
+constexpr Group kGroups[] = {Group::kDuplex};
 
 }  // namespace
 
 DuplexMetrics::DuplexMetrics(Registry& registry, std::string model_name,
                              std::optional<bool> log_stats)
-    : families_(registry, IsDuplex),
+    : families_(registry, kGroups),
       ok_(families_.Complete()),
       log_stats_(ok_ && log_stats.value_or(registry.enabled())),
       recorder_(families_.table(), std::move(model_name), log_stats_) {}

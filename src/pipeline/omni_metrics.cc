@@ -17,11 +17,6 @@ double SystemNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-bool InGroups(Group group) {
-  return group == Group::kPipeline || group == Group::kImage || group == Group::kDiffusion ||
-         group == Group::kTransfer;
-}
-
 }  // namespace
 
 std::string_view NormalizeFailureReason(std::optional<std::string_view> reason) {
@@ -94,8 +89,9 @@ bool KvWaitTimers::contains(std::string_view request_id) const {
 OmniMetrics::OmniMetrics(Registry& registry, Options options)
     : options_(std::move(options)),
       enabled_(registry.enabled()),
-      families_(registry, [](const FamilySpec& spec) { return InGroups(spec.group); }),
-      recorder_(families_.table(), options_.model_name, registry.enabled()),
+      prometheus_(registry, options_.model_name),
+      diffusion_(registry, options_.model_name),
+      transfer_(registry, options_.model_name),
       aggregator_(OrchestratorAggregator::Options{
           .num_stages = static_cast<int>(std::max<size_t>(options_.replicas_per_stage.size(), 1)),
           .log_stats = registry.enabled(),
@@ -104,151 +100,12 @@ OmniMetrics::OmniMetrics(Registry& registry, Options options)
           .emitter = nullptr,
           .replica_resolver = options_.replica_resolver,
           .sink = options_.log_sink}) {
-  aggregator_.SetEmitter(this);
+  aggregator_.SetEmitter(&transfer_);
 }
 
 OmniMetrics::~OmniMetrics() { aggregator_.SetEmitter(nullptr); }
 
 double OmniMetrics::Now() const { return options_.clock ? options_.clock() : SystemNow(); }
-
-// ---- Pipeline families ----
-
-void OmniMetrics::SetRunning(double n) const { recorder_.Call<observe::kSetRunning>(n); }
-
-void OmniMetrics::SetWaiting(double n) const { recorder_.Call<observe::kSetWaiting>(n); }
-
-void OmniMetrics::RequestSucceeded(double e2e_s, std::string_view finished_reason) const {
-  recorder_.Call<observe::kRequestSucceeded>(e2e_s, finished_reason);
-}
-
-void OmniMetrics::RequestFailed() const { recorder_.Call<observe::kRequestFailed>(); }
-
-void OmniMetrics::IncRequestsFailed(std::optional<std::string_view> reason) const {
-  recorder_.Call<observe::kIncRequestsFailed>(reason);
-}
-
-void OmniMetrics::ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens) const {
-  recorder_.Call<observe::kObserveTokens>(prompt_tokens, generation_tokens);
-}
-
-// ---- Image / diffusion service families ----
-
-void OmniMetrics::ObserveStageGenTime(int stage, std::string_view stage_type,
-                                      double seconds) const {
-  recorder_.Call<observe::kObserveStageGenTime>(stage, stage_type, seconds);
-}
-
-void OmniMetrics::ObserveQueueWait(double seconds) const {
-  recorder_.Call<observe::kObserveQueueWait>(seconds);
-}
-
-void OmniMetrics::SetStageWaitingRequests(int stage, double n) const {
-  recorder_.Call<observe::kSetStageWaitingRequests>(stage, n);
-}
-
-void OmniMetrics::ObserveStageInQueue(int stage, double seconds) const {
-  recorder_.Call<observe::kObserveStageInQueue>(stage, seconds);
-}
-
-void OmniMetrics::ObserveNumInferenceSteps(double steps) const {
-  recorder_.Call<observe::kObserveNumInferenceSteps>(steps);
-}
-
-void OmniMetrics::IncImageCount(int64_t count) const {
-  recorder_.Call<observe::kIncImageCount>(count);
-}
-
-void OmniMetrics::ObserveImagePixels(double pixels) const {
-  recorder_.Call<observe::kObserveImagePixels>(pixels);
-}
-
-void OmniMetrics::SetPeakMemory(int stage, double mb) const {
-  recorder_.Call<observe::kSetPeakMemory>(stage, mb);
-}
-
-void OmniMetrics::ObserveKvWait(std::optional<std::string_view> connector_type,
-                                double seconds) const {
-  recorder_.Call<observe::kObserveKvWait>(connector_type, seconds);
-}
-
-// ---- Diffusion breakdown ----
-
-void OmniMetrics::ObserveDiffusionExec(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveDiffusionExec>(stage, replica, seconds);
-}
-void OmniMetrics::ObserveDiffusionExecPerStep(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveDiffusionExecPerStep>(stage, replica, seconds);
-}
-void OmniMetrics::ObserveDiffusionPreprocess(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveDiffusionPreprocess>(stage, replica, seconds);
-}
-void OmniMetrics::ObserveDiffusionPostprocess(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveDiffusionPostprocess>(stage, replica, seconds);
-}
-void OmniMetrics::ObserveVaeDecode(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveVaeDecode>(stage, replica, seconds);
-}
-void OmniMetrics::ObserveDiffusionForward(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveDiffusionForward>(stage, replica, seconds);
-}
-void OmniMetrics::ObserveDiffusionKvLoad(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveDiffusionKvLoad>(stage, replica, seconds);
-}
-void OmniMetrics::ObserveImageTtfp(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveImageTtfp>(stage, replica, seconds);
-}
-void OmniMetrics::ObserveDenoiseStepLatency(int stage, int replica, double seconds) const {
-  recorder_.Call<observe::kObserveDenoiseStepLatency>(stage, replica, seconds);
-}
-
-void OmniMetrics::ObserveDiffusionFinalize(const StageRequestStats& stats) const {
-  if (!stats.replica_id.has_value() || !stats.diffusion_metrics.has_value() ||
-      stats.diffusion_metrics->empty()) {
-    return;
-  }
-  const Timings& dm = *stats.diffusion_metrics;
-  const int stage = stats.stage_id;
-  const int replica = *stats.replica_id;
-  auto get = [&dm](std::string_view key) -> std::optional<double> {
-    auto it = dm.find(key);
-    return it == dm.end() ? std::nullopt : std::optional<double>(it->second);
-  };
-  int64_t steps = stats.num_inference_steps;
-  if (steps == 0) steps = static_cast<int64_t>(get("num_inference_steps").value_or(0));
-  if (auto exec = get("diffusion_engine_exec_time_s")) {
-    ObserveDiffusionExec(stage, replica, *exec);
-    if (steps > 0) ObserveDiffusionExecPerStep(stage, replica, *exec / steps);
-  }
-  if (auto pre = get("preprocess_time_s")) ObserveDiffusionPreprocess(stage, replica, *pre);
-  if (auto post = get("postprocess_time_s")) ObserveDiffusionPostprocess(stage, replica, *post);
-  if (auto vae = get("vae_decode_time_s")) ObserveVaeDecode(stage, replica, *vae);
-  if (auto forward = get("forward_time_s")) {
-    ObserveDiffusionForward(stage, replica, *forward);
-    if (steps > 0 && stats.output_unit_type == "image") {
-      ObserveDenoiseStepLatency(stage, replica, *forward / steps);
-    }
-  }
-  if (auto kv = get("kv_recv_time_s")) ObserveDiffusionKvLoad(stage, replica, *kv);
-}
-
-// ---- Transfer ----
-
-void OmniMetrics::ObserveTransferSize(const TransferEdge& edge, double bytes) {
-  recorder_.Call<observe::kObserveTransferSize>(edge.from_stage, edge.from_replica, edge.to_stage,
-                                                edge.to_replica, bytes);
-}
-void OmniMetrics::ObserveTransferTxTime(const TransferEdge& edge, double seconds) {
-  recorder_.Call<observe::kObserveTransferTxTime>(edge.from_stage, edge.from_replica, edge.to_stage,
-                                                  edge.to_replica, seconds);
-}
-void OmniMetrics::ObserveTransferRxTime(const TransferEdge& edge, double seconds) {
-  recorder_.Call<observe::kObserveTransferRxTime>(edge.from_stage, edge.from_replica, edge.to_stage,
-                                                  edge.to_replica, seconds);
-}
-void OmniMetrics::ObserveTransferInFlightTime(const TransferEdge& edge, double seconds) {
-  recorder_.Call<observe::kObserveTransferInFlightTime>(edge.from_stage, edge.from_replica,
-                                                        edge.to_stage, edge.to_replica, seconds);
-}
 
 // ---- Orchestrator / entrypoint events ----
 
@@ -287,25 +144,26 @@ StageMessageResult OmniMetrics::OnStageMessage(StageMessage message) {
   if (stage == 0) state.prompt_tokens += std::max<int64_t>(stats.num_tokens_in, 0);
   state.generation_tokens += std::max<int64_t>(stats.num_tokens_out, 0);
 
-  if (message.peak_memory_mb > 0) SetPeakMemory(stage, message.peak_memory_mb);
-  ObserveStageGenTime(stage, message.stage_type, stats.stage_gen_time_ms / 1000.0);
+  if (message.peak_memory_mb > 0) prometheus_.SetPeakMemory(stage, message.peak_memory_mb);
+  prometheus_.ObserveStageGenTime(stage, message.stage_type, stats.stage_gen_time_ms / 1000.0);
   // Workload scope: steps on diffusion stages; pixels and count on image outputs.
   if (message.stage_type == "diffusion") {
-    ObserveNumInferenceSteps(static_cast<double>(stats.num_inference_steps));
+    prometheus_.ObserveNumInferenceSteps(static_cast<double>(stats.num_inference_steps));
   }
   const bool image = stats.output_unit_type == "image";
   if (image) {
-    ObserveImagePixels(static_cast<double>(stats.image_pixels));
-    IncImageCount(stats.output_unit_count);
+    prometheus_.ObserveImagePixels(static_cast<double>(stats.image_pixels));
+    prometheus_.IncImageCount(stats.output_unit_count);
   }
   const Timings* dm = stats.diffusion_metrics ? &*stats.diffusion_metrics : nullptr;
   if (dm != nullptr) {
     if (auto q = dm->find("scheduler_queue_wait_s"); q != dm->end()) {
-      ObserveStageInQueue(stage, q->second);
+      prometheus_.ObserveStageInQueue(stage, q->second);
     }
   }
   if (image && stats.replica_id.has_value()) {
-    ObserveImageTtfp(stage, *stats.replica_id, stats.image_time_to_first_output_ms / 1000.0);
+    diffusion_.ObserveImageTtfp(stage, *stats.replica_id,
+                                stats.image_time_to_first_output_ms / 1000.0);
   }
   std::optional<double> queue_wait_s = ExtractQueueWaitS(&stats.pipeline_timings, dm);
   if (queue_wait_s.has_value()) result.queue_wait_ms = *queue_wait_s * 1000.0;
@@ -323,10 +181,10 @@ void OmniMetrics::FinalizeLocked(RequestState& state, const StageRequestStats& s
   state.e2e_done = true;
   std::optional<std::string_view> reason;
   if (stats.finish_reason.has_value()) reason = *stats.finish_reason;
-  RequestSucceeded(Now() - state.start_ts, FinishedReasonOrDefault(reason));
-  ObserveTokens(state.prompt_tokens, state.generation_tokens);
-  if (queue_wait_s.has_value()) ObserveQueueWait(*queue_wait_s);
-  ObserveDiffusionFinalize(stats);
+  prometheus_.RequestSucceeded(Now() - state.start_ts, FinishedReasonOrDefault(reason));
+  prometheus_.ObserveTokens(state.prompt_tokens, state.generation_tokens);
+  if (queue_wait_s.has_value()) prometheus_.ObserveQueueWait(*queue_wait_s);
+  diffusion_.ObserveFinalize(stats);
   if (options_.on_finalize && stats.replica_id.has_value()) options_.on_finalize(stats);
   PublishRequestGaugesLocked(requests_.size() - 1);
 }
@@ -334,8 +192,8 @@ void OmniMetrics::FinalizeLocked(RequestState& state, const StageRequestStats& s
 void OmniMetrics::RecordFailureLocked(RequestState& state, std::optional<std::string_view> reason) {
   if (state.e2e_done || state.failure_recorded) return;
   state.failure_recorded = true;
-  RequestFailed();
-  IncRequestsFailed(NormalizeFailureReason(reason));
+  prometheus_.RequestFailed();
+  prometheus_.IncRequestsFailed(NormalizeFailureReason(reason));
 }
 
 void OmniMetrics::OnRequestFailure(std::string_view request_id,
@@ -361,8 +219,8 @@ void OmniMetrics::PublishRequestGaugesLocked(size_t total_size) {
   const auto total = static_cast<int64_t>(total_size);
   const int64_t dispatched = running_counter_;
   const int64_t w = std::clamp<int64_t>(engines_waiting_, 0, std::max<int64_t>(dispatched, 0));
-  SetRunning(static_cast<double>(std::max<int64_t>(0, dispatched - w)));
-  SetWaiting(static_cast<double>(std::max<int64_t>(0, total - dispatched) + w));
+  prometheus_.SetRunning(static_cast<double>(std::max<int64_t>(0, dispatched - w)));
+  prometheus_.SetWaiting(static_cast<double>(std::max<int64_t>(0, total - dispatched) + w));
 }
 
 void OmniMetrics::PublishStageWaitingLocked(int stage) {
@@ -372,7 +230,7 @@ void OmniMetrics::PublishStageWaitingLocked(int stage) {
     if (key.first == stage) sum += n;
     engines_waiting_ += n;
   }
-  SetStageWaitingRequests(stage, static_cast<double>(sum));
+  prometheus_.SetStageWaitingRequests(stage, static_cast<double>(sum));
 }
 
 void OmniMetrics::OnWaitingSnapshot(int stage, int replica, int64_t num_waiting) {
@@ -397,7 +255,7 @@ std::optional<double> OmniMetrics::OnKvWaitExtracted(std::string_view request_id
                                                      std::optional<std::string_view> connector_type,
                                                      double now_s) {
   std::optional<double> wait = kv_wait_.Extract(request_id, now_s);
-  if (wait.has_value()) ObserveKvWait(connector_type, *wait);
+  if (wait.has_value()) prometheus_.ObserveKvWait(connector_type, *wait);
   return wait;
 }
 

@@ -5,7 +5,7 @@
 namespace modelmetrics::pipeline {
 namespace {
 
-bool IsRealtime(const FamilySpec& spec) { return spec.group == Group::kRealtime; }
+constexpr Group kGroups[] = {Group::kRealtime};
 
 }  // namespace
 
@@ -13,7 +13,7 @@ bool IsRealtime(const FamilySpec& spec) { return spec.group == Group::kRealtime;
 // inert handles, and with an enabled registry but log_stats off the methods return first.
 RealtimeVadMetrics::RealtimeVadMetrics(Registry& registry, std::string model_name,
                                        std::optional<bool> log_stats)
-    : families_(registry, IsRealtime),
+    : families_(registry, kGroups),
       ok_(families_.Complete()),
       log_stats_(ok_ && log_stats.value_or(registry.enabled())),
       recorder_(families_.table(), std::move(model_name), log_stats_) {}

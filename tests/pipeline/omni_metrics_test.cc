@@ -66,12 +66,12 @@ StageMessage Message(uint64_t id, std::string rid, int stage, std::optional<int>
 
 TEST(TestPrometheus, SuccessFailureCountersGaugesAndE2eCount) {
   Fixture f;
-  f.metrics.RequestSucceeded(1.5, "stop");
-  f.metrics.RequestSucceeded(2.0, "stop");
-  f.metrics.RequestSucceeded(3.0, "length");
-  f.metrics.RequestFailed();
-  f.metrics.SetRunning(5);
-  f.metrics.SetWaiting(2);
+  f.metrics.prometheus().RequestSucceeded(1.5, "stop");
+  f.metrics.prometheus().RequestSucceeded(2.0, "stop");
+  f.metrics.prometheus().RequestSucceeded(3.0, "length");
+  f.metrics.prometheus().RequestFailed();
+  f.metrics.prometheus().SetRunning(5);
+  f.metrics.prometheus().SetWaiting(2);
   const std::string text = f.Text();
   for (const char* help :
        {"# HELP vllm_omni:num_requests_running ", "# HELP vllm_omni:num_requests_waiting ",
@@ -95,8 +95,8 @@ TEST(TestPrometheus, SuccessFailureCountersGaugesAndE2eCount) {
 
 TEST(TestPrometheus, EveryLineCarriesModelNameNoEngineLabelNoLegacyNames) {
   Fixture f;
-  f.metrics.RequestSucceeded(1.0);
-  f.metrics.ObserveStageGenTime(0, "llm", 0.5);
+  f.metrics.prometheus().RequestSucceeded(1.0);
+  f.metrics.prometheus().ObserveStageGenTime(0, "llm", 0.5);
   const std::string text = f.Text();
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);) {
@@ -232,23 +232,23 @@ TEST(TestEmitCalls, CleanupDefaultReasonOnUnfinishedRequestIsStageError) {
 
 TEST(TestEmitCalls, LogStatsFalseEveryObserveIsANoOp) {
   Fixture f(/*enabled=*/false);
-  f.metrics.RequestSucceeded(1.0, "stop");
-  f.metrics.RequestFailed();
-  f.metrics.IncRequestsFailed("stage_error");
-  f.metrics.SetRunning(3);
-  f.metrics.ObserveTokens(5, 7);
-  f.metrics.ObserveStageGenTime(0, "llm", 0.25);
-  f.metrics.ObserveQueueWait(0.1);
-  f.metrics.SetStageWaitingRequests(1, 4);
-  f.metrics.ObserveStageInQueue(1, 0.0);
-  f.metrics.ObserveNumInferenceSteps(20);
-  f.metrics.IncImageCount(2);
-  f.metrics.ObserveImagePixels(1024 * 1024);
-  f.metrics.SetPeakMemory(1, 2048);
-  f.metrics.ObserveKvWait("x", 0.5);
-  f.metrics.ObserveDiffusionExec(1, 0, 1.25);
-  f.metrics.ObserveImageTtfp(1, 0, 0.25);
-  f.metrics.ObserveTransferSize({0, 0, 1, 0}, 2048);
+  f.metrics.prometheus().RequestSucceeded(1.0, "stop");
+  f.metrics.prometheus().RequestFailed();
+  f.metrics.prometheus().IncRequestsFailed("stage_error");
+  f.metrics.prometheus().SetRunning(3);
+  f.metrics.prometheus().ObserveTokens(5, 7);
+  f.metrics.prometheus().ObserveStageGenTime(0, "llm", 0.25);
+  f.metrics.prometheus().ObserveQueueWait(0.1);
+  f.metrics.prometheus().SetStageWaitingRequests(1, 4);
+  f.metrics.prometheus().ObserveStageInQueue(1, 0.0);
+  f.metrics.prometheus().ObserveNumInferenceSteps(20);
+  f.metrics.prometheus().IncImageCount(2);
+  f.metrics.prometheus().ObserveImagePixels(1024 * 1024);
+  f.metrics.prometheus().SetPeakMemory(1, 2048);
+  f.metrics.prometheus().ObserveKvWait("x", 0.5);
+  f.metrics.diffusion().ObserveDiffusionExec(1, 0, 1.25);
+  f.metrics.diffusion().ObserveImageTtfp(1, 0, 0.25);
+  f.metrics.transfer().ObserveTransferSize({0, 0, 1, 0}, 2048);
   f.metrics.OnRequestAdded("r1");
   f.metrics.OnStageMessage(Message(1, "r1", 0, 0, "diffusion", "image", true));
   const std::string text = f.Text();
@@ -270,8 +270,8 @@ TEST(TestEmitCalls, LogStatsFalseEveryObserveIsANoOp) {
 
 TEST(TestEmitCalls, ObserveStageGenTimeByStageType) {
   Fixture f;
-  f.metrics.ObserveStageGenTime(0, "llm", 0.25);
-  f.metrics.ObserveStageGenTime(1, "diffusion", 1.5);
+  f.metrics.prometheus().ObserveStageGenTime(0, "llm", 0.25);
+  f.metrics.prometheus().ObserveStageGenTime(1, "diffusion", 1.5);
   const std::string text = f.Text();
   EXPECT_LINE(
       text,
@@ -283,8 +283,8 @@ TEST(TestEmitCalls, ObserveStageGenTimeByStageType) {
 
 TEST(TestEmitCalls, ImageCountAndRequestsFailedNoDoubleTotal) {
   Fixture f;
-  f.metrics.IncImageCount(2);
-  f.metrics.IncRequestsFailed("stage_error");
+  f.metrics.prometheus().IncImageCount(2);
+  f.metrics.prometheus().IncRequestsFailed("stage_error");
   const std::string text = f.Text();
   EXPECT_LINE(text, R"(vllm_omni:image_count_total{model_name="test-model"} 2.0)");
   EXPECT_LINE(
@@ -308,7 +308,7 @@ TEST(TestEmitCalls, ExtractQueueWaitS) {
 
 TEST(TestEmitCalls, ObserveStageInQueueZeroIsCounted) {
   Fixture f;
-  f.metrics.ObserveStageInQueue(1, 0.0);
+  f.metrics.prometheus().ObserveStageInQueue(1, 0.0);
   EXPECT_LINE(f.Text(),
               R"(vllm_omni:stage_in_queue_s_count{model_name="test-model",stage="1"} 1.0)");
 }
@@ -432,12 +432,12 @@ TEST(TestEmitCalls, StageWaitingDeadReplicaRemoved) {
 
 TEST(TestEmitCalls, ZeroGuardsKeepEagerCountsAtZero) {
   Fixture f;
-  f.metrics.ObserveImagePixels(0);
-  f.metrics.ObserveNumInferenceSteps(0);
+  f.metrics.prometheus().ObserveImagePixels(0);
+  f.metrics.prometheus().ObserveNumInferenceSteps(0);
   std::string text = f.Text();
   EXPECT_LINE(text, R"(vllm_omni:image_pixels_count{model_name="test-model"} 0.0)");
   EXPECT_LINE(text, R"(vllm_omni:num_inference_steps_count{model_name="test-model"} 0.0)");
-  f.metrics.ObserveImagePixels(512);
+  f.metrics.prometheus().ObserveImagePixels(512);
   EXPECT_LINE(f.Text(), R"(vllm_omni:image_pixels_count{model_name="test-model"} 1.0)");
 }
 
@@ -491,10 +491,10 @@ TEST(TestEmitCalls, KvWaitFinishRequestsDropsOnlyThoseStarts) {
 TEST(TestTransfer, FamiliesPresentLegacyNamesAbsent) {
   Fixture f;
   const TransferEdge e{0, 0, 1, 0};
-  f.metrics.ObserveTransferSize(e, 1);
-  f.metrics.ObserveTransferTxTime(e, 0.001);
-  f.metrics.ObserveTransferRxTime(e, 0.001);
-  f.metrics.ObserveTransferInFlightTime(e, 0.001);
+  f.metrics.transfer().ObserveTransferSize(e, 1);
+  f.metrics.transfer().ObserveTransferTxTime(e, 0.001);
+  f.metrics.transfer().ObserveTransferRxTime(e, 0.001);
+  f.metrics.transfer().ObserveTransferInFlightTime(e, 0.001);
   const std::string text = f.Text();
   for (const char* name : {"vllm_omni:transfer_size_bytes", "vllm_omni:transfer_tx_s",
                            "vllm_omni:transfer_rx_s", "vllm_omni:transfer_in_flight_s"}) {
@@ -507,15 +507,15 @@ TEST(TestTransfer, FamiliesPresentLegacyNamesAbsent) {
 
 TEST(TestTransfer, ObservedValuesPerEdge) {
   Fixture f;
-  f.metrics.ObserveTransferSize({2, 0, 3, 1}, 65536);
-  f.metrics.ObserveTransferTxTime({2, 1, 3, 0}, 0.0125);
-  f.metrics.ObserveTransferRxTime({3, 0, 4, 0}, 0.0042);
-  f.metrics.ObserveTransferInFlightTime({3, 0, 4, 0}, 0.0017);
-  f.metrics.ObserveTransferSize({5, 0, 6, 0}, 100);
-  f.metrics.ObserveTransferSize({5, 0, 6, 1}, 200);
-  f.metrics.ObserveTransferSize({5, 1, 6, 0}, 300);
-  f.metrics.ObserveTransferSize({7, 0, 8, 0}, 10);
-  f.metrics.ObserveTransferTxTime({7, 0, 8, 0}, 0.0001);
+  f.metrics.transfer().ObserveTransferSize({2, 0, 3, 1}, 65536);
+  f.metrics.transfer().ObserveTransferTxTime({2, 1, 3, 0}, 0.0125);
+  f.metrics.transfer().ObserveTransferRxTime({3, 0, 4, 0}, 0.0042);
+  f.metrics.transfer().ObserveTransferInFlightTime({3, 0, 4, 0}, 0.0017);
+  f.metrics.transfer().ObserveTransferSize({5, 0, 6, 0}, 100);
+  f.metrics.transfer().ObserveTransferSize({5, 0, 6, 1}, 200);
+  f.metrics.transfer().ObserveTransferSize({5, 1, 6, 0}, 300);
+  f.metrics.transfer().ObserveTransferSize({7, 0, 8, 0}, 10);
+  f.metrics.transfer().ObserveTransferTxTime({7, 0, 8, 0}, 0.0001);
   const std::string text = f.Text();
   const std::string m = R"(model_name="test-model")";
   EXPECT_LINE(text, R"(vllm_omni:transfer_size_bytes_sum{from_replica="0",from_stage="2",)" + m +
@@ -717,10 +717,10 @@ TEST(OmniMetricsDiffusion, FinalizeObservesBreakdownZeroVersusMissing) {
 // instance creates no series.
 TEST(TestModalityTestDiffusion, DiffusionSumsAndGatedOffNoSeries) {
   Fixture f;
-  f.metrics.ObserveDiffusionExec(1, 0, 1.25);
-  f.metrics.ObserveDiffusionPreprocess(1, 0, 0.03);
-  f.metrics.ObserveDiffusionPostprocess(1, 0, 0.8);
-  f.metrics.ObserveDiffusionExecPerStep(1, 0, 0.078);
+  f.metrics.diffusion().ObserveDiffusionExec(1, 0, 1.25);
+  f.metrics.diffusion().ObserveDiffusionPreprocess(1, 0, 0.03);
+  f.metrics.diffusion().ObserveDiffusionPostprocess(1, 0, 0.8);
+  f.metrics.diffusion().ObserveDiffusionExecPerStep(1, 0, 0.078);
   const std::string text = f.Text();
   const std::string l = R"({model_name="test-model",replica="0",stage="1"})";
   EXPECT_LINE(text, "vllm_omni:diffusion_exec_s_sum" + l + " 1.25");
@@ -728,8 +728,8 @@ TEST(TestModalityTestDiffusion, DiffusionSumsAndGatedOffNoSeries) {
   EXPECT_LINE(text, "vllm_omni:diffusion_postprocess_s_sum" + l + " 0.8");
   EXPECT_LINE(text, "vllm_omni:diffusion_exec_per_step_s_sum" + l + " 0.078");
   Fixture off(false);
-  off.metrics.ObserveDiffusionExec(1, 0, 1.25);
-  off.metrics.ObserveDiffusionExecPerStep(1, 0, 0.078);
+  off.metrics.diffusion().ObserveDiffusionExec(1, 0, 1.25);
+  off.metrics.diffusion().ObserveDiffusionExecPerStep(1, 0, 0.078);
   EXPECT_NO_SUBSTR(off.Text(), "diffusion_exec_s_count{");
   EXPECT_NO_SUBSTR(off.Text(), "diffusion_exec_per_step_s_count{");
 }
@@ -742,11 +742,11 @@ TEST(TestModalityTestDiffusion, FinalizeWithoutStepsOrDiffusionDict) {
   no_steps.replica_id = 0;
   no_steps.diffusion_metrics =
       Timings{{"diffusion_engine_exec_time_s", 1.2}, {"preprocess_time_s", 0.05}};
-  f.metrics.ObserveDiffusionFinalize(no_steps);
+  f.metrics.diffusion().ObserveFinalize(no_steps);
   StageRequestStats none;
   none.stage_id = 1;
   none.replica_id = 1;
-  f.metrics.ObserveDiffusionFinalize(none);
+  f.metrics.diffusion().ObserveFinalize(none);
   const std::string text = f.Text();
   EXPECT_LINE(
       text,

@@ -397,12 +397,14 @@ class FamilySet {
   // Registers every family of the list whose row `wanted` accepts (null: every one); the others
   // stay unregistered and Get() returns null for them.
   explicit FamilySet(Registry& registry, bool (*wanted)(const FamilySpec&) = nullptr) {
-    for (size_t i = 0; i < made_.size(); ++i) {
-      specs_[i] = &FamilySpecOf(static_cast<Id>(i));
-      if (wanted != nullptr && !wanted(*specs_[i])) continue;
-      made_[i] = RegisterFamily(registry, *specs_[i]);
-      complete_ = complete_ && !std::holds_alternative<std::monostate>(made_[i]);
-    }
+    Register(registry,
+             [wanted](const FamilySpec& spec) { return wanted == nullptr || wanted(spec); });
+  }
+  // Registers the families of these groups (an observe class's part of the catalog).
+  FamilySet(Registry& registry, std::span<const Group> groups) {
+    Register(registry, [groups](const FamilySpec& spec) {
+      return std::find(groups.begin(), groups.end(), spec.group) != groups.end();
+    });
   }
 
   // True when every wanted family was registered (none refused by the registry).
@@ -421,6 +423,16 @@ class FamilySet {
   }
 
  private:
+  template <typename Wanted>
+  void Register(Registry& registry, Wanted wanted) {
+    for (size_t i = 0; i < made_.size(); ++i) {
+      specs_[i] = &FamilySpecOf(static_cast<Id>(i));
+      if (!wanted(*specs_[i])) continue;
+      made_[i] = RegisterFamily(registry, *specs_[i]);
+      complete_ = complete_ && !std::holds_alternative<std::monostate>(made_[i]);
+    }
+  }
+
   std::array<AnyFamily, FamilyCount(Id{})> made_;
   std::array<const FamilySpec*, FamilyCount(Id{})> specs_{};
   bool complete_ = true;

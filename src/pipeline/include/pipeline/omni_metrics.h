@@ -1,28 +1,25 @@
-// The observe layer of the pipeline-level `vllm_omni:*` families: pipeline (§3.1 first part),
-// image/diffusion service (§3.1 second part), diffusion execution breakdown (§3.3) and
-// cross-stage transfer (§3.4) of docs/pipeline-behaviour.md, plus the
-// orchestrator-side request lifecycle that feeds them and the log path (stats_tables.h).
+// The orchestrator's request lifecycle and log path (stats_tables.h), feeding upstream's observe
+// classes for the pipeline, image, diffusion-breakdown and transfer families (§3.1, §3.3, §3.4
+// of docs/pipeline-behaviour.md): PrometheusMetrics, DiffusionMetrics and TransferMetrics, which
+// it owns and exposes (prometheus(), diffusion(), transfer()) for direct observations.
 //
 // Contract.
-// - The constructor registers the catalog families of those four groups (catalog.h) with the
-//   Registry and binds the eager children for its model (§4.11). Lazy children appear on the
-//   first observation that passes the family's guard. One OmniMetrics per Registry (the
+// - The constructor builds the three observe classes on the Registry (each registers its
+//   catalog groups and binds its eager children, §4.11). One OmniMetrics per Registry (the
 //   families are registered once; a second instance on the same registry gets inert handles).
 // - Gating (§4.8): a disabled Registry (`--log-stats` off) gives inert handles, so eager children
-//   render zeros, lazy ones never appear, and the log tables are empty. Transfer families are
-//   gated too (a deliberate difference: upstream's transfer class has no gate).
-// - The Observe*/Set*/Inc* methods are upstream's observe functions, each its row of
-//   observe_table.h carried out by an ObserveRecorder (families, labels, catalog Guard). The On*
-//   methods are the orchestrator/entrypoint events: request lifecycle (§4.6, §4.7, §4.15), finished
-//   stage messages (§4.17, consumed once per message id), waiting snapshots and dead replicas
-//   (§4.15), kv-wait timers (§4.16) and forwards (§4.13). "Missing" is std::nullopt or an absent
-//   Timings key; a present 0 is observed where the reference says so (§4.14).
+//   render zeros, lazy ones never appear, and the log tables are empty.
+// - The On* methods are the orchestrator/entrypoint events: request lifecycle (§4.6, §4.7,
+//   §4.15), finished stage messages (§4.17, consumed once per message id), waiting snapshots and
+//   dead replicas (§4.15), kv-wait timers (§4.16) and forwards (§4.13). "Missing" is
+//   std::nullopt or an absent Timings key; a present 0 is observed where the reference says so
+//   (§4.14).
 // - Times: durations in seconds unless the name says _ms; timestamps come from Options::clock
 //   (wall seconds, upstream's time.time()).
 //
 // Thread-safety: every method may be called from any thread. Request state, snapshots and
-// kv-wait timers are under one mutex; observations go to lock-free handles (ObserveRecorder
-// caches the children).
+// kv-wait timers are under one mutex; observations go through the observe classes' lock-free
+// handles.
 // Section numbers (§n) cite docs/pipeline-behaviour.md.
 #ifndef MODELMETRICS_PIPELINE_OMNI_METRICS_H_
 #define MODELMETRICS_PIPELINE_OMNI_METRICS_H_
@@ -45,8 +42,10 @@
 #include "base/mutex.h"
 #include "modelmetrics/metrics.h"
 #include "pipeline/catalog.h"
-#include "pipeline/observe_recorder.h"
+#include "pipeline/diffusion_metrics.h"
+#include "pipeline/prometheus_metrics.h"
 #include "pipeline/stats_tables.h"
+#include "pipeline/transfer_metrics.h"
 
 namespace modelmetrics::pipeline {
 
@@ -94,7 +93,7 @@ struct StageMessageResult {
   std::optional<double> queue_wait_ms;  // stage_durations["queue_wait_ms"] for the client
 };
 
-class OmniMetrics final : public TransferEmitter {
+class OmniMetrics {
  public:
   struct Options {
     std::string model_name;
@@ -109,53 +108,17 @@ class OmniMetrics final : public TransferEmitter {
   };
 
   OmniMetrics(Registry& registry, Options options);
-  ~OmniMetrics() override;
+  ~OmniMetrics();
   OmniMetrics(const OmniMetrics&) = delete;
   OmniMetrics& operator=(const OmniMetrics&) = delete;
 
   bool log_stats() const { return enabled_; }
   const std::string& model_name() const { return options_.model_name; }
 
-  // ---- Pipeline families (§3.1) ----
-  void SetRunning(double n) const;
-  void SetWaiting(double n) const;
-  // requests_success_total{finished_reason} (default "stop") and e2e latency.
-  void RequestSucceeded(double e2e_s, std::string_view finished_reason = "stop") const;
-  // requests_success_total{finished_reason="abort"}; no e2e observation.
-  void RequestFailed() const;
-  // requests_failed_total{reason or "unknown"}; the lifecycle normalises reasons first (§4.6).
-  void IncRequestsFailed(std::optional<std::string_view> reason) const;
-  void ObserveTokens(int64_t prompt_tokens, int64_t generation_tokens) const;
-
-  // ---- Image / diffusion service families (§3.1) ----
-  void ObserveStageGenTime(int stage, std::string_view stage_type, double seconds) const;
-  void ObserveQueueWait(double seconds) const;
-  void SetStageWaitingRequests(int stage, double n) const;
-  void ObserveStageInQueue(int stage, double seconds) const;
-  void ObserveNumInferenceSteps(double steps) const;
-  void IncImageCount(int64_t count) const;
-  void ObserveImagePixels(double pixels) const;
-  void SetPeakMemory(int stage, double mb) const;
-  void ObserveKvWait(std::optional<std::string_view> connector_type, double seconds) const;
-
-  // ---- Diffusion execution breakdown (§3.3), per (stage, replica) ----
-  void ObserveDiffusionExec(int stage, int replica, double seconds) const;
-  void ObserveDiffusionExecPerStep(int stage, int replica, double seconds) const;
-  void ObserveDiffusionPreprocess(int stage, int replica, double seconds) const;
-  void ObserveDiffusionPostprocess(int stage, int replica, double seconds) const;
-  void ObserveVaeDecode(int stage, int replica, double seconds) const;
-  void ObserveDiffusionForward(int stage, int replica, double seconds) const;
-  void ObserveDiffusionKvLoad(int stage, int replica, double seconds) const;
-  void ObserveImageTtfp(int stage, int replica, double seconds) const;
-  void ObserveDenoiseStepLatency(int stage, int replica, double seconds) const;
-  // §4.17 observe_diffusion_finalize: needs a non-empty stats.diffusion_metrics and a replica.
-  void ObserveDiffusionFinalize(const StageRequestStats& stats) const;
-
-  // ---- Cross-stage transfer (§3.4), one observation per physical hop ----
-  void ObserveTransferSize(const TransferEdge& edge, double bytes) override;
-  void ObserveTransferTxTime(const TransferEdge& edge, double seconds) override;
-  void ObserveTransferRxTime(const TransferEdge& edge, double seconds) override;
-  void ObserveTransferInFlightTime(const TransferEdge& edge, double seconds) override;
+  // Upstream's observe classes, as this orchestrator feeds them.
+  const PrometheusMetrics& prometheus() const { return prometheus_; }
+  const DiffusionMetrics& diffusion() const { return diffusion_; }
+  TransferMetrics& transfer() { return transfer_; }
 
   // ---- Orchestrator / entrypoint events ----
   // A new request: its state (start time = now) and the pipeline gauges.
@@ -218,9 +181,9 @@ class OmniMetrics final : public TransferEmitter {
 
   Options options_;
   bool enabled_;
-  // The families of the four groups, by id (null outside them), and the rows carried out on them.
-  FamilySet<OmniFamily> families_;
-  ObserveRecorder recorder_;
+  PrometheusMetrics prometheus_;
+  DiffusionMetrics diffusion_;
+  TransferMetrics transfer_;  // the aggregator's emitter
 
   mutable base::Mutex mu_;
   std::map<std::string, RequestState, std::less<>> requests_ GUARDED_BY(mu_);

@@ -8,7 +8,7 @@
 // table and the TransferEdgeStats table, in PrettyTable's default layout and upstream's cell
 // formatting (§5.3). It also owns the cross-stage transfer emit (§4.13): every TX/RX record
 // resolves the edge's replicas and forwards one observation per physical hop to a
-// TransferEmitter (OmniMetrics), so the tables and `/metrics` share one data source.
+// TransferEmitter (TransferMetrics), so the tables and `/metrics` share one data source.
 //
 // With log_stats off, nothing is retained (stage events, transfers and E2E records are dropped,
 // the per-request diffusion bucket is still popped into the stage record) and
@@ -138,7 +138,7 @@ struct TransferEdge {
   friend bool operator==(const TransferEdge&, const TransferEdge&) = default;
 };
 
-// Receives one observation per physical hop (implemented by OmniMetrics).
+// Receives one observation per physical hop (implemented by TransferMetrics).
 class TransferEmitter {
  public:
   virtual ~TransferEmitter() = default;
