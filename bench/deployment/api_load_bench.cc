@@ -61,9 +61,10 @@ int main(int argc, char** argv) {
   stuck_options.faults["stuck-server-0"] = sim::PodFault::kHang;
   sim::DeploymentSim chat(Pods("chat", 2));
   sim::DeploymentSim stuck(stuck_options);
-  std::string error;
-  if (!chat.Start(&error) || !stuck.Start(&error)) {
-    std::fprintf(stderr, "simulator: %s\n", error.c_str());
+  base::Status started = chat.Start();
+  if (started.ok()) started = stuck.Start();
+  if (!started.ok()) {
+    std::fprintf(stderr, "simulator: %s\n", started.message().c_str());
     return 1;
   }
   deployment::ObjectSet objects = chat.Objects();
@@ -77,8 +78,8 @@ int main(int argc, char** argv) {
   options.tls_key_file = TlsFile("server-key.pem");
   options.api.reuse_for = std::chrono::milliseconds(reuse_ms);
   sim::LoopbackApi api(&source, options);
-  if (!api.Start(&error)) {
-    std::fprintf(stderr, "api: %s\n", error.c_str());
+  if (const base::Status api_started = api.Start(); !api_started.ok()) {
+    std::fprintf(stderr, "api: %s\n", api_started.message().c_str());
     return 1;
   }
   sim::LoadOptions load;

@@ -50,9 +50,8 @@ using bench::Percentile;
   options.objects_file = objects_file;
   options.requests_per_second = 64;
   sim::DeploymentSim simulator(options);
-  std::string error;
-  if (!simulator.Start(&error)) {
-    std::fprintf(stderr, "simulator: %s\n", error.c_str());
+  if (const base::Status started = simulator.Start(); !started.ok()) {
+    std::fprintf(stderr, "simulator: %s\n", started.message().c_str());
     _exit(1);
   }
   const char ok = 1;
@@ -100,9 +99,8 @@ int main(int argc, char** argv) {
   }
 
   deployment::FileObjectSource source;
-  std::string error;
-  if (!source.Load(objects_file, &error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+  if (const base::Status loaded = source.Load(objects_file); !loaded.ok()) {
+    std::fprintf(stderr, "%s\n", loaded.message().c_str());
     return 1;
   }
   double scrape_bytes = 0;
@@ -110,7 +108,7 @@ int main(int argc, char** argv) {
     deployment::ObjectSet objects;
     std::ifstream in(objects_file);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    deployment::DecodeObjects(text, &objects, &error);
+    if (!deployment::DecodeObjects(text, &objects).ok()) return 1;
     net::HttpClient client;
     const std::string port = objects.pods.front().metadata.annotations.at("prometheus.io/port");
     const net::FetchRequest request{.url = "http://127.0.0.1:" + port + "/metrics"};
@@ -132,14 +130,14 @@ int main(int argc, char** argv) {
     deployment::Snapshot snapshot;
     const double cpu_start = CpuSeconds();
     const auto wall_start = std::chrono::steady_clock::now();
-    const deployment::ApiStatus status = aggregator.Get("bench", "bench", &snapshot);
+    const deployment::Status status = aggregator.Get("bench", "bench", &snapshot);
     const double wall =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start)
             .count();
     const double cpu = (CpuSeconds() - cpu_start) * 1000;
     if (!status.ok()) {
       ++failures;
-      std::fprintf(stderr, "snapshot failed: %s\n", status.message.c_str());
+      std::fprintf(stderr, "snapshot failed: %s\n", status.message().c_str());
       continue;
     }
     if (round < 0) continue;

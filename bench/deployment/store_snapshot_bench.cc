@@ -52,9 +52,9 @@ int Measure(const char* label, deployment::Aggregator& aggregator, const Args& a
   auto read_all = [&](size_t* missing, size_t* pods) {
     for (const std::string& name : names) {
       deployment::Snapshot snapshot;
-      const deployment::ApiStatus status = aggregator.Get(args.ns, name, &snapshot);
+      const deployment::Status status = aggregator.Get(args.ns, name, &snapshot);
       if (!status.ok()) {
-        std::fprintf(stderr, "%s: %s: %s\n", label, name.c_str(), status.message.c_str());
+        std::fprintf(stderr, "%s: %s: %s\n", label, name.c_str(), status.message().c_str());
         return false;
       }
       *missing += snapshot.missing.size();
@@ -113,9 +113,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   deployment::FileObjectSource objects;
-  std::string error;
-  if (!objects.Load(args.objects, &error, size_t{64} << 20)) {
-    std::fprintf(stderr, "store_snapshot_bench: %s\n", error.c_str());
+  if (const base::Status loaded = objects.Load(args.objects, size_t{64} << 20); !loaded.ok()) {
+    std::fprintf(stderr, "store_snapshot_bench: %s\n", loaded.message().c_str());
     return 2;
   }
   std::vector<std::string> fleet;

@@ -18,8 +18,8 @@ namespace modelmetrics::deployment {
 namespace {
 
 // Kubernetes' error for a lookup that failed for a reason other than absence.
-ApiStatus OwnershipError(const ApiStatus& status) {
-  return status.code >= 400 ? status : ApiStatus::Internal(status.message);
+Status OwnershipError(const Status& status) {
+  return status.code() >= 400 ? status : Status::Internal(status.message());
 }
 
 // One request's view of the object source: every ReplicaSet and Deployment is read once, however
@@ -29,24 +29,23 @@ class MemoizedOwners {
  public:
   explicit MemoizedOwners(ObjectSource* source) : source_(source) {}
 
-  ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) {
+  Status GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) {
     return Get(&replica_sets_, ns, name, out, &ObjectSource::GetReplicaSet);
   }
-  ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) {
+  Status GetDeployment(std::string_view ns, std::string_view name, Deployment* out) {
     return Get(&deployments_, ns, name, out, &ObjectSource::GetDeployment);
   }
 
  private:
   template <typename T>
-  using Cache = std::map<std::string, std::pair<ApiStatus, T>, std::less<>>;
+  using Cache = std::map<std::string, std::pair<Status, T>, std::less<>>;
 
   template <typename T, typename Getter>
-  ApiStatus Get(Cache<T>* cache, std::string_view ns, std::string_view name, T* out,
-                Getter getter) {
+  Status Get(Cache<T>* cache, std::string_view ns, std::string_view name, T* out, Getter getter) {
     auto it = cache->find(name);
     if (it == cache->end()) {
       T object;
-      ApiStatus status = (source_->*getter)(ns, name, &object);
+      Status status = (source_->*getter)(ns, name, &object);
       it = cache->emplace(std::string(name), std::make_pair(std::move(status), std::move(object)))
                .first;
     }
@@ -61,30 +60,30 @@ class MemoizedOwners {
 
 // Step 3, router Pods: Pod -> ReplicaSet -> `<md>-router` Deployment -> ModelDeployment, every
 // link a controller reference whose UID matches the object it names.
-ApiStatus RouterPodOwned(MemoizedOwners* source, const ModelDeployment& md, const Pod& pod,
-                         bool* owned) {
+Status RouterPodOwned(MemoizedOwners* source, const ModelDeployment& md, const Pod& pod,
+                      bool* owned) {
   *owned = false;
-  if (!md.router || pod.metadata.Label(kLabelRouter) != md.router->name) return ApiStatus::Ok();
+  if (!md.router || pod.metadata.Label(kLabelRouter) != md.router->name) return Status::Ok();
   const OwnerReference* rs_ref = pod.metadata.Controller();
-  if (rs_ref == nullptr || rs_ref->kind != "ReplicaSet") return ApiStatus::Ok();
+  if (rs_ref == nullptr || rs_ref->kind != "ReplicaSet") return Status::Ok();
   ReplicaSet rs;
-  ApiStatus status = source->GetReplicaSet(md.metadata.namespace_, rs_ref->name, &rs);
-  if (status.not_found()) return ApiStatus::Ok();
+  Status status = source->GetReplicaSet(md.metadata.namespace_, rs_ref->name, &rs);
+  if (status.not_found()) return Status::Ok();
   if (!status.ok()) return OwnershipError(status);
-  if (rs.metadata.uid != rs_ref->uid) return ApiStatus::Ok();
+  if (rs.metadata.uid != rs_ref->uid) return Status::Ok();
   const OwnerReference* deployment_ref = rs.metadata.Controller();
   if (deployment_ref == nullptr || deployment_ref->kind != "Deployment" ||
       deployment_ref->name != md.metadata.name + "-router") {
-    return ApiStatus::Ok();
+    return Status::Ok();
   }
   Deployment deployment;
   status = source->GetDeployment(md.metadata.namespace_, deployment_ref->name, &deployment);
-  if (status.not_found()) return ApiStatus::Ok();
+  if (status.not_found()) return Status::Ok();
   if (!status.ok()) return OwnershipError(status);
-  if (deployment.metadata.uid != deployment_ref->uid) return ApiStatus::Ok();
+  if (deployment.metadata.uid != deployment_ref->uid) return Status::Ok();
   const OwnerReference* md_ref = deployment.metadata.Controller();
   *owned = md_ref != nullptr && md_ref->kind == "ModelDeployment" && md_ref->uid == md.metadata.uid;
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
 // Step 3, engine Pods: a role with no command, and the ModelDeployment as controller.
@@ -96,13 +95,13 @@ bool EnginePodOwned(const ModelDeployment& md, const Pod& pod) {
 }
 
 // Steps 2-3 of Get: the deployment's Pods by the name labels, sorted by name, owned ones only.
-ApiStatus OwnedPods(ObjectSource* source, const ModelDeployment& md, std::string_view ns,
-                    std::vector<Pod>* owned) {
+Status OwnedPods(ObjectSource* source, const ModelDeployment& md, std::string_view ns,
+                 std::vector<Pod>* owned) {
   std::vector<Pod> pods;
   const std::string selector =
       fmt::format("{}={},{}={}", kLabelName, kLabelNameValue, kLabelInstance, md.metadata.name);
-  ApiStatus status = source->ListPods(ns, selector, &pods);
-  if (!status.ok()) return ApiStatus::Internal("list ModelDeployment Pods: " + status.message);
+  Status status = source->ListPods(ns, selector, &pods);
+  if (!status.ok()) return Status::Internal("list ModelDeployment Pods: " + status.message());
   std::sort(pods.begin(), pods.end(),
             [](const Pod& a, const Pod& b) { return a.metadata.name < b.metadata.name; });
 
@@ -118,7 +117,7 @@ ApiStatus OwnedPods(ObjectSource* source, const ModelDeployment& md, std::string
     }
     if (is_owned) owned->push_back(std::move(pod));
   }
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
 // Steps 5-6 of Get: a missing[] entry per role (and the router) with fewer owned Pods than it
@@ -180,8 +179,8 @@ Aggregator::Aggregator(ObjectSource* source, AggregatorOptions options)
 
 Aggregator::~Aggregator() = default;
 
-ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* out,
-                          std::optional<SteadyClock::time_point> request_deadline) {
+Status Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* out,
+                       std::optional<SteadyClock::time_point> request_deadline) {
   const AggregatorOptions& options = impl_->options;
   SteadyClock::time_point deadline = SteadyClock::now() + options.request_timeout;
   if (request_deadline) deadline = std::min(deadline, *request_deadline);
@@ -189,7 +188,7 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
 
   // 1. The ModelDeployment; NotFound and every other error pass through unchanged.
   ModelDeployment md;
-  ApiStatus status = source->GetModelDeployment(ns, name, &md);
+  Status status = source->GetModelDeployment(ns, name, &md);
   if (!status.ok()) return status;
 
   // 2-3. Its owned Pods, by name.
@@ -197,7 +196,7 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
   status = OwnedPods(source, md, ns, &owned);
   if (!status.ok()) return status;
   // 4.
-  if (owned.empty()) return ApiStatus::Unavailable("ModelDeployment has no owned metrics Pods");
+  if (owned.empty()) return Status::Unavailable("ModelDeployment has no owned metrics Pods");
   // The 8 s cover discovery too; a slow API server must not turn into a snapshot of timeouts.
   if (SteadyClock::now() >= deadline) {
     return {504, "Timeout",
@@ -233,12 +232,12 @@ ApiStatus Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* 
   }
   // 10.
   if (readable == 0) {
-    return ApiStatus::Unavailable("all ModelDeployment metrics Pods are unreadable: " +
-                                  reads[0].error.str());
+    return Status::Unavailable("all ModelDeployment metrics Pods are unreadable: " +
+                               reads[0].error.str());
   }
   // 11-12.
   *out = builder.Finish(options.now());
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
 }  // namespace modelmetrics::deployment

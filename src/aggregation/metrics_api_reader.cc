@@ -12,21 +12,19 @@ std::string MetricsApiPath(const MetricsApi& api, std::string_view ns, std::stri
                      kMetricsSubresource);
 }
 
-ApiStatus MetricsApiReader::Get(std::string_view ns, std::string_view name, Snapshot* out,
-                                std::optional<SteadyTime> deadline) {
+Status MetricsApiReader::Get(std::string_view ns, std::string_view name, Snapshot* out,
+                             std::optional<SteadyTime> deadline) {
   std::string body;
   const std::string path = MetricsApiPath(api_, ns, name);
-  ApiStatus status = client_->Request("GET", path, "", &body, deadline);
+  Status status = client_->Request("GET", path, "", &body, deadline);
   if (!status.ok()) return status;
-  std::string error;
-  if (!SnapshotFromJson(body, out, &error, api_.GroupVersion())) {
-    return ApiStatus::Internal("decode GET " + path + ": " + error);
+  if (const Status decoded = SnapshotFromJson(body, out, api_.GroupVersion()); !decoded.ok()) {
+    return Status::Internal("decode GET " + path + ": " + decoded.message());
   }
   if (out->namespace_ != ns || out->name != name) {
-    return ApiStatus::Internal("GET " + path + " answered for " + out->namespace_ + "/" +
-                               out->name);
+    return Status::Internal("GET " + path + " answered for " + out->namespace_ + "/" + out->name);
   }
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
 }  // namespace modelmetrics::deployment

@@ -172,8 +172,8 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
   EraseOverflows(out);
 }
 
-bool ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodMetrics* out,
-                     std::string* error, const Pod* pod) {
+Status ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodMetrics* out,
+                       const Pod* pod) {
   *out = PodMetrics{};
   ScrapeOptions options;
   if (profile != nullptr) options.families = profile->Families();
@@ -181,11 +181,10 @@ bool ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodM
   Scrape scrape;
   std::string parse_error;
   if (!scrape.Parse(body, options, &parse_error)) {
-    *error = "parse Prometheus metrics: " + parse_error;
-    return false;
+    return Status::InvalidArgument("parse Prometheus metrics: " + parse_error);
   }
   if (profile != nullptr) ReadPodMetrics(scrape, *profile, out, pod);
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace modelmetrics::deployment

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "aggregation/pod_metrics.h"
+#include "base/status.h"
 #include "exporter_profile.h"
 
 namespace modelmetrics {
@@ -23,13 +24,15 @@ class Scrape;
 
 namespace modelmetrics::deployment {
 
+using base::Status;
+
 // Parses `body` (text format, or OpenMetrics when it ends in `# EOF`) strictly, keeping only the
 // profile's families (null `profile`: reads nothing, still checks the syntax). On a syntax error
-// returns false with `*error` = "parse Prometheus metrics: <line:column: message>".
+// the error is "parse Prometheus metrics: <line:column: message>".
 // `pod`, when given, is the Pod the body came from: its arguments choose the exporter's mode
 // (ExporterProfile::rank_copies).
-bool ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodMetrics* out,
-                     std::string* error, const Pod* pod = nullptr);
+Status ParsePodMetrics(std::string_view body, const ExporterProfile* profile, PodMetrics* out,
+                       const Pod* pod = nullptr);
 
 // The profile's rows and reader over an already built scrape model (of `pod`, as above).
 void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out,

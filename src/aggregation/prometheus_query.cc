@@ -203,17 +203,16 @@ class MatrixHandler : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
-bool DecodeMatrix(std::string_view body, const MatrixLimits& limits, std::vector<StoreSeries>* out,
-                  std::string* error) {
+Status DecodeMatrix(std::string_view body, const MatrixLimits& limits,
+                    std::vector<StoreSeries>* out) {
   out->clear();
   MatrixHandler handler(limits, out);
   const bool parsed = nlohmann::json::sax_parse(body.begin(), body.end(), &handler);
-  if (!handler.Finish(error) || !parsed) {
-    if (error->empty()) *error = "the answer is not JSON";
+  if (std::string error; !handler.Finish(&error) || !parsed) {
     out->clear();
-    return false;
+    return Status::InvalidArgument(error.empty() ? "the answer is not JSON" : error);
   }
-  return true;
+  return Status::Ok();
 }
 
 std::string PromqlString(std::string_view text) {

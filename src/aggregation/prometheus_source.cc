@@ -315,9 +315,8 @@ std::string QueryErrorText(const std::string& url, const net::FetchResult& resul
   switch (result.error) {
     case net::FetchError::kHttpStatus: {
       std::vector<StoreSeries> none;
-      std::string detail;
-      if (!DecodeMatrix(result.body, MatrixLimits{}, &none, &detail)) {
-        return fmt::format("query {}: HTTP {}: {}", url, result.status, detail);
+      if (const Status decoded = DecodeMatrix(result.body, MatrixLimits{}, &none); !decoded.ok()) {
+        return fmt::format("query {}: HTTP {}: {}", url, result.status, decoded.message());
       }
       return fmt::format("query {}: HTTP {}", url, result.status);
     }
@@ -334,18 +333,18 @@ std::string QueryErrorText(const std::string& url, const net::FetchResult& resul
 
 }  // namespace
 
-bool LoadPrometheusCredentials(const std::string& bearer_token_file,
-                               const std::string& basic_password_file,
-                               PrometheusSourceOptions* options, std::string* error) {
+Status LoadPrometheusCredentials(const std::string& bearer_token_file,
+                                 const std::string& basic_password_file,
+                                 PrometheusSourceOptions* options) {
   for (const auto& [path, value] : {std::pair{&bearer_token_file, &options->bearer_token},
                                     std::pair{&basic_password_file, &options->basic_password}}) {
     if (path->empty()) continue;
-    if (!base::ReadFile(*path, value, error)) return false;
+    if (Status read = base::ReadFile(*path, value); !read.ok()) return read;
     while (!value->empty() && std::isspace(static_cast<unsigned char>(value->back()))) {
       value->pop_back();
     }
   }
-  return true;
+  return Status::Ok();
 }
 
 std::string ValidatePrometheusSourceOptions(const PrometheusSourceOptions& o) {
@@ -458,10 +457,9 @@ std::vector<PodRead> PrometheusSource::Read(const ModelDeployment& md, std::span
       return fail_all(QueryErrorText(url, result));
     }
     std::vector<StoreSeries> series;
-    std::string error;
-    const bool decoded = DecodeMatrix(result.body, options_.limits, &series, &error);
+    const Status decoded = DecodeMatrix(result.body, options_.limits, &series);
     std::string().swap(result.body);
-    if (!decoded) return fail_all(fmt::format("query {}: {}", url, error));
+    if (!decoded.ok()) return fail_all(fmt::format("query {}: {}", url, decoded.message()));
 
     std::unordered_map<std::string_view, std::vector<const StoreSeries*>> by_pod;
     for (const StoreSeries& s : series) {

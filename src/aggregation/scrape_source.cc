@@ -135,11 +135,10 @@ std::vector<PodRead> ScrapeSource::Read(const ModelDeployment& md, std::span<con
     const ExporterProfile* profile =
         SelectExporter(md, !pods[i].metadata.Label(kLabelRouter).empty());
     PodMetrics read;
-    std::string error;
-    const bool parsed = ParsePodMetrics(result.body, profile, &read, &error, &pods[i]);
+    const Status parsed = ParsePodMetrics(result.body, profile, &read, &pods[i]);
     std::string().swap(result.body);  // the body is no longer needed: free it now
-    if (!parsed) {
-      reads[i].error = error;
+    if (!parsed.ok()) {
+      reads[i].error = parsed.message();
       reads[i].outcome = PodOutcome::kParseError;
       return;
     }

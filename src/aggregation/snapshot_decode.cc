@@ -206,18 +206,12 @@ bool ParseTime(std::string_view text, WallTime* out) {
   return true;
 }
 
-bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error,
-                      std::string_view expected_api_version) {
+Status SnapshotFromJson(std::string_view json, Snapshot* out,
+                        std::string_view expected_api_version) {
   std::string problem;
   const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    *error = "not JSON";
-    return false;
-  }
-  if (!root.is_object()) {
-    *error = "not a JSON object";
-    return false;
-  }
+  if (root.is_discarded()) return Status::InvalidArgument("not JSON");
+  if (!root.is_object()) return Status::InvalidArgument("not a JSON object");
   Snapshot snapshot;
   Reader top(root, "", &problem);
   std::string kind;
@@ -248,11 +242,10 @@ bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error,
   top.List("traffic", &snapshot.traffic, ReadWindow);
   top.List("transfer", &snapshot.transfer, ReadWindow);
   if (!problem.empty()) {
-    *error = std::move(problem);
-    return false;
+    return Status::InvalidArgument(std::move(problem));
   }
   *out = std::move(snapshot);
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace modelmetrics::deployment

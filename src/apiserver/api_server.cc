@@ -44,10 +44,10 @@ net::HttpResponse JsonResponse(int code, std::string body) {
 int ErrorCode(int code) { return code >= 400 && code <= 599 ? code : 500; }
 
 // Errors: the deployment named in details; 401 without details, as Kubernetes sends it.
-net::HttpResponse StatusResponse(const ApiStatus& status, const StatusDetails* details,
+net::HttpResponse StatusResponse(const Status& status, const StatusDetails* details,
                                  bool with_details = true, int retry_after_seconds = 0) {
   net::HttpResponse response = JsonResponse(
-      ErrorCode(status.code), StatusJson(status, details, with_details, retry_after_seconds));
+      ErrorCode(status.code()), StatusJson(status, details, with_details, retry_after_seconds));
   if (retry_after_seconds > 0) {
     response.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
   }
@@ -59,7 +59,7 @@ net::HttpResponse Unauthorized() {
 }
 
 net::HttpResponse UnknownPath() {
-  return StatusResponse(ApiStatus::NotFound("the server could not find the requested resource"),
+  return StatusResponse(Status::NotFound("the server could not find the requested resource"),
                         nullptr);
 }
 
@@ -131,13 +131,13 @@ std::vector<std::string_view> SplitPath(std::string_view path) {
 // ---------------------------------------------------------------------------------------------
 // Status
 
-std::string StatusJson(const ApiStatus& status, const StatusDetails* details, bool with_details,
+std::string StatusJson(const Status& status, const StatusDetails* details, bool with_details,
                        int retry_after_seconds) {
-  const int code = ErrorCode(status.code);
-  std::string reason = status.reason.empty() || code != status.code
+  const int code = ErrorCode(status.code());
+  std::string reason = status.reason().empty() || code != status.code()
                            ? std::string(ReasonForCode(code))
-                           : status.reason;
-  std::string message = status.message.empty() ? reason : status.message;
+                           : status.reason();
+  std::string message = status.message().empty() ? reason : status.message();
   OrderedJson json{{"kind", "Status"},
                    {"apiVersion", "v1"},
                    {"metadata", OrderedJson::object()},
@@ -231,9 +231,9 @@ void AnswerErrors(const net::Responder& respond, F&& fn) {
   try {
     fn();
   } catch (const std::exception& e) {
-    respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
+    respond(StatusResponse(Status::Internal(e.what()), nullptr));
   } catch (...) {
-    respond(StatusResponse(ApiStatus::Internal("unknown error"), nullptr));
+    respond(StatusResponse(Status::Internal("unknown error"), nullptr));
   }
 }
 
@@ -270,7 +270,7 @@ void ApiServer::Impl::Serve(const net::HttpRequest& request, net::Responder resp
   try {
     local = authenticator->AuthenticateLocally(request, &user);
   } catch (const std::exception& e) {
-    return respond(StatusResponse(ApiStatus::Internal(e.what()), nullptr));
+    return respond(StatusResponse(Status::Internal(e.what()), nullptr));
   }
   if (local && !*local) return respond(Unauthorized());
   auto job = [this, &request, respond,
@@ -410,7 +410,7 @@ void ApiServer::Impl::AuthorizeNonResource(const net::HttpRequest& request, bool
                                                     const AuthorizationDecision& decision) {
     if (!decision.error.ok()) {
       return respond(StatusResponse(
-          ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
+          Status::Internal(fmt::format("Internal error occurred: {}", decision.error.message())),
           nullptr));
     }
     if (!decision.allowed) {
@@ -435,13 +435,12 @@ void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, bool reviewi
   // Names are checked before anything (authoriser, API, Pods) sees them.
   if (std::string problem = ValidateDns1123Label(ns); !problem.empty()) {
     return respond(StatusResponse(
-        ApiStatus::BadRequest(fmt::format("invalid namespace \"{}\": {}", Echo(ns), problem)),
+        Status::BadRequest(fmt::format("invalid namespace \"{}\": {}", Echo(ns), problem)),
         &details));
   }
   if (std::string problem = ValidateDns1123Subdomain(name); !problem.empty()) {
     return respond(StatusResponse(
-        ApiStatus::BadRequest(fmt::format("invalid name \"{}\": {}", Echo(name), problem)),
-        &details));
+        Status::BadRequest(fmt::format("invalid name \"{}\": {}", Echo(name), problem)), &details));
   }
   // The budget counts from the request's arrival, not from when a thread gets to it.
   const SteadyTime arrived =
@@ -471,7 +470,7 @@ void ApiServer::Impl::ReadIfAllowed(const AuthorizationRequest& access,
                                     const net::Responder& respond) {
   if (!decision.error.ok()) {
     return respond(StatusResponse(
-        ApiStatus::Internal(fmt::format("Internal error occurred: {}", decision.error.message)),
+        Status::Internal(fmt::format("Internal error occurred: {}", decision.error.message())),
         &details));
   }
   if (!decision.allowed) {
@@ -494,10 +493,10 @@ SharedReads::Result ApiServer::Impl::Read(const std::string& ns, const std::stri
                                           SteadyTime deadline) {
   Snapshot result;
   const SteadyTime started = SteadyClock::now();
-  const ApiStatus status = snapshot(ns, name, deadline, &result);
-  const std::string outcome = status.ok()          ? (result.partial ? "partial" : "ok")
-                              : status.code == 504 ? "timeout"
-                                                   : SnakeCase(status.reason);
+  const Status status = snapshot(ns, name, deadline, &result);
+  const std::string outcome = status.ok()            ? (result.partial ? "partial" : "ok")
+                              : status.code() == 504 ? "timeout"
+                                                     : SnakeCase(status.reason());
   metrics->SnapshotRead(outcome,
                         std::chrono::duration<double>(SteadyClock::now() - started).count());
   if (!status.ok()) return {.status = status};
@@ -519,23 +518,18 @@ ApiServer::ApiServer(ApiServerOptions options, SnapshotFunction snapshot,
 
 ApiServer::~ApiServer() { Stop(); }
 
-bool ApiServer::Start(std::string* error) {
+Status ApiServer::Start() {
   Impl& impl = *impl_;
-  if (impl.started) {
-    if (error) *error = "the API server was already started";
-    return false;
-  }
+  if (impl.started) return Status::Internal("the API server was already started");
   if (!impl.authenticator || !impl.authorizer || !impl.snapshot) {
-    if (error) *error = "the API server needs an authenticator, an authoriser and a snapshot";
-    return false;
+    return Status::InvalidArgument(
+        "the API server needs an authenticator, an authoriser and a snapshot");
   }
   if (impl.options.request_timeout <= impl.options.min_read_budget) {
-    if (error) *error = "request_timeout must be longer than min_read_budget";
-    return false;
+    return Status::InvalidArgument("request_timeout must be longer than min_read_budget");
   }
   if (std::string why = impl.options.api.Validate(); !why.empty()) {
-    if (error) *error = why;
-    return false;
+    return Status::InvalidArgument(std::move(why));
   }
   impl.started = true;
   impl.openapi = std::make_unique<OpenApiDocuments>(impl.options.api);
@@ -561,15 +555,13 @@ bool ApiServer::Start(std::string* error) {
       reads, [&impl](const std::string& ns, const std::string& name, SteadyTime deadline) {
         return impl.Read(ns, name, deadline);
       });
-  std::string start_error;
-  if (!impl.http->Start(&start_error)) {
-    if (error) *error = start_error;
+  if (Status started = impl.http->Start(); !started.ok()) {
     impl.authorizing->Shutdown();
     impl.reviewing->Shutdown();
     impl.reads->Shutdown();
-    return false;
+    return started;
   }
-  return true;
+  return Status::Ok();
 }
 
 void ApiServer::Impl::AddHealthChecks() {

@@ -42,8 +42,8 @@ bool Contains(const std::vector<std::string>& list, std::string_view value) {
 // split on ',', a field that starts with '"' is quoted ("" is a quote inside it, and it may span
 // lines), a quote inside an unquoted field is an error, CRLF ends a line like LF, empty lines are
 // skipped. `line_numbers` receives the line each record starts on.
-bool ParseCsv(std::string_view text, std::vector<std::vector<std::string>>* records,
-              std::vector<int>* line_numbers, std::string* error) {
+Status ParseCsv(std::string_view text, std::vector<std::vector<std::string>>* records,
+                std::vector<int>* line_numbers) {
   size_t pos = 0;
   int line = 1;
   while (pos < text.size()) {
@@ -82,21 +82,21 @@ bool ParseCsv(std::string_view text, std::vector<std::vector<std::string>>* reco
           ++pos;
         }
         if (!closed) {
-          *error = fmt::format("line {}: unterminated quoted field", record_line);
-          return false;
+          return Status::InvalidArgument(
+              fmt::format("line {}: unterminated quoted field", record_line));
         }
         const bool at_end = pos >= text.size() || text[pos] == ',' || text[pos] == '\n' ||
                             (text[pos] == '\r' && pos + 1 < text.size() && text[pos + 1] == '\n') ||
                             (text[pos] == '\r' && pos + 1 == text.size());
         if (!at_end) {
-          *error = fmt::format("line {}: extraneous or missing \" in quoted field", line);
-          return false;
+          return Status::InvalidArgument(
+              fmt::format("line {}: extraneous or missing \" in quoted field", line));
         }
       } else {
         while (pos < text.size() && text[pos] != ',' && text[pos] != '\n') {
           if (text[pos] == '"') {
-            *error = fmt::format("line {}: bare \" in non-quoted field", line);
-            return false;
+            return Status::InvalidArgument(
+                fmt::format("line {}: bare \" in non-quoted field", line));
           }
           field.push_back(text[pos]);
           ++pos;
@@ -120,7 +120,7 @@ bool ParseCsv(std::string_view text, std::vector<std::vector<std::string>>* reco
     records->push_back(std::move(record));
     line_numbers->push_back(record_line);
   }
-  return true;
+  return Status::Ok();
 }
 
 std::vector<std::string> SplitGroups(std::string_view text) {
@@ -140,35 +140,33 @@ std::vector<std::string> SplitGroups(std::string_view text) {
 // ---------------------------------------------------------------------------------------------
 // Authenticators
 
-std::unique_ptr<TokenFileAuthenticator> TokenFileAuthenticator::Parse(std::string_view csv,
-                                                                      std::string* error) {
+Status TokenFileAuthenticator::Parse(std::string_view csv,
+                                     std::unique_ptr<TokenFileAuthenticator>* out) {
   std::vector<std::vector<std::string>> records;
   std::vector<int> lines;
-  if (!ParseCsv(csv, &records, &lines, error)) return nullptr;
+  if (Status parsed = ParseCsv(csv, &records, &lines); !parsed.ok()) return parsed;
   auto authenticator = std::make_unique<TokenFileAuthenticator>();
   for (size_t i = 0; i < records.size(); ++i) {
     const std::vector<std::string>& record = records[i];
     if (record.size() < 3) {
-      *error =
+      return Status::InvalidArgument(
           fmt::format("line {}: expected at least 3 columns (token, user name, user uid), found {}",
-                      lines[i], record.size());
-      return nullptr;
+                      lines[i], record.size()));
     }
     if (record[0].empty()) continue;  // Kubernetes skips (and warns about) an empty token
     UserInfo user{.name = record[1], .uid = record[2]};
     if (record.size() >= 4) user.groups = SplitGroups(record[3]);
     authenticator->users_by_token_[TokenDigest(record[0])] = std::move(user);
   }
-  return authenticator;
+  *out = std::move(authenticator);
+  return Status::Ok();
 }
 
-std::unique_ptr<TokenFileAuthenticator> TokenFileAuthenticator::Load(const std::string& path,
-                                                                     std::string* error) {
+Status TokenFileAuthenticator::Load(const std::string& path,
+                                    std::unique_ptr<TokenFileAuthenticator>* out) {
   std::string text;
-  if (!base::ReadFile(path, &text, error)) return nullptr;
-  auto authenticator = Parse(text, error);
-  if (!authenticator) *error = fmt::format("{}: {}", path, *error);
-  return authenticator;
+  if (Status read = base::ReadFile(path, &text); !read.ok()) return read;
+  return Parse(text, out).Prefixed(path + ": ");
 }
 
 std::string_view BearerToken(const net::HttpRequest& request) {
@@ -288,23 +286,22 @@ bool ResourceMatches(const std::vector<std::string>& list, const AuthorizationRe
   return false;
 }
 
-bool ReadStringList(const nlohmann::json& node, const std::string& where,
-                    std::vector<std::string>* out, std::string* error) {
+Status ReadStringList(const nlohmann::json& node, const std::string& where,
+                      std::vector<std::string>* out) {
   const auto fail = [&] {
-    *error = fmt::format("{}: expected a list of strings", where);
-    return false;
+    return Status::InvalidArgument(fmt::format("{}: expected a list of strings", where));
   };
   std::string text;
   if (YamlScalarText(node, &text)) {
     out->push_back(std::move(text));
-    return true;
+    return Status::Ok();
   }
   if (!node.is_array()) return fail();
   for (const nlohmann::json& item : node) {
     if (!YamlScalarText(item, &text)) return fail();
     out->push_back(std::move(text));
   }
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -329,44 +326,37 @@ bool PolicyRule::Matches(const AuthorizationRequest& request) const {
          (names.empty() || ListMatches(names, request.name));
 }
 
-bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::string* error) {
+Status ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules) {
   std::vector<nlohmann::json> docs;
-  std::string problem;
-  if (!ParseYaml(yaml, &docs, &problem)) {
-    *error = fmt::format("invalid YAML: {}", problem);
-    return false;
+  if (const Status parsed = ParseYaml(yaml, &docs); !parsed.ok()) {
+    return Status::InvalidArgument("invalid YAML: " + parsed.message());
   }
   if (docs.size() != 1 || !docs.front().is_object()) {
-    *error = "expected a mapping with `rules`";
-    return false;
+    return Status::InvalidArgument("expected a mapping with `rules`");
   }
   const nlohmann::json& root = docs.front();
   for (const auto& [key, value] : root.items()) {
     if (key != "rules") {
-      *error = fmt::format("unknown key `{}` (expected `rules`)", key);
-      return false;
+      return Status::InvalidArgument(fmt::format("unknown key `{}` (expected `rules`)", key));
     }
   }
   const auto list = root.find("rules");
   if (list == root.end()) {
-    *error = "missing `rules`";
-    return false;
+    return Status::InvalidArgument("missing `rules`");
   }
   if (list->is_null()) {  // `rules:` with nothing: no rule, deny all
     rules->clear();
-    return true;
+    return Status::Ok();
   }
   if (!list->is_array()) {
-    *error = "rules: expected a list of rules";
-    return false;
+    return Status::InvalidArgument("rules: expected a list of rules");
   }
   std::vector<PolicyRule> parsed;
   size_t index = 0;
   for (const nlohmann::json& node : *list) {
     const std::string where = fmt::format("rules[{}]", index++);
     if (!node.is_object()) {
-      *error = fmt::format("{}: expected a mapping", where);
-      return false;
+      return Status::InvalidArgument(fmt::format("{}: expected a mapping", where));
     }
     PolicyRule rule;
     const std::pair<const char*, std::vector<std::string>*> fields[] = {
@@ -382,25 +372,24 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
       auto field = std::find_if(std::begin(fields), std::end(fields),
                                 [&](const auto& f) { return key == f.first; });
       if (field == std::end(fields)) {
-        *error = fmt::format(
+        return Status::InvalidArgument(fmt::format(
             "{}: unknown key `{}` (expected users, groups, namespaces, verbs, resources, "
             "apiGroups, names, nonResourceURLs)",
-            where, key);
-        return false;
+            where, key));
       }
-      if (!ReadStringList(value, where + "." + key, field->second, error)) return false;
+      if (Status read = ReadStringList(value, where + "." + key, field->second); !read.ok()) {
+        return read;
+      }
     }
     if (rule.users.empty() && rule.groups.empty()) {
-      *error = fmt::format("{}: needs `users` or `groups`", where);
-      return false;
+      return Status::InvalidArgument(fmt::format("{}: needs `users` or `groups`", where));
     }
     const bool non_resource = !rule.non_resource_urls.empty();
     if (non_resource && (!rule.namespaces.empty() || !rule.resources.empty() ||
                          !rule.api_groups.empty() || !rule.names.empty())) {
-      *error = fmt::format(
+      return Status::InvalidArgument(fmt::format(
           "{}: nonResourceURLs cannot be mixed with namespaces, resources, apiGroups or names",
-          where);
-      return false;
+          where));
     }
     using Required = std::pair<const char*, const std::vector<std::string>*>;
     const std::vector<Required> required =
@@ -410,26 +399,22 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
                                              {"resources", &rule.resources}};
     for (const auto& [name, list] : required) {
       if (list->empty()) {
-        *error = fmt::format("{}: needs a non-empty `{}`", where, name);
-        return false;
+        return Status::InvalidArgument(fmt::format("{}: needs a non-empty `{}`", where, name));
       }
     }
     parsed.push_back(std::move(rule));
   }
   *rules = std::move(parsed);
-  return true;
+  return Status::Ok();
 }
 
-std::unique_ptr<PolicyAuthorizer> PolicyAuthorizer::Load(const std::string& path,
-                                                         std::string* error) {
+Status PolicyAuthorizer::Load(const std::string& path, std::unique_ptr<PolicyAuthorizer>* out) {
   std::string text;
-  if (!base::ReadFile(path, &text, error)) return nullptr;
+  if (Status read = base::ReadFile(path, &text); !read.ok()) return read;
   std::vector<PolicyRule> rules;
-  if (!ParsePolicy(text, &rules, error)) {
-    *error = fmt::format("{}: {}", path, *error);
-    return nullptr;
-  }
-  return std::make_unique<PolicyAuthorizer>(std::move(rules));
+  if (Status parsed = ParsePolicy(text, &rules); !parsed.ok()) return parsed.Prefixed(path + ": ");
+  *out = std::make_unique<PolicyAuthorizer>(std::move(rules));
+  return Status::Ok();
 }
 
 namespace {
@@ -536,7 +521,7 @@ AuthorizationDecision SubjectAccessReviewAuthorizer::Authorize(
                        .name = request.name,
                        .path = request.path};
   bool allowed = false;
-  ApiStatus status = review_(review, &allowed);
+  Status status = review_(review, &allowed);
   if (!status.ok()) {
     AuthorizationDecision failed;
     failed.error = std::move(status);

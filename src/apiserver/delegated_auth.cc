@@ -50,35 +50,29 @@ bool ReadPem(const json& data, const char* key, std::string* out, std::string* e
 
 }  // namespace
 
-bool ParseAuthenticationConfigMap(std::string_view text, AuthenticationConfig* out,
-                                  std::string* error) {
+Status ParseAuthenticationConfigMap(std::string_view text, AuthenticationConfig* out) {
   const json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!object.is_object()) {
-    *error = "not a JSON object";
-    return false;
-  }
+  if (!object.is_object()) return Status::InvalidArgument("not a JSON object");
   AuthenticationConfig config;
   const auto data = object.find("data");
   if (data == object.end() || data->is_null()) {
     *out = std::move(config);
-    return true;
+    return Status::Ok();
   }
-  if (!data->is_object()) {
-    *error = "data: expected an object";
-    return false;
-  }
+  if (!data->is_object()) return Status::InvalidArgument("data: expected an object");
   RequestHeaderOptions& headers = config.request_header;
-  if (!ReadPem(*data, "client-ca-file", &config.client_ca_pem, error) ||
-      !ReadPem(*data, "requestheader-client-ca-file", &config.requestheader_ca_pem, error) ||
-      !ReadList(*data, "requestheader-allowed-names", &headers.allowed_names, error) ||
-      !ReadList(*data, "requestheader-username-headers", &headers.username_headers, error) ||
-      !ReadList(*data, "requestheader-group-headers", &headers.group_headers, error) ||
+  std::string error;  // the key readers' message
+  if (!ReadPem(*data, "client-ca-file", &config.client_ca_pem, &error) ||
+      !ReadPem(*data, "requestheader-client-ca-file", &config.requestheader_ca_pem, &error) ||
+      !ReadList(*data, "requestheader-allowed-names", &headers.allowed_names, &error) ||
+      !ReadList(*data, "requestheader-username-headers", &headers.username_headers, &error) ||
+      !ReadList(*data, "requestheader-group-headers", &headers.group_headers, &error) ||
       !ReadList(*data, "requestheader-extra-headers-prefix", &headers.extra_header_prefixes,
-                error)) {
-    return false;
+                &error)) {
+    return Status::InvalidArgument(std::move(error));
   }
   *out = std::move(config);
-  return true;
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,24 +118,25 @@ void AuthenticationConfigWatcher::Stop() {
 
 void AuthenticationConfigWatcher::RefreshNow() {
   std::string body;
-  const ApiStatus status = fetch_(&body);
+  const Status status = fetch_(&body);
   AuthenticationConfig parsed;
   std::string problem;
-  if (status.code == 404) {
+  if (status.code() == 404) {
     problem = "the ConfigMap kube-system/extension-apiserver-authentication does not exist";
   } else if (!status.ok()) {
     problem = fmt::format("cannot read kube-system/extension-apiserver-authentication: {}{}",
-                          base::Excerpt(status.message, 512),
-                          status.code == 403 ? " (bind the Role "
-                                               "extension-apiserver-authentication-reader in "
-                                               "kube-system to this server's ServiceAccount)"
-                                             : "");
-  } else if (std::string why; !ParseAuthenticationConfigMap(body, &parsed, &why)) {
-    problem = "kube-system/extension-apiserver-authentication: " + base::Excerpt(why, 512);
+                          base::Excerpt(status.message(), 512),
+                          status.code() == 403 ? " (bind the Role "
+                                                 "extension-apiserver-authentication-reader in "
+                                                 "kube-system to this server's ServiceAccount)"
+                                               : "");
+  } else if (Status decoded = ParseAuthenticationConfigMap(body, &parsed); !decoded.ok()) {
+    problem =
+        "kube-system/extension-apiserver-authentication: " + base::Excerpt(decoded.message(), 512);
   }
   base::MutexLock lock(&mu_);
   status_ = problem;
-  if (problem.empty() || status.code == 404) {
+  if (problem.empty() || status.code() == 404) {
     // A deleted ConfigMap clears the trust (fail closed); a failed read keeps the last good one.
     auto bundles = std::make_shared<Bundles>();
     bundles->client_ca_pem = parsed.client_ca_pem;
@@ -183,28 +178,26 @@ bool DelegatedRequestHeaderAuthenticator::Authenticate(const net::HttpRequest& r
 // ---------------------------------------------------------------------------------------------
 // TokenReview
 
-ApiStatus TokenReview(KubeApiClient* client, std::string_view token, bool* authenticated,
-                      UserInfo* user) {
+Status TokenReview(KubeApiClient* client, std::string_view token, bool* authenticated,
+                   UserInfo* user) {
   *authenticated = false;
   const json review = {{"apiVersion", "authentication.k8s.io/v1"},
                        {"kind", "TokenReview"},
                        {"spec", {{"token", token}}}};
   std::string body;
-  ApiStatus status =
+  Status status =
       client->Request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", review.dump(), &body);
   if (!status.ok()) return status;
   const json answer = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  const auto fail = [](std::string why) {
-    return ApiStatus::Internal("decode TokenReview: " + why);
-  };
+  const auto fail = [](std::string why) { return Status::Internal("decode TokenReview: " + why); };
   if (!answer.is_object()) return fail("the answer is not a JSON object");
   const json review_status = answer.value("status", json::object());
   if (!review_status.is_object()) return fail("status: expected an object");
   const bool yes = review_status.value("authenticated", false);
   const std::string error = review_status.value("error", "");
   if (!yes) {
-    if (!error.empty()) return ApiStatus::Internal("TokenReview: " + base::Excerpt(error, 512));
-    return ApiStatus::Ok();
+    if (!error.empty()) return Status::Internal("TokenReview: " + base::Excerpt(error, 512));
+    return Status::Ok();
   }
   const json who = review_status.value("user", json::object());
   try {
@@ -217,7 +210,7 @@ ApiStatus TokenReview(KubeApiClient* client, std::string_view token, bool* authe
     return fail(std::string("status.user: ") + e.what());
   }
   *authenticated = true;
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
 TokenReviewAuthenticator::TokenReviewAuthenticator(Review review, Options options)

@@ -6,14 +6,14 @@
 
 namespace modelmetrics::deployment {
 
-std::unique_ptr<Authenticator> BuildAuthenticator(
-    const ServeConfig& config, std::string* error, KubeApiClient* kube,
-    std::shared_ptr<const AuthenticationConfigWatcher> watcher,
-    std::shared_ptr<ServerMetrics> metrics) {
+Status BuildAuthenticator(const ServeConfig& config, std::unique_ptr<Authenticator>* out,
+                          KubeApiClient* kube,
+                          std::shared_ptr<const AuthenticationConfigWatcher> watcher,
+                          std::shared_ptr<ServerMetrics> metrics) {
   auto authenticator = std::make_unique<UnionAuthenticator>();
   if (config.authn.delegated && (kube == nullptr || watcher == nullptr)) {
-    *error = "delegated authentication needs a Kubernetes API client and the ConfigMap watcher";
-    return nullptr;
+    return Status::InvalidArgument(
+        "delegated authentication needs a Kubernetes API client and the ConfigMap watcher");
   }
   // Kubernetes' order: front proxy, client certificate, bearer token (file, then TokenReview).
   if (config.authn.delegated) {
@@ -29,8 +29,11 @@ std::unique_ptr<Authenticator> BuildAuthenticator(
     authenticator->Add(std::make_unique<ClientCertAuthenticator>());
   }
   if (!config.authn.token_file.empty()) {
-    auto tokens = TokenFileAuthenticator::Load(config.authn.token_file, error);
-    if (!tokens) return nullptr;
+    std::unique_ptr<TokenFileAuthenticator> tokens;
+    if (Status loaded = TokenFileAuthenticator::Load(config.authn.token_file, &tokens);
+        !loaded.ok()) {
+      return loaded;
+    }
     authenticator->Add(std::move(tokens));
   }
   if (config.authn.delegated) {
@@ -38,28 +41,28 @@ std::unique_ptr<Authenticator> BuildAuthenticator(
     if (metrics) options.on_cache = [metrics](bool hit) { metrics->TokenReviewCache(hit); };
     authenticator->Add(std::make_unique<TokenReviewAuthenticator>(kube, std::move(options)));
   }
-  if (authenticator->empty()) {
-    *error = "no authentication method configured";
-    return nullptr;
-  }
-  return authenticator;
+  if (authenticator->empty()) return Status::InvalidArgument("no authentication method configured");
+  *out = std::move(authenticator);
+  return Status::Ok();
 }
 
-std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
-                                            std::string* error,
-                                            std::shared_ptr<ServerMetrics> metrics) {
+Status BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
+                       std::unique_ptr<Authorizer>* out, std::shared_ptr<ServerMetrics> metrics) {
   if (config.authz.mode == ServeConfig::Authorization::kPolicy) {
-    auto policy = PolicyAuthorizer::Load(config.authz.policy_file, error);
-    if (!policy) return nullptr;
-    return policy;
+    std::unique_ptr<PolicyAuthorizer> policy;
+    if (Status loaded = PolicyAuthorizer::Load(config.authz.policy_file, &policy); !loaded.ok()) {
+      return loaded;
+    }
+    *out = std::move(policy);
+    return Status::Ok();
   }
   if (kube == nullptr) {
-    *error = "subjectaccessreview needs a Kubernetes API client";
-    return nullptr;
+    return Status::InvalidArgument("subjectaccessreview needs a Kubernetes API client");
   }
   SubjectAccessReviewAuthorizer::Options options;
   if (metrics) options.on_cache = [metrics](bool hit) { metrics->AccessReviewCache(hit); };
-  return std::make_unique<SubjectAccessReviewAuthorizer>(kube, std::move(options));
+  *out = std::make_unique<SubjectAccessReviewAuthorizer>(kube, std::move(options));
+  return Status::Ok();
 }
 
 ApiServerOptions BuildApiServerOptions(const ServeConfig& config,

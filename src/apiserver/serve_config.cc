@@ -507,56 +507,52 @@ void ServeConfig::ApplyReadLimits(AggregatorOptions* options) const {
   options->max_body_bytes = reads.max_body_bytes;
 }
 
-bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
-                      std::string* error) {
+Status ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out) {
   std::vector<Json> docs;
-  std::string problem;
-  if (!ParseYaml(yaml, &docs, &problem)) {
-    *error = fmt::format("invalid YAML: {}", problem);
-    return false;
+  if (const Status parsed = ParseYaml(yaml, &docs); !parsed.ok()) {
+    return Status::InvalidArgument("invalid YAML: " + parsed.message());
   }
   if (docs.size() > 1) {
-    *error = fmt::format("expected one YAML document, found {}", docs.size());
-    return false;
+    return Status::InvalidArgument(
+        fmt::format("expected one YAML document, found {}", docs.size()));
   }
   if (docs.empty() || !docs.front().is_object()) {
-    *error = "expected a YAML mapping of settings";
-    return false;
+    return Status::InvalidArgument("expected a YAML mapping of settings");
   }
-  const Context ctx{base_dir, error};
+  std::string error;
+  const Context ctx{base_dir, &error};
   ServeConfig config;
   for (const auto& [key, node] : docs.front().items()) {
-    if (!ApplySetting("", key, node, ctx, &config)) return false;
+    if (!ApplySetting("", key, node, ctx, &config)) return Status::InvalidArgument(error);
   }
-  if (std::string why = CheckCombination(config); !why.empty()) return ctx.Fail(std::move(why));
-  if (std::string why = CheckFiles(config); !why.empty()) return ctx.Fail(std::move(why));
+  if (std::string why = CheckCombination(config); !why.empty()) {
+    return Status::InvalidArgument(std::move(why));
+  }
+  if (std::string why = CheckFiles(config); !why.empty()) {
+    return Status::InvalidArgument(std::move(why));
+  }
   *out = std::move(config);
-  return true;
+  return Status::Ok();
 }
 
-bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error,
-                     size_t max_bytes) {
+Status LoadServeConfig(const std::string& path, ServeConfig* out, size_t max_bytes) {
   std::string text;
-  if (!base::ReadFile(path, &text, error, max_bytes)) return false;
+  if (Status read = base::ReadFile(path, &text, max_bytes); !read.ok()) return read;
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
-  if (!ParseServeConfig(text, base_dir, out, error)) {
-    *error = fmt::format("{}: {}", path, *error);
-    return false;
-  }
-  return true;
+  return ParseServeConfig(text, base_dir, out).Prefixed(path + ": ");
 }
 
-bool SetServeConfigValue(std::string_view key, std::string_view text, ServeConfig* config,
-                         std::string* error) {
+Status SetServeConfigValue(std::string_view key, std::string_view text, ServeConfig* config) {
   const Setting* setting = FindSetting(key);
-  if (setting == nullptr) {
-    *error = fmt::format("unknown setting `{}`", key);
-    return false;
-  }
+  if (setting == nullptr) return Status::InvalidArgument(fmt::format("unknown setting `{}`", key));
   const std::string name(key);
   const std::string no_base_dir;
-  return setting->read.parse(name, setting->read.from_text(text), Context{no_base_dir, error},
-                             config);
+  std::string error;
+  if (!setting->read.parse(name, setting->read.from_text(text), Context{no_base_dir, &error},
+                           config)) {
+    return Status::InvalidArgument(std::move(error));
+  }
+  return Status::Ok();
 }
 
 const std::vector<ServeConfigKey>& ServeConfigKeys() {

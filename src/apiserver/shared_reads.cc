@@ -30,7 +30,7 @@ struct Flight {
 
 // What a waiter whose own deadline passed while the read it joined was still running gets (it
 // joined late with an early deadline, e.g. after a slow authorisation).
-ApiStatus TimedOut() {
+Status TimedOut() {
   return {
       504, "Timeout",
       "ModelDeployment metrics request exceeded its time limit while waiting for a shared read"};
@@ -48,8 +48,8 @@ std::string Key(const std::string& ns, const std::string& name) {
 
 }  // namespace
 
-ApiStatus SharedReads::NotStartedInTime() {
-  return ApiStatus::Unavailable(
+Status SharedReads::NotStartedInTime() {
+  return Status::Unavailable(
       "ModelDeployment metrics read could not start within the request's time limit: the server "
       "is busy reading other deployments");
 }
@@ -129,9 +129,9 @@ struct SharedReads::Impl {
       try {
         result = read(flight->ns, flight->name, deadline);
       } catch (const std::exception& e) {
-        result = {.status = ApiStatus::Internal(e.what())};
+        result = {.status = Status::Internal(e.what())};
       } catch (...) {
-        result = {.status = ApiStatus::Internal("unknown error")};
+        result = {.status = Status::Internal("unknown error")};
       }
       lock.Lock();
       const SteadyTime now = SteadyClock::now();

@@ -14,10 +14,7 @@
 namespace modelmetrics::base {
 namespace {
 
-bool Fail(std::string* error, std::string message) {
-  if (error != nullptr) *error = std::move(message);
-  return false;
-}
+Status Fail(std::string message) { return Status::InvalidArgument(std::move(message)); }
 
 std::string OverLimit(const std::string& path, size_t size, size_t max_bytes) {
   return path + ": file is " + std::to_string(size) + " bytes, over the " +
@@ -26,19 +23,22 @@ std::string OverLimit(const std::string& path, size_t size, size_t max_bytes) {
 
 }  // namespace
 
-bool ReadFile(const std::string& path, std::string* out, std::string* error, size_t max_bytes) {
+Status ReadFile(const std::string& path, std::string* out, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO with no writer must not block before fstat can refuse it.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return Fail(error, path + ": cannot open: " + std::strerror(errno));
+  if (fd < 0) {
+    std::string message = path + ": cannot open: " + std::strerror(errno);
+    return errno == ENOENT ? Status::NotFound(std::move(message)) : Fail(std::move(message));
+  }
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return Fail(error, path + ": cannot read: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return Fail(error, path + ": not a regular file");
+  if (::fstat(fd, &st) != 0) return Fail(path + ": cannot read: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Fail(path + ": not a regular file");
   const auto size = static_cast<size_t>(st.st_size);
-  if (size > max_bytes) return Fail(error, OverLimit(path, size, max_bytes));
+  if (size > max_bytes) return Fail(OverLimit(path, size, max_bytes));
 
   // One sized buffer, plus one byte to notice a file that grew since fstat.
   std::string text(size + 1, '\0');
@@ -47,46 +47,39 @@ bool ReadFile(const std::string& path, std::string* out, std::string* error, siz
     const ssize_t n = ::read(fd, text.data() + used, text.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Fail(error, path + ": cannot read: " + std::strerror(errno));
+      return Fail(path + ": cannot read: " + std::strerror(errno));
     }
     if (n == 0) break;
     used += static_cast<size_t>(n);
-    if (used > max_bytes) return Fail(error, OverLimit(path, used, max_bytes));
+    if (used > max_bytes) return Fail(OverLimit(path, used, max_bytes));
     if (used == text.size()) text.resize(std::min(text.size() * 2, max_bytes + 1));
   }
   text.resize(used);
   *out = std::move(text);
-  return true;
+  return Status::Ok();
 }
 
-bool WriteFileAtomically(const std::string& path, const std::string& content, std::string* error) {
+Status WriteFileAtomically(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << content;
-    if (!out) {
-      if (error) *error = "cannot write " + tmp;
-      return false;
-    }
+    if (!out) return Status::Internal("cannot write " + tmp);
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    if (error) *error = "cannot write " + path + ": " + ec.message();
-    return false;
-  }
-  return true;
+  if (ec) return Status::Internal("cannot write " + path + ": " + ec.message());
+  return Status::Ok();
 }
 
-bool WritePrivateTempFile(std::string_view prefix, const std::string& content, std::string* path,
-                          std::string* error) {
+Status WritePrivateTempFile(std::string_view prefix, const std::string& content,
+                            std::string* path) {
   const char* tmpdir = std::getenv("TMPDIR");
   std::string name = std::string(tmpdir != nullptr && tmpdir[0] != '\0' ? tmpdir : "/tmp") + "/" +
                      std::string(prefix) + "-XXXXXX";
   int fd = mkstemp(name.data());  // creates the file 0600
   if (fd < 0) {
-    *error = "cannot create a temporary file " + name + ": " + std::strerror(errno);
-    return false;
+    return Status::Internal("cannot create a temporary file " + name + ": " + std::strerror(errno));
   }
   *path = name;
   // Belt and braces: mkstemp's mode is 0600 in glibc, but the contract should not rest on it.
@@ -97,12 +90,13 @@ bool WritePrivateTempFile(std::string_view prefix, const std::string& content, s
     ok = n > 0;
     if (ok) written += static_cast<size_t>(n);
   }
-  if (!ok) *error = "cannot write " + name + ": " + std::strerror(errno);
+  std::string error;
+  if (!ok) error = "cannot write " + name + ": " + std::strerror(errno);
   if (close(fd) != 0 && ok) {
-    *error = "cannot write " + name + ": " + std::strerror(errno);
+    error = "cannot write " + name + ": " + std::strerror(errno);
     ok = false;
   }
-  return ok;
+  return ok ? Status::Ok() : Status::Internal(error);
 }
 
 }  // namespace modelmetrics::base

@@ -171,9 +171,8 @@ bool StartSimulators(uint64_t seed, std::vector<std::unique_ptr<sim::DeploymentS
   for (sim::DeploymentSimOptions options :
        {VllmPrefillDecode(seed), SglangBehindGateway(seed), OmniSpeech(seed)}) {
     auto simulator = std::make_unique<sim::DeploymentSim>(std::move(options));
-    std::string error;
-    if (!simulator->Start(&error)) {
-      std::cerr << "modelmetrics demo: simulator: " << error << "\n";
+    if (const base::Status started = simulator->Start(); !started.ok()) {
+      std::cerr << "modelmetrics demo: simulator: " << started.message() << "\n";
       return false;
     }
     sims->push_back(std::move(simulator));
@@ -187,12 +186,12 @@ int PrintRound(int round, const std::vector<std::unique_ptr<sim::DeploymentSim>>
   int failures = 0;
   for (const auto& simulator : sims) {
     deployment::Snapshot snapshot;
-    const deployment::ApiStatus status =
+    const deployment::Status status =
         aggregator->Get(simulator->options().ns, simulator->options().name, &snapshot);
     std::cout << fmt::format("--- round {} ---\n", round);
     if (!status.ok()) {
       ++failures;
-      std::cout << "Error from server (" << status.reason << "): " << status.message << "\n\n";
+      std::cout << "Error from server (" << status.reason() << "): " << status.message() << "\n\n";
       continue;
     }
     if (output == "json") {
@@ -230,9 +229,8 @@ int RunDemo(const DemoArgs& args) {
   sim::LoopbackApi api(&source, api_options);
   deployment::Aggregator& aggregator = api.aggregator();
   const std::string& token = api.token();
-  std::string error;
-  if (!api.Start(&error)) {
-    std::cerr << "modelmetrics demo: API server: " << error << "\n";
+  if (const base::Status started = api.Start(); !started.ok()) {
+    std::cerr << "modelmetrics demo: API server: " << started.message() << "\n";
     return 1;
   }
 
@@ -253,8 +251,8 @@ int RunDemo(const DemoArgs& args) {
     ui_options.port = args.ui_port;
     ui_options.ns = "demo";
     page.emplace(&source, &ui_aggregator, ui_options);
-    if (!page->Start(&error)) {
-      std::cerr << "modelmetrics demo: web page: " << error << "\n";
+    if (const base::Status started = page->Start(); !started.ok()) {
+      std::cerr << "modelmetrics demo: web page: " << started.message() << "\n";
       return 1;
     }
   }

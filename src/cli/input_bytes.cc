@@ -57,28 +57,25 @@ size_t PageRoundUp(size_t n) {
 
 }  // namespace
 
-bool InputBytes::LoadFile(const std::string& path, std::string* error, size_t max_bytes) {
+Status InputBytes::LoadFile(const std::string& path, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    *error = "cannot open file";
-    return false;
+    return Status::InvalidArgument("cannot open file");
   }
-  const bool ok = LoadFd(fd, error, max_bytes);
+  Status loaded = LoadFd(fd, max_bytes);
   ::close(fd);
-  return ok;
+  return loaded;
 }
 
-bool InputBytes::LoadFd(int fd, std::string* error, size_t max_bytes) {
+Status InputBytes::LoadFd(int fd, size_t max_bytes) {
   Reset();
   max_bytes = std::min(max_bytes, std::numeric_limits<size_t>::max() / 2);  // cap + a page fits
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    *error = "read error";
-    return false;
+    return Status::InvalidArgument("read error");
   }
   if (S_ISREG(st.st_mode) && static_cast<uintmax_t>(st.st_size) > max_bytes) {
-    *error = OverLimitError(max_bytes);
-    return false;
+    return Status::InvalidArgument(OverLimitError(max_bytes));
   }
   // Map only a regular, non-empty file read from its start (mmap offsets are page-aligned and
   // a redirected stdin may already be positioned); MAP_POPULATE faults the pages in one call
@@ -92,7 +89,7 @@ bool InputBytes::LoadFd(int fd, std::string* error, size_t max_bytes) {
       map_size_ = static_cast<size_t>(st.st_size);
       map_length_ = map_size_;
       file_mapped_ = true;
-      return true;
+      return Status::Ok();
     }
   }
   // Pipes, devices and files mmap refuses: sized reads into one anonymous mapping (the file
@@ -105,14 +102,12 @@ bool InputBytes::LoadFd(int fd, std::string* error, size_t max_bytes) {
       most);
   void* buf = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (buf == MAP_FAILED) {
-    *error = "read error";
-    return false;
+    return Status::InvalidArgument("read error");
   }
   size_t size = 0;
   const auto fail = [&](std::string why) {
     ::munmap(buf, length);
-    *error = std::move(why);
-    return false;
+    return Status::InvalidArgument(std::move(why));
   };
   for (;;) {
     if (size > max_bytes) return fail(OverLimitError(max_bytes));
@@ -133,7 +128,7 @@ bool InputBytes::LoadFd(int fd, std::string* error, size_t max_bytes) {
   }
   if (size == 0) {
     ::munmap(buf, length);
-    return true;
+    return Status::Ok();
   }
   // Give back the unused tail (shrinking a mapping never moves it).
   const size_t used = PageRoundUp(size);
@@ -141,7 +136,7 @@ bool InputBytes::LoadFd(int fd, std::string* error, size_t max_bytes) {
   map_ = buf;
   map_size_ = size;
   map_length_ = length;
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace modelmetrics::cli

@@ -15,7 +15,11 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
+
 namespace modelmetrics::cli {
+
+using base::Status;
 
 class InputBytes {
  public:
@@ -33,14 +37,14 @@ class InputBytes {
   // True when the view is a mapping of the file itself (not a copy of its bytes).
   bool mapped() const { return file_mapped_; }
 
-  // Loads `path`, at most `max_bytes` of it. On failure returns false with `*error` = "cannot
-  // open file" (open failed), "read error" (mapping or reading failed, e.g. a directory) or
-  // "input is over the N-byte limit (--max-bytes)" (a bigger file, or an endless one such as
-  // /dev/zero, stopped after N bytes); the messages `parse` prints.
-  bool LoadFile(const std::string& path, std::string* error, size_t max_bytes = kDefaultMaxBytes);
+  // Loads `path`, at most `max_bytes` of it. On failure the status's message is "cannot open
+  // file" (open failed), "read error" (mapping or reading failed, e.g. a directory) or "input is
+  // over the N-byte limit (--max-bytes)" (a bigger file, or an endless one such as /dev/zero,
+  // stopped after N bytes); the messages `parse` prints.
+  Status LoadFile(const std::string& path, size_t max_bytes = kDefaultMaxBytes);
   // Loads everything readable from `fd` (not closed), up to `max_bytes`; mapped when it is a
   // regular file read from its start, else read in chunks. Same errors as LoadFile.
-  bool LoadFd(int fd, std::string* error, size_t max_bytes = kDefaultMaxBytes);
+  Status LoadFd(int fd, size_t max_bytes = kDefaultMaxBytes);
 
   // "input is over the N-byte limit (--max-bytes)": also what `parse` says of a URL's body.
   static std::string OverLimitError(size_t max_bytes);

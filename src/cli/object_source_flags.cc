@@ -26,33 +26,40 @@ class KubeHandle : public ObjectSourceHandle {
 
 }  // namespace
 
-std::unique_ptr<ObjectSourceHandle> OpenObjectSource(const ObjectSourceFlags& flags,
-                                                     std::string* error) {
+base::Status OpenObjectSource(const ObjectSourceFlags& flags,
+                              std::unique_ptr<ObjectSourceHandle>* out) {
+  using base::Status;
   const int chosen =
       !flags.objects_file.empty() + !flags.kubeconfig.empty() + (flags.in_cluster ? 1 : 0);
   if (chosen > 1) {
-    *error = "choose one of --objects, --kubeconfig and --in-cluster";
-    return nullptr;
+    return Status::InvalidArgument("choose one of --objects, --kubeconfig and --in-cluster");
   }
   if (!flags.objects_file.empty()) {
     auto handle = std::make_unique<FileHandle>();
-    if (!handle->source_.Load(flags.objects_file, error, flags.max_objects_bytes)) return nullptr;
-    return handle;
+    if (Status loaded = handle->source_.Load(flags.objects_file, flags.max_objects_bytes);
+        !loaded.ok()) {
+      return loaded;
+    }
+    *out = std::move(handle);
+    return Status::Ok();
   }
   deployment::KubeConfig config;
   if (!flags.kubeconfig.empty()) {
-    if (!deployment::LoadKubeconfig(flags.kubeconfig, flags.context, &config, error,
-                                    flags.max_config_bytes)) {
-      return nullptr;
+    if (Status loaded = deployment::LoadKubeconfig(flags.kubeconfig, flags.context, &config,
+                                                   flags.max_config_bytes);
+        !loaded.ok()) {
+      return loaded;
     }
-    return std::make_unique<KubeHandle>(std::move(config));
+    *out = std::make_unique<KubeHandle>(std::move(config));
+    return Status::Ok();
   }
   if (flags.in_cluster || std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
-    if (!deployment::LoadInClusterConfig(&config, error)) return nullptr;
-    return std::make_unique<KubeHandle>(std::move(config));
+    if (Status loaded = deployment::LoadInClusterConfig(&config); !loaded.ok()) return loaded;
+    *out = std::make_unique<KubeHandle>(std::move(config));
+    return Status::Ok();
   }
-  *error = "no object source: pass --objects FILE, --kubeconfig FILE or --in-cluster";
-  return nullptr;
+  return Status::InvalidArgument(
+      "no object source: pass --objects FILE, --kubeconfig FILE or --in-cluster");
 }
 
 }  // namespace modelmetrics::cli

@@ -35,9 +35,9 @@ class ObjectSourceHandle {
   virtual const deployment::KubeConfig* kube_config() const { return nullptr; }
 };
 
-// The source the flags name; null with `*error` when it cannot be opened.
-std::unique_ptr<ObjectSourceHandle> OpenObjectSource(const ObjectSourceFlags& flags,
-                                                     std::string* error);
+// The source the flags name, into `*out`; an error when it cannot be opened.
+base::Status OpenObjectSource(const ObjectSourceFlags& flags,
+                              std::unique_ptr<ObjectSourceHandle>* out);
 
 }  // namespace modelmetrics::cli
 

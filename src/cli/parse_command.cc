@@ -32,7 +32,7 @@ bool IsUrl(const std::string& s) { return s.starts_with("http://") || s.starts_w
 Input ReadInput(const std::string& source, size_t max_bytes) {
   Input in;
   if (source == "-") {
-    in.bytes.LoadFd(STDIN_FILENO, &in.error, max_bytes);
+    in.error = in.bytes.LoadFd(STDIN_FILENO, max_bytes).message();
     return in;
   }
   if (IsUrl(source)) {
@@ -57,7 +57,7 @@ Input ReadInput(const std::string& source, size_t max_bytes) {
     in.content_type = std::move(r.content_type);
     return in;
   }
-  in.bytes.LoadFile(source, &in.error, max_bytes);
+  in.error = in.bytes.LoadFile(source, max_bytes).message();
   return in;
 }
 

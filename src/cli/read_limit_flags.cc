@@ -30,24 +30,21 @@ std::string ReadLimitFlagHelp(const ReadLimitFlag& flag) {
   return std::string(flag.key);
 }
 
-bool ApplyReadLimitFlags(const ReadLimitFlags& flags, deployment::ServeConfig* config,
-                         std::string* error) {
+base::Status ApplyReadLimitFlags(const ReadLimitFlags& flags, deployment::ServeConfig* config) {
   for (const auto& [key, text] : flags.given) {
-    std::string why;
-    if (!deployment::SetServeConfigValue(key, text, config, &why)) {
-      *error = fmt::format("{}: {}", FlagOf(key), why);
-      return false;
+    if (base::Status set = deployment::SetServeConfigValue(key, text, config); !set.ok()) {
+      return set.Prefixed(fmt::format("{}: ", FlagOf(key)));
     }
   }
-  return true;
+  return base::Status::Ok();
 }
 
-bool ApplyReadLimitFlags(const ReadLimitFlags& flags, deployment::AggregatorOptions* options,
-                         std::string* error) {
+base::Status ApplyReadLimitFlags(const ReadLimitFlags& flags,
+                                 deployment::AggregatorOptions* options) {
   deployment::ServeConfig limits;
-  if (!ApplyReadLimitFlags(flags, &limits, error)) return false;
+  if (base::Status set = ApplyReadLimitFlags(flags, &limits); !set.ok()) return set;
   limits.ApplyReadLimits(options);
-  return true;
+  return base::Status::Ok();
 }
 
 }  // namespace modelmetrics::cli

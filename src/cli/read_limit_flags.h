@@ -31,13 +31,12 @@ std::span<const ReadLimitFlag> ReadLimitFlagList();
 // The flag's help: the key's documentation, its default and its name in the configuration.
 std::string ReadLimitFlagHelp(const ReadLimitFlag& flag);
 
-// Sets the given flags in `config`; false with `*error` ("--fetch-timeout: ...") when one is out
-// of its bounds.
-bool ApplyReadLimitFlags(const ReadLimitFlags& flags, deployment::ServeConfig* config,
-                         std::string* error);
+// Sets the given flags in `config`; an error ("--fetch-timeout: ...") when one is out of its
+// bounds.
+base::Status ApplyReadLimitFlags(const ReadLimitFlags& flags, deployment::ServeConfig* config);
 // The same for a command without a serve configuration: the defaults, then the flags.
-bool ApplyReadLimitFlags(const ReadLimitFlags& flags, deployment::AggregatorOptions* options,
-                         std::string* error);
+base::Status ApplyReadLimitFlags(const ReadLimitFlags& flags,
+                                 deployment::AggregatorOptions* options);
 
 }  // namespace modelmetrics::cli
 

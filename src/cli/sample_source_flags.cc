@@ -7,22 +7,25 @@
 
 namespace modelmetrics::cli {
 
-std::shared_ptr<deployment::PodMetricsSource> OpenSampleSource(
-    const SampleSourceFlags& flags, std::optional<std::chrono::milliseconds> window,
-    std::string* error) {
-  error->clear();
-  if (!flags.from_store()) return nullptr;
+base::Status OpenSampleSource(const SampleSourceFlags& flags,
+                              std::optional<std::chrono::milliseconds> window,
+                              std::shared_ptr<deployment::PodMetricsSource>* out) {
+  out->reset();
+  if (!flags.from_store()) return base::Status::Ok();
   deployment::PrometheusSourceOptions store = flags.store;
   if (window) store.window = *window;
   if (!flags.stale_after.empty()) base::ParseDuration(flags.stale_after, &store.stale_after);
   if (!flags.settle.empty()) base::ParseDuration(flags.settle, &store.settle);
-  *error = deployment::ValidatePrometheusSourceOptions(store);
-  if (error->empty() && !deployment::LoadPrometheusCredentials(
-                            flags.token_file, flags.password_file, &store, error)) {
-    *error = "prometheus credentials: " + *error;
+  if (std::string why = deployment::ValidatePrometheusSourceOptions(store); !why.empty()) {
+    return base::Status::InvalidArgument(std::move(why));
   }
-  if (!error->empty()) return nullptr;
-  return std::make_shared<deployment::PrometheusSource>(std::move(store));
+  if (base::Status loaded =
+          deployment::LoadPrometheusCredentials(flags.token_file, flags.password_file, &store);
+      !loaded.ok()) {
+    return loaded.Prefixed("prometheus credentials: ");
+  }
+  *out = std::make_shared<deployment::PrometheusSource>(std::move(store));
+  return base::Status::Ok();
 }
 
 }  // namespace modelmetrics::cli

@@ -27,11 +27,11 @@ struct SampleSourceFlags {
   bool from_store() const { return samples == deployment::kSampleSourcePrometheus; }
 };
 
-// The store source the flags name, reading `window` of samples when given (else its default);
-// null for direct scraping, or with `*error` when the flags are wrong.
-std::shared_ptr<deployment::PodMetricsSource> OpenSampleSource(
-    const SampleSourceFlags& flags, std::optional<std::chrono::milliseconds> window,
-    std::string* error);
+// The store source the flags name, reading `window` of samples when given (else its default),
+// into `*out`: null for direct scraping; an error when the flags are wrong.
+base::Status OpenSampleSource(const SampleSourceFlags& flags,
+                              std::optional<std::chrono::milliseconds> window,
+                              std::shared_ptr<deployment::PodMetricsSource>* out);
 
 }  // namespace modelmetrics::cli
 

@@ -42,6 +42,7 @@
 namespace modelmetrics::cli {
 namespace {
 
+using base::Status;
 using deployment::ServeConfig;
 
 // With `tls_self_signed`: a certificate made at start, in private files removed at exit.
@@ -52,17 +53,16 @@ class ServingCertificate {
       if (!path.empty()) std::remove(path.c_str());
     }
   }
-  bool Make(ServeConfig* config, std::string* error) {
+  Status Make(ServeConfig* config) {
     std::string cert_pem, key_pem;
-    if (!net::SelfSignedCertificate("modelmetrics", config->tls.self_signed_hosts, &cert_pem,
-                                    &key_pem, error) ||
-        !base::WritePrivateTempFile("modelmetrics-serving-cert", cert_pem, &cert_, error) ||
-        !base::WritePrivateTempFile("modelmetrics-serving-key", key_pem, &key_, error)) {
-      return false;
-    }
+    Status made = net::SelfSignedCertificate("modelmetrics", config->tls.self_signed_hosts,
+                                             &cert_pem, &key_pem);
+    if (made.ok()) made = base::WritePrivateTempFile("modelmetrics-serving-cert", cert_pem, &cert_);
+    if (made.ok()) made = base::WritePrivateTempFile("modelmetrics-serving-key", key_pem, &key_);
+    if (!made.ok()) return made;
     config->tls.cert_file = cert_;
     config->tls.key_file = key_;
-    return true;
+    return Status::Ok();
   }
 
  private:
@@ -71,19 +71,23 @@ class ServingCertificate {
 
 // Where objects come from: the objects file, list+watch caches of the Kubernetes API (the
 // default with a kubeconfig or in-cluster), or the API read on every snapshot.
-std::unique_ptr<deployment::ObjectSource> MakeObjectSource(
-    const ServeConfig& config, deployment::KubeApiClient* kube,
-    const std::shared_ptr<deployment::ServerMetrics>& metrics, deployment::WatchCache** watch_cache,
-    std::string* error) {
+Status MakeObjectSource(const ServeConfig& config, deployment::KubeApiClient* kube,
+                        const std::shared_ptr<deployment::ServerMetrics>& metrics,
+                        deployment::WatchCache** watch_cache,
+                        std::unique_ptr<deployment::ObjectSource>* out) {
   if (!config.kube.objects_file.empty()) {
     auto file = std::make_unique<deployment::FileObjectSource>();
-    if (!file->Load(config.kube.objects_file, error, config.kube.max_objects_bytes)) {
-      *error = "objects_file: " + *error;
-      return nullptr;
+    if (Status loaded = file->Load(config.kube.objects_file, config.kube.max_objects_bytes);
+        !loaded.ok()) {
+      return loaded.Prefixed("objects_file: ");
     }
-    return file;
+    *out = std::move(file);
+    return Status::Ok();
   }
-  if (!config.kube.watch_objects) return std::make_unique<deployment::KubeApiSource>(kube);
+  if (!config.kube.watch_objects) {
+    *out = std::make_unique<deployment::KubeApiSource>(kube);
+    return Status::Ok();
+  }
   deployment::WatchCache::Options options;
   options.on_objects = [metrics](std::string_view resource, size_t count) {
     metrics->WatchObjects(resource, count);
@@ -94,39 +98,47 @@ std::unique_ptr<deployment::ObjectSource> MakeObjectSource(
   auto cache = std::make_unique<deployment::WatchCache>(kube, std::move(options));
   cache->Start();
   *watch_cache = cache.get();
-  return cache;
+  *out = std::move(cache);
+  return Status::Ok();
 }
 
-std::unique_ptr<deployment::KubeApiClient> OpenKubeApi(const ServeConfig& config,
-                                                       size_t max_config_bytes,
-                                                       std::string* error) {
+Status OpenKubeApi(const ServeConfig& config, size_t max_config_bytes,
+                   std::unique_ptr<deployment::KubeApiClient>* out) {
   deployment::KubeConfig kube_config;
-  const bool loaded = config.kube.in_cluster
-                          ? deployment::LoadInClusterConfig(&kube_config, error)
-                          : deployment::LoadKubeconfig(config.kube.kubeconfig, config.kube.context,
-                                                       &kube_config, error, max_config_bytes);
-  if (!loaded) return nullptr;
-  return std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
+  const Status loaded = config.kube.in_cluster ? deployment::LoadInClusterConfig(&kube_config)
+                                               : deployment::LoadKubeconfig(
+                                                     config.kube.kubeconfig, config.kube.context,
+                                                     &kube_config, max_config_bytes);
+  if (!loaded.ok()) return loaded;
+  *out = std::make_unique<deployment::KubeApiClient>(std::move(kube_config));
+  return Status::Ok();
 }
 
 // The aggregator's limits, trust and sample source from the configuration; its Pod reads counted
-// in `metrics`. False when the store's credential files do not load.
-bool MakeAggregatorOptions(const ServeConfig& config,
-                           const std::shared_ptr<deployment::ServerMetrics>& metrics,
-                           deployment::AggregatorOptions* options, std::string* error) {
+// in `metrics`. An error when the store's credential files do not load.
+Status MakeAggregatorOptions(const ServeConfig& config,
+                             const std::shared_ptr<deployment::ServerMetrics>& metrics,
+                             deployment::AggregatorOptions* options) {
   config.ApplyReadLimits(options);
   options->ca_file = config.reads.pod_ca_file;
   options->on_pod_read = [metrics](std::string_view outcome) { metrics->PodRead(outcome); };
-  if (config.reads.source != deployment::SampleSource::kPrometheus) return true;
+  if (config.reads.source != deployment::SampleSource::kPrometheus) return Status::Ok();
   deployment::PrometheusSourceOptions store = config.reads.prometheus;
-  if (!deployment::LoadPrometheusCredentials(config.reads.prometheus_bearer_token_file,
-                                             config.reads.prometheus_basic_password_file, &store,
-                                             error)) {
-    *error = "prometheus: " + *error;
-    return false;
+  if (Status loaded = deployment::LoadPrometheusCredentials(
+          config.reads.prometheus_bearer_token_file, config.reads.prometheus_basic_password_file,
+          &store);
+      !loaded.ok()) {
+    return loaded.Prefixed("prometheus: ");
   }
   options->pod_source = std::make_shared<deployment::PrometheusSource>(store);
-  return true;
+  return Status::Ok();
+}
+
+// Prints "serve: <message>" and gives `exit_code` (0 when `status` is ok).
+int Report(const Status& status, int exit_code, const char* what = "") {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "serve: %s%s\n", what, status.message().c_str());
+  return exit_code;
 }
 
 int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLimitFlags& limits,
@@ -136,37 +148,30 @@ int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLim
   const sigset_t& signals = stop_signals.signals();
 
   ServeConfig config;
-  std::string error;
-  if (!deployment::LoadServeConfig(config_path, &config, &error, max_config_bytes) ||
-      !ApplyReadLimitFlags(limits, &config, &error)) {
-    std::fprintf(stderr, "serve: %s\n", error.c_str());
-    return 2;
-  }
+  Status status = deployment::LoadServeConfig(config_path, &config, max_config_bytes);
+  if (status.ok()) status = ApplyReadLimitFlags(limits, &config);
+  if (!status.ok()) return Report(status, 2);
   if (StopPending(signals, "serve")) return 0;
   ServingCertificate self_signed;
-  if (config.tls.self_signed && !self_signed.Make(&config, &error)) {
-    std::fprintf(stderr, "serve: %s\n", error.c_str());
-    return 1;
+  if (config.tls.self_signed) {
+    if (Status made = self_signed.Make(&config); !made.ok()) return Report(made, 1);
   }
 
   // The Kubernetes API client, when objects or reviews come from the cluster.
   std::unique_ptr<deployment::KubeApiClient> kube;
   if (config.UsesKubeApi()) {
-    kube = OpenKubeApi(config, max_config_bytes, &error);
-    if (!kube) {
-      std::fprintf(stderr, "serve: %s\n", error.c_str());
-      return 2;
+    if (Status opened = OpenKubeApi(config, max_config_bytes, &kube); !opened.ok()) {
+      return Report(opened, 2);
     }
     if (StopPending(signals, "serve")) return 0;
   }
 
   auto metrics = std::make_shared<deployment::ServerMetrics>();
   deployment::WatchCache* watch_cache = nullptr;
-  std::unique_ptr<deployment::ObjectSource> source =
-      MakeObjectSource(config, kube.get(), metrics, &watch_cache, &error);
-  if (!source) {
-    std::fprintf(stderr, "serve: %s\n", error.c_str());
-    return 2;
+  std::unique_ptr<deployment::ObjectSource> source;
+  if (Status made = MakeObjectSource(config, kube.get(), metrics, &watch_cache, &source);
+      !made.ok()) {
+    return Report(made, 2);
   }
   if (StopPending(signals, "serve")) return 0;
 
@@ -180,22 +185,16 @@ int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLim
       std::fprintf(stderr, "serve: %s (not ready until it is read)\n", why.c_str());
     }
   }
-  auto authenticator = deployment::BuildAuthenticator(config, &error, kube.get(), trust, metrics);
-  if (!authenticator) {
-    std::fprintf(stderr, "serve: %s\n", error.c_str());
-    return 2;
-  }
-  auto authorizer = deployment::BuildAuthorizer(config, kube.get(), &error, metrics);
-  if (!authorizer) {
-    std::fprintf(stderr, "serve: %s\n", error.c_str());
-    return 2;
-  }
+  std::unique_ptr<deployment::Authenticator> authenticator;
+  std::unique_ptr<deployment::Authorizer> authorizer;
+  status = deployment::BuildAuthenticator(config, &authenticator, kube.get(), trust, metrics);
+  if (status.ok()) status = deployment::BuildAuthorizer(config, kube.get(), &authorizer, metrics);
+  if (!status.ok()) return Report(status, 2);
   if (StopPending(signals, "serve")) return 0;
 
   deployment::AggregatorOptions aggregator_options;
-  if (!MakeAggregatorOptions(config, metrics, &aggregator_options, &error)) {
-    std::fprintf(stderr, "serve: %s\n", error.c_str());
-    return 2;
+  if (Status made = MakeAggregatorOptions(config, metrics, &aggregator_options); !made.ok()) {
+    return Report(made, 2);
   }
   deployment::Aggregator aggregator(source.get(), aggregator_options);
 
@@ -214,9 +213,8 @@ int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLim
           return aggregator.Get(ns, name, out, deadline);
         },
         std::move(authenticator), std::move(authorizer));
-    if (!server.Start(&error)) {
-      std::fprintf(stderr, "serve: cannot start: %s\n", error.c_str());
-      exit_code = 1;
+    if (Status started = server.Start(); !started.ok()) {
+      exit_code = Report(started, 1, "cannot start: ");
     } else if (!StopPending(signals, "serve")) {
       std::printf("serving ModelDeploymentMetrics on %s\n", server.url().c_str());
       std::printf("  GET %s%s\n", server.url().c_str(),

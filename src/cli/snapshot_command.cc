@@ -35,30 +35,27 @@ std::string Render(const deployment::Snapshot& snapshot, const std::string& outp
 }  // namespace
 
 int RunSnapshot(const SnapshotArgs& args) {
-  std::string error;
-  std::unique_ptr<ObjectSourceHandle> source = OpenObjectSource(args.source, &error);
-  if (!source) {
-    std::cerr << "modelmetrics snapshot: " << error << "\n";
+  std::unique_ptr<ObjectSourceHandle> source;
+  if (const base::Status opened = OpenObjectSource(args.source, &source); !opened.ok()) {
+    std::cerr << "modelmetrics snapshot: " << opened.message() << "\n";
     return 2;
   }
   std::chrono::milliseconds window{};
   std::chrono::milliseconds watch{};
   base::ParseDuration(args.window, &window);
   deployment::AggregatorOptions options;
-  if (!ApplyReadLimitFlags(args.limits, &options, &error)) {
-    std::cerr << "modelmetrics snapshot: " << error << "\n";
-    return 2;
-  }
+  base::Status status = ApplyReadLimitFlags(args.limits, &options);
   options.ca_file = args.ca_file;
-  if (args.samples.from_store()) {
+  if (status.ok() && args.samples.from_store()) {
     // The store holds the history: one read has windows, and --window is the range it reads.
-    options.pod_source = OpenSampleSource(
-        args.samples, args.window_given ? std::optional(window) : std::nullopt, &error);
-    if (!options.pod_source) {
-      std::cerr << "modelmetrics snapshot: " << error << "\n";
-      return 2;
-    }
+    status =
+        OpenSampleSource(args.samples, args.window_given ? std::optional(window) : std::nullopt,
+                         &options.pod_source);
     window = std::chrono::milliseconds(0);
+  }
+  if (!status.ok()) {
+    std::cerr << "modelmetrics snapshot: " << status.message() << "\n";
+    return 2;
   }
   deployment::Aggregator aggregator(source->get(), options);
   const bool watching =
@@ -66,9 +63,9 @@ int RunSnapshot(const SnapshotArgs& args) {
 
   deployment::Snapshot snapshot;
   auto read = [&]() -> bool {
-    const deployment::ApiStatus status = aggregator.Get(args.ns, args.name, &snapshot);
+    const deployment::Status status = aggregator.Get(args.ns, args.name, &snapshot);
     if (!status.ok()) {
-      std::cerr << "Error from server (" << status.reason << "): " << status.message << "\n";
+      std::cerr << "Error from server (" << status.reason() << "): " << status.message() << "\n";
       return false;
     }
     return true;

@@ -39,10 +39,9 @@ constexpr std::chrono::milliseconds kApiReadTimeout{10000};
 
 int RunUi(const UiArgs& args) {
   const sigset_t signals = BlockStopSignals();
-  std::string error;
-  std::unique_ptr<ObjectSourceHandle> source = OpenObjectSource(args.source, &error);
-  if (!source) {
-    std::cerr << "modelmetrics ui: " << error << "\n";
+  std::unique_ptr<ObjectSourceHandle> source;
+  if (const base::Status opened = OpenObjectSource(args.source, &source); !opened.ok()) {
+    std::cerr << "modelmetrics ui: " << opened.message() << "\n";
     return 2;
   }
   // Where snapshots come from: the aggregated API, or an aggregator here.
@@ -59,17 +58,14 @@ int RunUi(const UiArgs& args) {
     snapshots = std::make_unique<deployment::MetricsApiReader>(api_client.get());
   } else {
     deployment::AggregatorOptions options;
-    if (!ApplyReadLimitFlags(args.limits, &options, &error)) {
-      std::cerr << "modelmetrics ui: " << error << "\n";
-      return 2;
-    }
+    base::Status status = ApplyReadLimitFlags(args.limits, &options);
     options.ca_file = args.ca_file;
-    if (args.samples.from_store()) {
-      options.pod_source = OpenSampleSource(args.samples, std::nullopt, &error);
-      if (!options.pod_source) {
-        std::cerr << "modelmetrics ui: " << error << "\n";
-        return 2;
-      }
+    if (status.ok() && args.samples.from_store()) {
+      status = OpenSampleSource(args.samples, std::nullopt, &options.pod_source);
+    }
+    if (!status.ok()) {
+      std::cerr << "modelmetrics ui: " << status.message() << "\n";
+      return 2;
     }
     snapshots = std::make_unique<deployment::Aggregator>(source->get(), options);
   }
@@ -80,8 +76,8 @@ int RunUi(const UiArgs& args) {
   base::ParseDuration(args.interval, &ui_options.interval);
   if (args.aggregated_api) ui_options.read_timeout = kApiReadTimeout;
   ui::UiServer server(source->get(), snapshots.get(), ui_options);
-  if (!server.Start(&error)) {
-    std::cerr << "modelmetrics ui: " << error << "\n";
+  if (const base::Status started = server.Start(); !started.ok()) {
+    std::cerr << "modelmetrics ui: " << started.message() << "\n";
     return 1;
   }
   std::cout << "modelmetrics ui: open " << server.url() << "\n" << std::flush;

@@ -139,42 +139,36 @@ class KubeconfigReader {
 };
 
 // A Kubernetes Status from an error body, or nullopt when the body is not one.
-std::optional<ApiStatus> DecodeStatus(const std::string& body, int http_status) {
+std::optional<Status> DecodeStatus(const std::string& body, int http_status) {
   json status = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!status.is_object()) return std::nullopt;
   auto kind = status.find("kind");
   if (kind == status.end() || *kind != "Status") return std::nullopt;
-  ApiStatus out;
-  out.code = http_status;
-  if (auto code = status.find("code"); code != status.end() && code->is_number_integer()) {
-    int value = code->get<int>();
-    if (value > 0) out.code = value;
-  }
-  if (auto reason = status.find("reason"); reason != status.end() && reason->is_string()) {
-    out.reason = reason->get<std::string>();
-  }
-  if (out.reason.empty()) out.reason = std::string(ReasonForCode(out.code));
-  if (auto message = status.find("message"); message != status.end() && message->is_string()) {
-    out.message = message->get<std::string>();
-  }
-  if (out.message.empty()) {
-    out.message = "the server responded with HTTP " + std::to_string(out.code);
+  int code = http_status;
+  if (auto c = status.find("code"); c != status.end() && c->is_number_integer()) {
+    const int value = c->get<int>();
+    if (value > 0) code = value;
   }
   // A Status never means success here: a 2xx code in a non-2xx answer is a broken server.
-  if (out.code >= 200 && out.code < 300) out.code = http_status;
-  return out;
+  if (code >= 200 && code < 300) code = http_status;
+  std::string reason;
+  if (auto r = status.find("reason"); r != status.end() && r->is_string()) {
+    reason = r->get<std::string>();
+  }
+  std::string message;
+  if (auto m = status.find("message"); m != status.end() && m->is_string()) {
+    message = m->get<std::string>();
+  }
+  if (message.empty()) message = "the server responded with HTTP " + std::to_string(code);
+  return Status(code, std::move(reason), std::move(message));
 }
 
-}  // namespace
-
-bool LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
-                    std::string* error, size_t max_bytes) {
-  std::string text;
-  if (!base::ReadFile(path, &text, error, max_bytes)) return false;
+// LoadKubeconfig's reading, with KubeconfigReader's error (the reader names the place).
+bool ReadKubeconfig(const std::string& path, const std::string& text, const std::string& context,
+                    KubeConfig* out, std::string* error) {
   std::vector<json> docs;
-  std::string problem;
-  if (!ParseYaml(text, &docs, &problem)) {
-    *error = path + ": invalid YAML: " + problem;
+  if (const Status parsed = ParseYaml(text, &docs); !parsed.ok()) {
+    *error = path + ": invalid YAML: " + parsed.message();
     return false;
   }
   KubeconfigReader reader(path, error);
@@ -254,8 +248,8 @@ bool LoadKubeconfig(const std::string& path, const std::string& context, KubeCon
     if (!config.token_file.empty()) {
       // Read now, so a bad path fails at start-up; the client re-reads it later.
       std::string token;
-      if (!base::ReadFile(config.token_file, &token, &problem)) {
-        return reader.Fail(user_path + " tokenFile: " + problem);
+      if (const Status read = base::ReadFile(config.token_file, &token); !read.ok()) {
+        return reader.Fail(user_path + " tokenFile: " + read.message());
       }
       config.token = TrimSpace(std::move(token));
     }
@@ -264,19 +258,28 @@ bool LoadKubeconfig(const std::string& path, const std::string& context, KubeCon
   return true;
 }
 
-bool LoadInClusterConfig(KubeConfig* out, std::string* error) {
-  return LoadInClusterConfig(std::string(kServiceAccountDir), out, error);
+}  // namespace
+
+Status LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
+                      size_t max_bytes) {
+  std::string text;
+  if (Status read = base::ReadFile(path, &text, max_bytes); !read.ok()) return read;
+  std::string error;
+  if (!ReadKubeconfig(path, text, context, out, &error)) return Status::InvalidArgument(error);
+  return Status::Ok();
 }
 
-bool LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out,
-                         std::string* error) {
+Status LoadInClusterConfig(KubeConfig* out) {
+  return LoadInClusterConfig(std::string(kServiceAccountDir), out);
+}
+
+Status LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out) {
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
   const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
   if (host == nullptr || host[0] == '\0' || port == nullptr || port[0] == '\0') {
-    *error =
+    return Status::InvalidArgument(
         "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and "
-        "KUBERNETES_SERVICE_PORT must be defined";
-    return false;
+        "KUBERNETES_SERVICE_PORT must be defined");
   }
   KubeConfig config;
   std::string host_part = host;
@@ -284,23 +287,20 @@ bool LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out
   config.server = "https://" + host_part + ":" + port;
   config.token_file = service_account_dir + "/token";
   std::string token;
-  if (!base::ReadFile(config.token_file, &token, error)) {
-    *error = "in-cluster service account token: " + *error;
-    return false;
+  if (Status read = base::ReadFile(config.token_file, &token); !read.ok()) {
+    return read.Prefixed("in-cluster service account token: ");
   }
   config.token = TrimSpace(std::move(token));
   config.ca_file = service_account_dir + "/ca.crt";
   if (access(config.ca_file.c_str(), R_OK) != 0) {
-    *error = "in-cluster CA " + config.ca_file + ": " + std::strerror(errno);
-    return false;
+    return Status::InvalidArgument("in-cluster CA " + config.ca_file + ": " + std::strerror(errno));
   }
   std::string ns;
-  std::string ignored;
-  if (base::ReadFile(service_account_dir + "/namespace", &ns, &ignored)) {
+  if (base::ReadFile(service_account_dir + "/namespace", &ns).ok()) {
     config.namespace_ = TrimSpace(std::move(ns));
   }
   *out = std::move(config);
-  return true;
+  return Status::Ok();
 }
 
 struct KubeApiClient::Impl {
@@ -337,13 +337,12 @@ KubeApiClient::Impl::Impl(KubeConfig cfg, std::chrono::milliseconds timeout)
   auto to_file = [&](const std::string& pem, const char* what, std::string* file) {
     if (pem.empty() || !setup_error.empty()) return;
     std::string path;
-    std::string problem;
-    bool ok = base::WritePrivateTempFile("modelmetrics-kube", pem, &path, &problem);
+    const Status written = base::WritePrivateTempFile("modelmetrics-kube", pem, &path);
     if (!path.empty()) temp_files.push_back(path);
-    if (ok) {
+    if (written.ok()) {
       *file = path;
     } else {
-      setup_error = std::string(what) + ": " + problem;
+      setup_error = std::string(what) + ": " + written.message();
     }
   };
   to_file(config.ca_pem, "certificate-authority-data", &options.ca_file);
@@ -368,9 +367,8 @@ std::string KubeApiClient::Impl::Token() {
   base::MutexLock lock(&token_mu);
   if (!config.token_file.empty() && (!token_read || Clock::now() - *token_read >= kTokenRefresh)) {
     std::string fresh;
-    std::string ignored;
     // A failed read keeps the last token: a rotation in progress should not log us out.
-    if (base::ReadFile(config.token_file, &fresh, &ignored)) token = TrimSpace(std::move(fresh));
+    if (base::ReadFile(config.token_file, &fresh).ok()) token = TrimSpace(std::move(fresh));
     token_read = Clock::now();
   }
   return token;
@@ -381,11 +379,11 @@ KubeApiClient::KubeApiClient(KubeConfig config, std::chrono::milliseconds reques
 
 KubeApiClient::~KubeApiClient() = default;
 
-ApiStatus KubeApiClient::Stream(std::string_view path,
-                                const std::function<bool(std::string_view line)>& on_line,
-                                const std::atomic<bool>* stop, std::chrono::milliseconds timeout,
-                                std::chrono::milliseconds idle_timeout, size_t max_line_bytes) {
-  if (!impl_->setup_error.empty()) return ApiStatus::Internal(impl_->setup_error);
+Status KubeApiClient::Stream(std::string_view path,
+                             const std::function<bool(std::string_view line)>& on_line,
+                             const std::atomic<bool>* stop, std::chrono::milliseconds timeout,
+                             std::chrono::milliseconds idle_timeout, size_t max_line_bytes) {
+  if (!impl_->setup_error.empty()) return Status::Internal(impl_->setup_error);
   net::StreamOptions options;
   options.url = impl_->config.server + std::string(path);
   options.headers.emplace_back("Accept", "application/json");
@@ -417,24 +415,23 @@ ApiStatus KubeApiClient::Stream(std::string_view path,
   const net::StreamResult result = net::Stream(options, on_data, stop);
   const std::string what = "GET " + options.url;
   if (too_long) {
-    return ApiStatus::Internal(
+    return Status::Internal(
         fmt::format("{}: a line of the stream is over {} bytes", what, max_line_bytes));
   }
-  if (result.stopped || result.completed) return ApiStatus::Ok();
+  if (result.stopped || result.completed) return Status::Ok();
   if (result.status >= 300) {
-    if (std::optional<ApiStatus> status = DecodeStatus(result.error_body, result.status)) {
+    if (std::optional<Status> status = DecodeStatus(result.error_body, result.status)) {
       return *status;
     }
     return {result.status, "", what + ": HTTP " + std::to_string(result.status)};
   }
-  return ApiStatus::Unavailable(what + ": " + result.error);
+  return Status::Unavailable(what + ": " + result.error);
 }
 
-ApiStatus KubeApiClient::Request(std::string_view method, std::string_view path,
-                                 std::string_view body, std::string* response,
-                                 std::optional<Clock::time_point> deadline) {
+Status KubeApiClient::Request(std::string_view method, std::string_view path, std::string_view body,
+                              std::string* response, std::optional<Clock::time_point> deadline) {
   response->clear();
-  if (!impl_->setup_error.empty()) return ApiStatus::Internal(impl_->setup_error);
+  if (!impl_->setup_error.empty()) return Status::Internal(impl_->setup_error);
 
   net::FetchRequest request;
   request.url = impl_->config.server + std::string(path);
@@ -454,10 +451,10 @@ ApiStatus KubeApiClient::Request(std::string_view method, std::string_view path,
   net::FetchResult& result = results.at(0);
   if (result.ok()) {
     *response = std::move(result.body);
-    return ApiStatus::Ok();
+    return Status::Ok();
   }
   if (result.error == net::FetchError::kHttpStatus) {
-    if (std::optional<ApiStatus> status = DecodeStatus(result.body, result.status)) {
+    if (std::optional<Status> status = DecodeStatus(result.body, result.status)) {
       return *status;
     }
     std::string message = what + ": HTTP " + std::to_string(result.status);
@@ -468,9 +465,9 @@ ApiStatus KubeApiClient::Request(std::string_view method, std::string_view path,
       }
     }
     if (result.status == 502 || result.status == 503 || result.status == 504) {
-      return ApiStatus::Unavailable(std::move(message));
+      return Status::Unavailable(std::move(message));
     }
-    return ApiStatus::Internal(std::move(message));
+    return Status::Internal(std::move(message));
   }
   std::string message =
       what + ": " + result.message + " (" + std::string(net::FetchErrorName(result.error)) + ")";
@@ -480,38 +477,38 @@ ApiStatus KubeApiClient::Request(std::string_view method, std::string_view path,
     case net::FetchError::kConnectionRefused:
     case net::FetchError::kResolve:
     case net::FetchError::kProtocol:
-      return ApiStatus::Unavailable(std::move(message));
+      return Status::Unavailable(std::move(message));
     default:  // TLS, a bad URL, an oversized answer: not going to get better by itself
-      return ApiStatus::Internal(std::move(message));
+      return Status::Internal(std::move(message));
   }
 }
 
 namespace {
 
 // GETs `path` and parses the answer as a JSON object.
-ApiStatus GetJson(KubeApiClient* client, const std::string& path, std::string_view what,
-                  json* out) {
+Status GetJson(KubeApiClient* client, const std::string& path, std::string_view what, json* out) {
   std::string body;
-  ApiStatus status = client->Request("GET", path, "", &body);
+  Status status = client->Request("GET", path, "", &body);
   if (!status.ok()) return status;
   *out = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!out->is_object()) {
-    return ApiStatus::Internal("decode " + std::string(what) + ": the answer is not a JSON object");
+    return Status::Internal("decode " + std::string(what) + ": the answer is not a JSON object");
   }
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
 template <class T>
-ApiStatus GetObject(KubeApiClient* client, const std::string& path, std::string_view kind,
-                    std::string_view ns, std::string_view name,
-                    bool (*decode)(const json&, T*, std::string*), T* out) {
+Status GetObject(KubeApiClient* client, const std::string& path, std::string_view kind,
+                 std::string_view ns, std::string_view name, Status (*decode)(const json&, T*),
+                 T* out) {
   const std::string what = std::string(kind) + " " + std::string(ns) + "/" + std::string(name);
   json object;
-  ApiStatus status = GetJson(client, path, what, &object);
+  Status status = GetJson(client, path, what, &object);
   if (!status.ok()) return status;
-  std::string error;
-  if (!decode(object, out, &error)) return ApiStatus::Internal("decode " + what + ": " + error);
-  return ApiStatus::Ok();
+  if (const Status decoded = decode(object, out); !decoded.ok()) {
+    return Status::Internal("decode " + what + ": " + decoded.message());
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -522,81 +519,76 @@ std::string NamespacePath(std::string_view prefix, std::string_view ns, std::str
          std::string(resource) + "/" + base::PercentEncode(name);
 }
 
-ApiStatus KubeApiSource::GetModelDeployment(std::string_view ns, std::string_view name,
-                                            ModelDeployment* out) {
+Status KubeApiSource::GetModelDeployment(std::string_view ns, std::string_view name,
+                                         ModelDeployment* out) {
   return GetObject(client_,
                    NamespacePath("/apis/worker.gpustack.ai/v1alpha1", ns, "modeldeployments", name),
                    "ModelDeployment", ns, name, &DecodeModelDeployment, out);
 }
 
-ApiStatus KubeApiSource::ListModelDeployments(std::string_view ns,
-                                              std::vector<ModelDeployment>* out) {
+Status KubeApiSource::ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) {
   const std::string path = ns.empty() ? "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"
                                       : "/apis/worker.gpustack.ai/v1alpha1/namespaces/" +
                                             base::PercentEncode(ns) + "/modeldeployments";
   json list;
-  ApiStatus status = GetJson(client_, path, "ModelDeploymentList", &list);
+  Status status = GetJson(client_, path, "ModelDeploymentList", &list);
   if (!status.ok()) return status;
   out->clear();
   auto items = list.find("items");
-  if (items == list.end() || items->is_null()) return ApiStatus::Ok();
+  if (items == list.end() || items->is_null()) return Status::Ok();
   if (!items->is_array()) {
-    return ApiStatus::Internal("decode ModelDeploymentList: items: expected an array");
+    return Status::Internal("decode ModelDeploymentList: items: expected an array");
   }
   for (size_t i = 0; i < items->size(); ++i) {
     ModelDeployment md;
-    std::string error;
-    if (!DecodeModelDeployment((*items)[i], &md, &error)) {
-      return ApiStatus::Internal("decode ModelDeploymentList: items[" + std::to_string(i) +
-                                 "]: " + error);
+    if (const Status decoded = DecodeModelDeployment((*items)[i], &md); !decoded.ok()) {
+      return Status::Internal("decode ModelDeploymentList: items[" + std::to_string(i) +
+                              "]: " + decoded.message());
     }
     out->push_back(std::move(md));
   }
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
-ApiStatus KubeApiSource::ListPods(std::string_view ns, std::string_view label_selector,
-                                  std::vector<Pod>* out) {
+Status KubeApiSource::ListPods(std::string_view ns, std::string_view label_selector,
+                               std::vector<Pod>* out) {
   std::string path =
       ns.empty() ? "/api/v1/pods" : "/api/v1/namespaces/" + base::PercentEncode(ns) + "/pods";
   if (!label_selector.empty()) path += "?labelSelector=" + base::PercentEncode(label_selector);
   json list;
-  ApiStatus status = GetJson(client_, path, "PodList", &list);
+  Status status = GetJson(client_, path, "PodList", &list);
   if (!status.ok()) return status;
   out->clear();
   auto items = list.find("items");
-  if (items == list.end() || items->is_null()) return ApiStatus::Ok();
-  if (!items->is_array()) return ApiStatus::Internal("decode PodList: items: expected an array");
+  if (items == list.end() || items->is_null()) return Status::Ok();
+  if (!items->is_array()) return Status::Internal("decode PodList: items: expected an array");
   for (size_t i = 0; i < items->size(); ++i) {
     Pod pod;
-    std::string error;
-    if (!DecodePod((*items)[i], &pod, &error)) {
+    if (const Status decoded = DecodePod((*items)[i], &pod); !decoded.ok()) {
       std::string label = "items[" + std::to_string(i) + "]";
       const json& item = (*items)[i];
       if (item.is_object() && item.contains("metadata") && item["metadata"].is_object() &&
           item["metadata"].contains("name") && item["metadata"]["name"].is_string()) {
         label += " (Pod " + item["metadata"]["name"].get<std::string>() + ")";
       }
-      return ApiStatus::Internal("decode PodList: " + label + ": " + error);
+      return Status::Internal("decode PodList: " + label + ": " + decoded.message());
     }
     out->push_back(std::move(pod));
   }
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
-ApiStatus KubeApiSource::GetReplicaSet(std::string_view ns, std::string_view name,
-                                       ReplicaSet* out) {
+Status KubeApiSource::GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) {
   return GetObject(client_, NamespacePath("/apis/apps/v1", ns, "replicasets", name), "ReplicaSet",
                    ns, name, &DecodeReplicaSet, out);
 }
 
-ApiStatus KubeApiSource::GetDeployment(std::string_view ns, std::string_view name,
-                                       Deployment* out) {
+Status KubeApiSource::GetDeployment(std::string_view ns, std::string_view name, Deployment* out) {
   return GetObject(client_, NamespacePath("/apis/apps/v1", ns, "deployments", name), "Deployment",
                    ns, name, &DecodeDeployment, out);
 }
 
-ApiStatus SubjectAccessReview(KubeApiClient* client, const AccessRequest& request, bool* allowed) {
+Status SubjectAccessReview(KubeApiClient* client, const AccessRequest& request, bool* allowed) {
   *allowed = false;
   // Empty fields are left out, as Go's omitempty would.
   json attributes = json::object();
@@ -626,27 +618,27 @@ ApiStatus SubjectAccessReview(KubeApiClient* client, const AccessRequest& reques
                  {"spec", std::move(spec)}};
 
   std::string body;
-  ApiStatus status = client->Request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-                                     review.dump(), &body);
+  Status status = client->Request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                                  review.dump(), &body);
   if (!status.ok()) return status;
   json answer = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!answer.is_object()) {
-    return ApiStatus::Internal("decode SubjectAccessReview: the answer is not a JSON object");
+    return Status::Internal("decode SubjectAccessReview: the answer is not a JSON object");
   }
   auto review_status = answer.find("status");
-  if (review_status == answer.end() || review_status->is_null()) return ApiStatus::Ok();
+  if (review_status == answer.end() || review_status->is_null()) return Status::Ok();
   if (!review_status->is_object()) {
-    return ApiStatus::Internal("decode SubjectAccessReview: status: expected an object");
+    return Status::Internal("decode SubjectAccessReview: status: expected an object");
   }
   auto allowed_field = review_status->find("allowed");
   if (allowed_field != review_status->end() && !allowed_field->is_null()) {
     if (!allowed_field->is_boolean()) {
-      return ApiStatus::Internal("decode SubjectAccessReview: status.allowed: expected a boolean");
+      return Status::Internal("decode SubjectAccessReview: status.allowed: expected a boolean");
     }
     *allowed = allowed_field->get<bool>();
   }
   // `denied` is advisory and implies allowed=false; an allowed answer never sets it.
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
 }  // namespace modelmetrics::deployment

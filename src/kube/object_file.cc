@@ -81,18 +81,17 @@ class ObjectCollector {
     std::string what = kind + (name.empty() ? "" : " " + name);
     std::string named = label.empty() ? what : label + " (" + what + ")";
 
-    std::string problem;
-    bool ok = true;
+    Status decoded;
     if (kind == "ModelDeployment") {
-      ok = DecodeModelDeployment(object, &out_->model_deployments.emplace_back(), &problem);
+      decoded = DecodeModelDeployment(object, &out_->model_deployments.emplace_back());
     } else if (kind == "Pod") {
-      ok = DecodePod(object, &out_->pods.emplace_back(), &problem);
+      decoded = DecodePod(object, &out_->pods.emplace_back());
     } else if (kind == "ReplicaSet") {
-      ok = DecodeReplicaSet(object, &out_->replica_sets.emplace_back(), &problem);
+      decoded = DecodeReplicaSet(object, &out_->replica_sets.emplace_back());
     } else if (kind == "Deployment") {
-      ok = DecodeDeployment(object, &out_->deployments.emplace_back(), &problem);
+      decoded = DecodeDeployment(object, &out_->deployments.emplace_back());
     }  // other kinds (Services, ConfigMaps, ...) are not ours
-    if (!ok) return Fail(named + ": ", problem);
+    if (!decoded.ok()) return Fail(named + ": ", decoded.message());
     return true;
   }
 
@@ -115,7 +114,9 @@ std::string NotFoundMessage(std::string_view resource, std::string_view name) {
 
 }  // namespace
 
-bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error, size_t max_bytes) {
+// DecodeObjects' reading, with the collector's error.
+static bool ReadObjects(std::string_view text, ObjectSet* out, std::string* error,
+                        size_t max_bytes) {
   text = StripBom(text);
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     *error = "no objects: the text is empty";
@@ -171,8 +172,8 @@ bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error, si
       return false;
     }
   } else {
-    if (!ParseYaml(text, &docs, error, limits)) {
-      *error = "invalid YAML: " + *error;
+    if (const Status parsed = ParseYaml(text, &docs, limits); !parsed.ok()) {
+      *error = "invalid YAML: " + parsed.message();
       return false;
     }
   }
@@ -185,6 +186,12 @@ bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error, si
   }
   *out = std::move(objects);
   return true;
+}
+
+Status DecodeObjects(std::string_view text, ObjectSet* out, size_t max_bytes) {
+  std::string error;
+  if (!ReadObjects(text, out, &error, max_bytes)) return Status::InvalidArgument(std::move(error));
+  return Status::Ok();
 }
 
 bool FileObjectSource::Stat(const std::string& path, FileVersion* out) {
@@ -217,25 +224,20 @@ FileObjectSource::Attempt FileObjectSource::ReadOnce(const std::string& path, si
   Attempt attempt;
   const bool stated = Stat(path, &attempt.version);
   std::string text;
-  attempt.ok = base::ReadFile(path, &text, &attempt.error, max_bytes);
-  if (attempt.ok) {
-    std::string problem;
-    attempt.ok = DecodeObjects(text, &attempt.objects, &problem, max_bytes);
-    if (!attempt.ok) attempt.error = path + ": " + problem;
-  }
+  Status read = base::ReadFile(path, &text, max_bytes);
+  if (read.ok()) read = DecodeObjects(text, &attempt.objects, max_bytes).Prefixed(path + ": ");
+  attempt.ok = read.ok();
+  attempt.error = read.message();
   FileVersion after;
   attempt.unchanged = stated && Stat(path, &after) && after == attempt.version;
   attempt.stable = attempt.unchanged && !Racy(attempt.version.mtime_ns);
   return attempt;
 }
 
-bool FileObjectSource::Load(const std::string& path, std::string* error, size_t max_bytes) {
+Status FileObjectSource::Load(const std::string& path, size_t max_bytes) {
   base::MutexLock reload(&reload_mu_);  // never install an older read over a newer one
   Attempt attempt = ReadOnce(path, max_bytes);
-  if (!attempt.ok) {
-    *error = std::move(attempt.error);
-    return false;
-  }
+  if (!attempt.ok) return Status::InvalidArgument(std::move(attempt.error));
   // A file that changed while it was read is served, but read again on the next Refresh().
   auto fresh = std::make_shared<const ObjectSet>(std::move(attempt.objects));
   base::MutexLock lock(&mu_);
@@ -244,7 +246,7 @@ bool FileObjectSource::Load(const std::string& path, std::string* error, size_t 
   max_bytes_ = max_bytes;
   version_ = attempt.stable ? attempt.version : FileVersion{};
   last_error_.clear();
-  return true;
+  return Status::Ok();
 }
 
 bool FileObjectSource::Refresh() {
@@ -316,32 +318,32 @@ std::shared_ptr<const ObjectSet> FileObjectSource::Current() const {
   return objects_;
 }
 
-ApiStatus FileObjectSource::GetModelDeployment(std::string_view ns, std::string_view name,
-                                               ModelDeployment* out) {
+Status FileObjectSource::GetModelDeployment(std::string_view ns, std::string_view name,
+                                            ModelDeployment* out) {
   Refresh();  // each snapshot starts here: see the file as it is now
   auto objects = Current();
   for (const ModelDeployment& md : objects->model_deployments) {
     if (md.metadata.namespace_ == ns && md.metadata.name == name) {
       *out = md;
-      return ApiStatus::Ok();
+      return Status::Ok();
     }
   }
-  return ApiStatus::NotFound(NotFoundMessage("modeldeployments.worker.gpustack.ai", name));
+  return Status::NotFound(NotFoundMessage("modeldeployments.worker.gpustack.ai", name));
 }
 
-ApiStatus FileObjectSource::ListModelDeployments(std::string_view ns,
-                                                 std::vector<ModelDeployment>* out) {
+Status FileObjectSource::ListModelDeployments(std::string_view ns,
+                                              std::vector<ModelDeployment>* out) {
   Refresh();
   auto objects = Current();
   out->clear();
   for (const ModelDeployment& md : objects->model_deployments) {
     if (ns.empty() || md.metadata.namespace_ == ns) out->push_back(md);
   }
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
-ApiStatus FileObjectSource::ListPods(std::string_view ns, std::string_view label_selector,
-                                     std::vector<Pod>* out) {
+Status FileObjectSource::ListPods(std::string_view ns, std::string_view label_selector,
+                                  std::vector<Pod>* out) {
   auto objects = Current();
   out->clear();
   for (const Pod& pod : objects->pods) {
@@ -350,31 +352,31 @@ ApiStatus FileObjectSource::ListPods(std::string_view ns, std::string_view label
       out->push_back(pod);
     }
   }
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
-ApiStatus FileObjectSource::GetReplicaSet(std::string_view ns, std::string_view name,
-                                          ReplicaSet* out) {
+Status FileObjectSource::GetReplicaSet(std::string_view ns, std::string_view name,
+                                       ReplicaSet* out) {
   auto objects = Current();
   for (const ReplicaSet& rs : objects->replica_sets) {
     if (rs.metadata.namespace_ == ns && rs.metadata.name == name) {
       *out = rs;
-      return ApiStatus::Ok();
+      return Status::Ok();
     }
   }
-  return ApiStatus::NotFound(NotFoundMessage("replicasets.apps", name));
+  return Status::NotFound(NotFoundMessage("replicasets.apps", name));
 }
 
-ApiStatus FileObjectSource::GetDeployment(std::string_view ns, std::string_view name,
-                                          Deployment* out) {
+Status FileObjectSource::GetDeployment(std::string_view ns, std::string_view name,
+                                       Deployment* out) {
   auto objects = Current();
   for (const Deployment& deployment : objects->deployments) {
     if (deployment.metadata.namespace_ == ns && deployment.metadata.name == name) {
       *out = deployment;
-      return ApiStatus::Ok();
+      return Status::Ok();
     }
   }
-  return ApiStatus::NotFound(NotFoundMessage("deployments.apps", name));
+  return Status::NotFound(NotFoundMessage("deployments.apps", name));
 }
 
 }  // namespace modelmetrics::deployment

@@ -278,7 +278,7 @@ bool ModelDeployment::IsPrefillDecode() const {
   return prefill && decode;
 }
 
-bool DecodeModelDeployment(const json& json, ModelDeployment* out, std::string* error) {
+static bool ReadModelDeployment(const json& json, ModelDeployment* out, std::string* error) {
   FieldReader r(error);
   ModelDeployment md;
   if (!RequireObject(r, json) || !DecodeMetadata(r, json, &md.metadata)) return false;
@@ -311,7 +311,7 @@ bool DecodeModelDeployment(const json& json, ModelDeployment* out, std::string* 
   return true;
 }
 
-bool DecodePod(const json& json, Pod* out, std::string* error) {
+static bool ReadPod(const json& json, Pod* out, std::string* error) {
   FieldReader r(error);
   Pod pod;
   if (!RequireObject(r, json) || !DecodeMetadata(r, json, &pod.metadata)) return false;
@@ -334,7 +334,7 @@ bool DecodePod(const json& json, Pod* out, std::string* error) {
   return true;
 }
 
-bool DecodeReplicaSet(const json& json, ReplicaSet* out, std::string* error) {
+static bool ReadReplicaSet(const json& json, ReplicaSet* out, std::string* error) {
   FieldReader r(error);
   ReplicaSet rs;
   if (!RequireObject(r, json) || !DecodeMetadata(r, json, &rs.metadata)) return false;
@@ -342,7 +342,7 @@ bool DecodeReplicaSet(const json& json, ReplicaSet* out, std::string* error) {
   return true;
 }
 
-bool DecodeDeployment(const json& json, Deployment* out, std::string* error) {
+static bool ReadDeployment(const json& json, Deployment* out, std::string* error) {
   FieldReader r(error);
   Deployment deployment;
   if (!RequireObject(r, json) || !DecodeMetadata(r, json, &deployment.metadata)) return false;
@@ -389,33 +389,23 @@ bool MatchesSelector(const ObjectMeta& meta, std::string_view selector) {
   return true;
 }
 
-std::string_view ReasonForCode(int code) {
-  switch (code) {
-    case 400:
-      return "BadRequest";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "NotFound";
-    case 405:
-      return "MethodNotAllowed";
-    case 409:
-      return "Conflict";
-    case 410:
-      return "Expired";
-    case 422:
-      return "Invalid";
-    case 429:
-      return "TooManyRequests";
-    case 503:
-      return "ServiceUnavailable";
-    case 504:
-      return "Timeout";
-    default:
-      return code >= 500 ? "InternalError" : "";
-  }
+// The decoders' Status: FieldReader's message (it names the field) as InvalidArgument.
+template <typename T>
+static Status Decoded(bool (*read)(const json&, T*, std::string*), const json& json, T* out) {
+  std::string error;
+  if (!read(json, out, &error)) return Status::InvalidArgument(std::move(error));
+  return Status::Ok();
+}
+
+Status DecodeModelDeployment(const json& json, ModelDeployment* out) {
+  return Decoded(ReadModelDeployment, json, out);
+}
+Status DecodePod(const json& json, Pod* out) { return Decoded(ReadPod, json, out); }
+Status DecodeReplicaSet(const json& json, ReplicaSet* out) {
+  return Decoded(ReadReplicaSet, json, out);
+}
+Status DecodeDeployment(const json& json, Deployment* out) {
+  return Decoded(ReadDeployment, json, out);
 }
 
 }  // namespace modelmetrics::deployment

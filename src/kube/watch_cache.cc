@@ -30,7 +30,7 @@ struct Resource {
   std::string collection;  // /api/v1/pods
   std::string selector;    // a labelSelector for the whole watch, or ""
   std::string not_found;   // `pods` in `pods "x" not found`
-  bool (*decode)(const json&, T*, std::string*);
+  Status (*decode)(const json&, T*);
   // Drops what a snapshot never reads of a cached object (an owner's annotations, which can
   // hold a whole last-applied configuration), as client-go's store transforms do.
   void (*trim)(T*) = nullptr;
@@ -71,21 +71,21 @@ class Reflector : public ReflectorBase {
         backoff = std::min(options_.backoff_max, backoff * 2);
       }
       first = false;
-      ApiStatus status;
+      Status status;
       const auto started = std::chrono::steady_clock::now();
       try {
         std::string rv;
         status = List(&rv);
         if (status.ok()) status = WatchFrom(&rv);
       } catch (const std::exception& e) {  // a value of the wrong JSON type, say
-        status = ApiStatus::Internal(resource_.name + ": " + e.what());
+        status = Status::Internal(resource_.name + ": " + e.what());
       }
       if (stop_->load()) break;
       if (std::chrono::steady_clock::now() - started > std::chrono::minutes(2)) {
         backoff = options_.backoff_min;  // it ran well for a while: this failure is news
       }
-      SetProblem(status.message);
-      reason = status.code == 410 ? "expired" : "error";
+      SetProblem(status.message());
+      reason = status.code() == 410 ? "expired" : "error";
     }
   }
 
@@ -133,37 +133,35 @@ class Reflector : public ReflectorBase {
   }
 
   // The whole collection, page by page; replaces the store when complete.
-  ApiStatus List(std::string* rv) {
+  Status List(std::string* rv) {
     std::map<std::string, T, std::less<>> fresh;
     std::string next;
     do {
       std::string body;
-      ApiStatus status = client_->Request(
+      Status status = client_->Request(
           "GET", Query({{"limit", std::to_string(options_.page_size)}, {"continue", next}}), "",
           &body);
       if (!status.ok()) return status;
       const json page = json::parse(body, nullptr, /*allow_exceptions=*/false);
-      if (!page.is_object())
-        return ApiStatus::Internal(resource_.name + " list: not a JSON object");
+      if (!page.is_object()) return Status::Internal(resource_.name + " list: not a JSON object");
       const json meta = page.value("metadata", json::object());
       *rv = meta.is_object() ? meta.value("resourceVersion", "") : "";
       next = meta.is_object() ? meta.value("continue", "") : "";
       const json items = page.value("items", json::array());
-      if (!items.is_array())
-        return ApiStatus::Internal(resource_.name + " list: items: not a list");
+      if (!items.is_array()) return Status::Internal(resource_.name + " list: items: not a list");
       for (const json& item : items) {
         T object;
         std::string ignored;
-        if (!resource_.decode(item, &object, &ignored)) continue;  // as a failed event: skipped
+        if (!resource_.decode(item, &object).ok()) continue;  // as a failed event: skipped
         if (resource_.trim != nullptr) resource_.trim(&object);
         fresh[Key(object.metadata.namespace_, object.metadata.name)] = std::move(object);
       }
       if (fresh.size() > options_.max_objects) {
-        return ApiStatus::Internal(
+        return Status::Internal(
             fmt::format("{}: more than {} objects", resource_.name, options_.max_objects));
       }
     } while (!next.empty() && !stop_->load());
-    if (stop_->load()) return ApiStatus::Ok();  // a list cut short never replaces the store
+    if (stop_->load()) return Status::Ok();  // a list cut short never replaces the store
     size_t count = 0;
     {
       base::MutexLock lock(&mu_);
@@ -173,20 +171,20 @@ class Reflector : public ReflectorBase {
       problem_.clear();
     }
     if (options_.on_objects) options_.on_objects(resource_.name, count);
-    return ApiStatus::Ok();
+    return Status::Ok();
   }
 
   // Watches from `*rv` until stopped or a relist is needed (then the reason as a non-Ok status).
-  ApiStatus WatchFrom(std::string* rv) {
+  Status WatchFrom(std::string* rv) {
     while (!stop_->load()) {
-      ApiStatus event_error;
+      Status event_error;
       size_t events = 0;
       const auto started = std::chrono::steady_clock::now();
       const auto on_line = [&](std::string_view line) {
         ++events;
         return Apply(line, rv, &event_error);
       };
-      const ApiStatus status = client_->Stream(
+      const Status status = client_->Stream(
           Query({{"watch", "true"},
                  {"resourceVersion", *rv},
                  {"allowWatchBookmarks", "true"},
@@ -199,19 +197,19 @@ class Reflector : public ReflectorBase {
       // (client-go's very short watch): relist after the back-off rather than spin.
       if (events == 0 && !stop_->load() &&
           std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) {
-        return ApiStatus::Unavailable(resource_.name + " watch: ended at once without an event");
+        return Status::Unavailable(resource_.name + " watch: ended at once without an event");
       }
     }
-    return ApiStatus::Ok();
+    return Status::Ok();
   }
 
   // One watch event; false ends the stream with `*error` set.
-  bool Apply(std::string_view line, std::string* rv, ApiStatus* error) {
+  bool Apply(std::string_view line, std::string* rv, Status* error) {
     const json event = json::parse(line, nullptr, /*allow_exceptions=*/false);
     const json object = event.is_object() ? event.value("object", json()) : json();
     const std::string type = event.is_object() ? event.value("type", "") : "";
     if (!object.is_object()) {
-      *error = ApiStatus::Internal(resource_.name + " watch: an event without an object");
+      *error = Status::Internal(resource_.name + " watch: an event without an object");
       return false;
     }
     if (type == "ERROR") {
@@ -228,7 +226,7 @@ class Reflector : public ReflectorBase {
     if (type == "BOOKMARK") return true;
     T decoded;
     std::string ignored;
-    if (!resource_.decode(object, &decoded, &ignored)) return true;  // skipped, as in a list
+    if (!resource_.decode(object, &decoded).ok()) return true;  // skipped, as in a list
     if (resource_.trim != nullptr) resource_.trim(&decoded);
     const std::string key = Key(decoded.metadata.namespace_, decoded.metadata.name);
     size_t count = 0;
@@ -238,7 +236,7 @@ class Reflector : public ReflectorBase {
         objects_.erase(key);
       } else if (type == "ADDED" || type == "MODIFIED") {
         if (objects_.size() >= options_.max_objects && !objects_.contains(key)) {
-          *error = ApiStatus::Internal(
+          *error = Status::Internal(
               fmt::format("{}: more than {} objects", resource_.name, options_.max_objects));
           return false;
         }
@@ -341,46 +339,45 @@ std::string WatchCache::Ready() const {
 namespace {
 
 template <typename T>
-ApiStatus GetFrom(const Reflector<T>& reflector, std::string_view ns, std::string_view name,
-                  T* out) {
+Status GetFrom(const Reflector<T>& reflector, std::string_view ns, std::string_view name, T* out) {
   if (!reflector.Ready().empty()) {
-    return ApiStatus::Unavailable("the object cache is not synced yet: " + reflector.Ready());
+    return Status::Unavailable("the object cache is not synced yet: " + reflector.Ready());
   }
-  if (reflector.Get(ns, name, out)) return ApiStatus::Ok();
-  return ApiStatus::NotFound(fmt::format("{} \"{}\" not found", reflector.not_found(), name));
+  if (reflector.Get(ns, name, out)) return Status::Ok();
+  return Status::NotFound(fmt::format("{} \"{}\" not found", reflector.not_found(), name));
 }
 
 }  // namespace
 
-ApiStatus WatchCache::GetModelDeployment(std::string_view ns, std::string_view name,
-                                         ModelDeployment* out) {
+Status WatchCache::GetModelDeployment(std::string_view ns, std::string_view name,
+                                      ModelDeployment* out) {
   return GetFrom(*impl_->deployments, ns, name, out);
 }
 
-ApiStatus WatchCache::ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) {
+Status WatchCache::ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) {
   if (std::string why = impl_->deployments->Ready(); !why.empty()) {
-    return ApiStatus::Unavailable("the object cache is not synced yet: " + why);
+    return Status::Unavailable("the object cache is not synced yet: " + why);
   }
   *out = impl_->deployments->List(ns, [](const ModelDeployment&) { return true; });
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
-ApiStatus WatchCache::ListPods(std::string_view ns, std::string_view label_selector,
-                               std::vector<Pod>* out) {
+Status WatchCache::ListPods(std::string_view ns, std::string_view label_selector,
+                            std::vector<Pod>* out) {
   if (std::string why = impl_->pods->Ready(); !why.empty()) {
-    return ApiStatus::Unavailable("the object cache is not synced yet: " + why);
+    return Status::Unavailable("the object cache is not synced yet: " + why);
   }
   *out = impl_->pods->List(ns, [label_selector](const Pod& pod) {
     return MatchesSelector(pod.metadata, label_selector);
   });
-  return ApiStatus::Ok();
+  return Status::Ok();
 }
 
-ApiStatus WatchCache::GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) {
+Status WatchCache::GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) {
   return GetFrom(*impl_->replica_sets, ns, name, out);
 }
 
-ApiStatus WatchCache::GetDeployment(std::string_view ns, std::string_view name, Deployment* out) {
+Status WatchCache::GetDeployment(std::string_view ns, std::string_view name, Deployment* out) {
   return GetFrom(*impl_->apps_deployments, ns, name, out);
 }
 

@@ -397,32 +397,29 @@ class Builder {
 
 }  // namespace
 
-bool ParseYaml(std::string_view text, std::vector<json>* docs, std::string* error,
-               const YamlLimits& limits) {
+base::Status ParseYaml(std::string_view text, std::vector<json>* docs, const YamlLimits& limits) {
+  using base::Status;
   docs->clear();
   if (text.size() > limits.max_bytes) {
-    *error = "the text is " + std::to_string(text.size()) + " bytes, over the " +
-             std::to_string(limits.max_bytes) + "-byte limit";
-    return false;
+    return Status::InvalidArgument("the text is " + std::to_string(text.size()) +
+                                   " bytes, over the " + std::to_string(limits.max_bytes) +
+                                   "-byte limit");
   }
   yaml_parser_t parser;
-  if (yaml_parser_initialize(&parser) == 0) {
-    *error = "out of memory";
-    return false;
-  }
+  if (yaml_parser_initialize(&parser) == 0) return Status::Internal("out of memory");
   struct ParserDeleter {
     yaml_parser_t* parser;
     ~ParserDeleter() { yaml_parser_delete(parser); }
   } deleter{&parser};
   yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
                                text.size());
-  Builder builder(limits, docs, error);
+  std::string error;
+  Builder builder(limits, docs, &error);
   for (;;) {
     yaml_event_t event;
     if (yaml_parser_parse(&parser, &event) == 0) {
-      *error = ParserError(parser, text);
       docs->clear();
-      return false;
+      return Status::InvalidArgument(ParserError(parser, text));
     }
     struct EventDeleter {  // also when On() throws (out of memory)
       yaml_event_t* event;
@@ -432,9 +429,9 @@ bool ParseYaml(std::string_view text, std::vector<json>* docs, std::string* erro
     const bool end = event.type == YAML_STREAM_END_EVENT;
     if (!ok) {
       docs->clear();
-      return false;
+      return Status::InvalidArgument(error);
     }
-    if (end) return true;
+    if (end) return Status::Ok();
   }
 }
 

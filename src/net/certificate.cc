@@ -70,18 +70,15 @@ bool LoadIssuer(const CertificateSpec& spec, CertPtr* cert, KeyPtr* key) {
 
 }  // namespace
 
-bool MakeCertificate(const CertificateSpec& spec, std::string* cert_pem, std::string* key_pem,
-                     std::string* error) {
+Status MakeCertificate(const CertificateSpec& spec, std::string* cert_pem, std::string* key_pem) {
   std::string names;
   if (!AltNames(spec.hosts, &names)) {
-    *error = "certificate: a host name is empty or holds a comma";
-    return false;
+    return Status::InvalidArgument("certificate: a host name is empty or holds a comma");
   }
   CertPtr issuer(nullptr, X509_free);
   KeyPtr issuer_key(nullptr, EVP_PKEY_free);
   if (!LoadIssuer(spec, &issuer, &issuer_key)) {
-    *error = "certificate: the issuer's certificate or key does not load";
-    return false;
+    return Status::InvalidArgument("certificate: the issuer's certificate or key does not load");
   }
   KeyPtr key(EVP_EC_gen("P-256"), EVP_PKEY_free);
   CertPtr cert(X509_new(), X509_free);
@@ -104,23 +101,16 @@ bool MakeCertificate(const CertificateSpec& spec, std::string* cert_pem, std::st
          PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr,
                                   nullptr) == 1;
   }
-  if (!ok) {
-    *error = "certificate: OpenSSL could not make one";
-    return false;
-  }
+  if (!ok) return Status::Internal("certificate: OpenSSL could not make one");
   *cert_pem = MemoryText(cert_bio.get());
   *key_pem = MemoryText(key_bio.get());
-  return true;
+  return Status::Ok();
 }
 
-bool SelfSignedCertificate(std::string_view common_name, const std::vector<std::string>& hosts,
-                           std::string* cert_pem, std::string* key_pem, std::string* error) {
+Status SelfSignedCertificate(std::string_view common_name, const std::vector<std::string>& hosts,
+                             std::string* cert_pem, std::string* key_pem) {
   CertificateSpec spec{.common_name = std::string(common_name), .hosts = hosts};
-  if (!MakeCertificate(spec, cert_pem, key_pem, error)) {
-    *error = "self-signed " + *error;
-    return false;
-  }
-  return true;
+  return MakeCertificate(spec, cert_pem, key_pem).Prefixed("self-signed ");
 }
 
 }  // namespace modelmetrics::net

@@ -301,7 +301,7 @@ class ServerImpl {
   ~ServerImpl() { Stop(); }
 
   void AddRoute(RouteEntry entry);
-  bool Start(std::string* error);
+  Status Start();
   void Stop();
   uint16_t port() const { return port_.load(std::memory_order_acquire); }
   size_t open_connections() const;
@@ -909,24 +909,23 @@ bool ServerImpl::BuildTls(std::string* error) {
   return true;
 }
 
-bool ServerImpl::Start(std::string* error) {
-  std::string scratch;
-  if (error == nullptr) error = &scratch;
+Status ServerImpl::Start() {
   if (state_ != State::kNew) {
-    *error = state_ == State::kRunning ? "already started" : "stopped servers do not restart";
-    return false;
+    return Status::Internal(state_ == State::kRunning ? "already started"
+                                                      : "stopped servers do not restart");
   }
   if (options_.threads < 1 || options_.max_connections < 1 || options_.max_header_bytes < 64) {
-    *error = "bad options: threads, max_connections must be >= 1, max_header_bytes >= 64";
-    return false;
+    return Status::InvalidArgument(
+        "bad options: threads, max_connections must be >= 1, max_header_bytes >= 64");
   }
   beast::error_code ec;
   asio::ip::address address = asio::ip::make_address(options_.address, ec);
   if (ec) {
-    *error = "bad address '" + options_.address + "': " + ec.message();
-    return false;
+    return Status::InvalidArgument("bad address '" + options_.address + "': " + ec.message());
   }
-  if (options_.tls && !BuildTls(error)) return false;
+  if (std::string error; options_.tls && !BuildTls(&error)) {
+    return Status::InvalidArgument(std::move(error));
+  }
   if (ssl_) FillCertificateCaches(ssl_->native_handle());  // before any connection thread
 
   for (int i = 0; i < options_.threads; ++i) iocs_.push_back(std::make_unique<asio::io_context>(1));
@@ -935,11 +934,10 @@ bool ServerImpl::Start(std::string* error) {
   acceptor_.emplace(*iocs_[0]);
   retry_timer_.emplace(*iocs_[0]);
   auto fail = [&](const char* what) {
-    *error = std::string(what) + " " + where + ": " + ec.message();
     acceptor_.reset();
     retry_timer_.reset();
     iocs_.clear();
-    return false;
+    return Status::Unavailable(std::string(what) + " " + where + ": " + ec.message());
   };
   acceptor_->open(endpoint.protocol(), ec);
   if (ec) return fail("cannot open socket for");
@@ -965,7 +963,7 @@ bool ServerImpl::Start(std::string* error) {
     });
   }
   state_ = State::kRunning;
-  return true;
+  return Status::Ok();
 }
 
 void ServerImpl::DoAccept() {
@@ -1144,7 +1142,7 @@ void HttpServer::RoutePrefixAsync(std::string method, std::string prefix, AsyncH
   impl_->AddRoute({std::move(method), std::move(prefix), true, nullptr, std::move(handler)});
 }
 
-bool HttpServer::Start(std::string* error) { return impl_->Start(error); }
+Status HttpServer::Start() { return impl_->Start(); }
 
 uint16_t HttpServer::port() const { return impl_->port(); }
 

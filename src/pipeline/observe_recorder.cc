@@ -211,13 +211,14 @@ void ObserveRecorder::Apply(const ObserveMethod& m, std::span<const ObserveArg> 
     if (e.value >= 0 && !ApplyGuard(spec.guard, amounts[i].value)) continue;
     const size_t labels = e.label_count();
     if (labels == 0 && spec.bind == Bind::kEager) {
-      RecordAmount(e, eager_[index], amounts[i]);
+      RecordAmount(e, OmniFamilyKind(e.family), eager_[index], amounts[i]);
       continue;
     }
     std::array<LabelText, kMaxObserveLabels> texts;
     std::array<std::string_view, kMaxObserveLabels> views;
     for (size_t l = 0; l < labels; ++l) views[l] = MakeLabel(e.labels[l], args, &texts[l]);
-    RecordAmount(e, Child(e.family, std::span(views.data(), labels)), amounts[i]);
+    RecordAmount(e, OmniFamilyKind(e.family), Child(e.family, std::span(views.data(), labels)),
+                 amounts[i]);
   }
 }
 

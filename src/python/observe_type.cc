@@ -29,29 +29,10 @@ AnyHandle MakeHandle(size_t index, std::span<const std::string_view> values, boo
 
 // The handle of the child with label values (model, extra...): the object's cache, else
 // Family::Labels (Family::Bind when `eager`: the child exists even while the registry is off).
-const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
-                            std::span<const std::string_view> extra, bool eager) {
-  char buf[256];
-  std::string spill;
-  std::string_view key;
-  size_t size = 0;
-  for (std::string_view v : extra) size += v.size() + 1;
-  char* out = buf;
-  if (size > sizeof(buf)) {
-    spill.resize(size);
-    out = spill.data();
-  }
-  char* p = out;
-  for (std::string_view v : extra) {
-    for (char c : v) *p++ = c;
-    *p++ = '\xff';
-  }
-  key = std::string_view(out, static_cast<size_t>(p - out));
-  if (HandleCache* cache = (*self->caches)[index]) {
-    if (const AnyHandle* h = cache->Find(key)) return h;
-  }
-  // A miss: the child is made, perhaps without the GIL (MakeHandle), so nothing of this object
-  // is held across it (a copy of the model; the cache slot read again after).
+const AnyHandle* MakeLazyHandle(MetricsObject* self, size_t index, std::string_view key,
+                                std::span<const std::string_view> extra, bool eager) {
+  // The child is made, perhaps without the GIL (MakeHandle), so nothing of this object is held
+  // across it (a copy of the model; the cache slot read again after).
   const std::string model = *self->model;
   std::array<std::string_view, 5> values;
   values[0] = model;

@@ -64,15 +64,41 @@ struct ClassDef {
 
 inline const FamilySpec& Row(size_t index) { return pipeline::OmniSpec(static_cast<OF>(index)); }
 
+// LazyHandle's miss: the child made and remembered under `key`.
+const AnyHandle* MakeLazyHandle(MetricsObject* self, size_t index, std::string_view key,
+                                std::span<const std::string_view> extra, bool eager);
+
 // The handle of the child with label values (model, extra...): the object's cache, else
 // Family::Labels (Family::Bind when `eager`: the child exists even while the registry is off).
-const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
-                            std::span<const std::string_view> extra, bool eager = false);
+// Inline: a hit is the hot path of every labelled method.
+inline const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
+                                   std::span<const std::string_view> extra, bool eager = false) {
+  char buf[256];
+  std::string spill;
+  size_t size = 0;
+  for (std::string_view v : extra) size += v.size() + 1;
+  char* out = buf;
+  if (size > sizeof(buf)) {
+    spill.resize(size);
+    out = spill.data();
+  }
+  char* p = out;
+  for (std::string_view v : extra) {
+    for (char c : v) *p++ = c;
+    *p++ = '\xff';
+  }
+  const std::string_view key(out, static_cast<size_t>(p - out));
+  if (HandleCache* cache = (*self->caches)[index]) {
+    if (const AnyHandle* h = cache->Find(key)) return h;
+  }
+  return MakeLazyHandle(self, index, key, extra, eager);
+}
 
 // An object whose __init__ never ran (cls.__new__(cls), a subclass skipping super().__init__).
 PyObject* NotInitialised();
 
-inline bool MakeLabel(const ObserveLabel& rule, PyObject* const* a, LabelValue* out) {
+[[gnu::always_inline]] inline bool MakeLabel(const ObserveLabel& rule, PyObject* const* a,
+                                             LabelValue* out) {
   PyObject* o = a[rule.arg];
   switch (rule.from) {
     case LabelFrom::kNone:
@@ -131,16 +157,11 @@ inline bool ReadAmount(PyObject* o, Amount* out) {
   return ToDouble(o, &out->value);
 }
 
-// A row's effects' families, resolved once per method (the catalog look-up stays off the hot
-// path).
-struct Targets {
-  std::array<const FamilySpec*, pipeline::kMaxObserveEffects> spec{};
-};
-
 // An effect's value argument: `value_default` when left out; a counter's amount is exact for an
 // int.
-inline bool ReadValue(const ObserveMethod& m, const pipeline::ObserveEffect& e, PyObject* o,
-                      Amount* amount) {
+[[gnu::always_inline]] inline bool ReadValue(const ObserveMethod& m,
+                                             const pipeline::ObserveEffect& e, PyObject* o,
+                                             Amount* amount) {
   if (o == nullptr) {
     amount->value = m.value_default;
     amount->count = static_cast<uint64_t>(m.value_default);
@@ -204,34 +225,37 @@ template <const auto& Table, size_t I, size_t E, size_t... L>
   return (one(std::integral_constant<size_t, L>()) && ...);
 }
 
-// Effect E of row Table[I] recorded, unless its family's guard drops the value.
+// Effect E of row Table[I] recorded, unless its family's guard drops the value. The family's
+// bind and guard are compile-time constants (catalog.h), so both fold away.
 template <const auto& Table, size_t I, size_t E>
-[[gnu::always_inline]] inline void RecordEffect(MetricsObject* self, const FamilySpec& spec,
-                                                Amount& amount, const LabelValue* labels) {
+[[gnu::always_inline]] inline void RecordEffect(MetricsObject* self, Amount& amount,
+                                                const LabelValue* labels) {
   static constexpr const pipeline::ObserveEffect& e = Table[I].effects[E];
   constexpr size_t kLabels = e.label_count();
+  constexpr bool kEager = pipeline::FamilyBind(e.family) == Bind::kEager;
   if constexpr (e.value >= 0) {
-    if (!pipeline::ApplyGuard(spec.guard, amount.value)) return;
+    if (!pipeline::ApplyGuard(pipeline::FamilyGuard(e.family), amount.value)) return;
   }
   constexpr size_t index = Index(e.family);
   const AnyHandle* h;
-  if (kLabels == 0 && spec.bind == Bind::kEager) {
+  if constexpr (kLabels == 0 && kEager) {
     h = &(*self->eager)[index];
   } else {
     std::array<std::string_view, kLabels> views;
 #pragma GCC unroll 4
     for (size_t l = 0; l < kLabels; ++l) views[l] = labels[l].view();
-    h = LazyHandle(self, index, views, spec.bind == Bind::kEager);
+    h = LazyHandle(self, index, views, kEager);
   }
-  pipeline::RecordAmount(e, *h, amount);
+  constexpr Kind kKind = pipeline::FamilyKind(e.family);
+  pipeline::RecordAmount(e, kKind, *h, amount);
 }
 
 // One entry point per row: the row is a constant, so its counts, ops and label rules fold away
 // (a few ns per call). Every argument is read before anything is recorded.
 template <const auto& Table, size_t I, size_t... E>
-[[gnu::always_inline]] inline PyObject* MethodBody(MetricsObject* self, const Targets& targets,
-                                                   PyObject* const* args, Py_ssize_t nargs,
-                                                   PyObject* kwnames, std::index_sequence<E...>) {
+[[gnu::always_inline]] inline PyObject* MethodBody(MetricsObject* self, PyObject* const* args,
+                                                   Py_ssize_t nargs, PyObject* kwnames,
+                                                   std::index_sequence<E...>) {
   static constexpr const ObserveMethod& m = Table[I];
   constexpr size_t kParams = m.param_count();
   std::array<PyObject*, kMaxParams> a;
@@ -250,24 +274,23 @@ template <const auto& Table, size_t I, size_t... E>
         ...)) {
     return nullptr;
   }
-  (RecordEffect<Table, I, E>(self, *targets.spec[E], amounts[E], labels.data() + FirstLabel(m, E)),
-   ...);
+  (RecordEffect<Table, I, E>(self, amounts[E], labels.data() + FirstLabel(m, E)), ...);
   Py_RETURN_NONE;
 }
 
+// The entry point: one function per row (the body and its exception guard inlined into it; an
+// extra call level costs a few ns on the cheapest methods).
 template <const auto& Table, size_t I>
 PyObject* Method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  static const Targets targets = [] {
-    Targets t;
-    for (size_t i = 0; i < Table[I].effect_count(); ++i) {
-      t.spec[i] = &Row(Index(Table[I].effects[i].family));
-    }
-    return t;
-  }();
-  return Guarded([&] {
-    return MethodBody<Table, I>(reinterpret_cast<MetricsObject*>(self), targets, args, nargs,
-                                kwnames, std::make_index_sequence<Table[I].effect_count()>());
-  });
+  try {
+    return MethodBody<Table, I>(reinterpret_cast<MetricsObject*>(self), args, nargs, kwnames,
+                                std::make_index_sequence<Table[I].effect_count()>());
+  } catch (const std::bad_alloc&) {
+    return PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
 }
 
 // "name($self, /, a, b=1)\n--\n\ndoc": the text signature inspect.signature() reads, then the

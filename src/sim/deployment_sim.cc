@@ -291,7 +291,8 @@ struct DeploymentSim::Impl {
       }
     }
     if (!pod.router) reply.body_tail = padding;
-    if (objects_changed) WriteObjectsFile(nullptr);
+    // Best effort: the next change writes the file again, and Start() reported the first.
+    if (objects_changed) (void)WriteObjectsFile();
     return reply;
   }
 
@@ -356,18 +357,18 @@ struct DeploymentSim::Impl {
     return "";
   }
 
-  bool WriteObjectsFile(std::string* error) {
-    if (options->objects_file.empty()) return true;
+  Status WriteObjectsFile() {
+    if (options->objects_file.empty()) return Status::Ok();
     base::MutexLock lock(&file_mu);
-    return base::WriteFileAtomically(options->objects_file, BuildJson() + "\n", error);
+    return base::WriteFileAtomically(options->objects_file, BuildJson() + "\n");
   }
 
   // Prometheus file_sd: one target group per Pod, labelled with its namespace and name (the
   // labels the Prometheus source selects by) and its role.
-  bool WriteFileSd(std::string* error) const {
-    if (options->file_sd_file.empty()) return true;
-    return base::WriteFileAtomically(options->file_sd_file, FileSdJson(*options, PodInfos()) + "\n",
-                                     error);
+  Status WriteFileSd() const {
+    if (options->file_sd_file.empty()) return Status::Ok();
+    return base::WriteFileAtomically(options->file_sd_file,
+                                     FileSdJson(*options, PodInfos()) + "\n");
   }
 
   std::vector<SimPodInfo> PodInfos() const;
@@ -586,11 +587,10 @@ bool IsPrefillDecode(const DeploymentSimOptions& o) {
 
 DeploymentSim::~DeploymentSim() { Stop(); }
 
-bool DeploymentSim::Start(std::string* error) {
+Status DeploymentSim::Start() {
   auto fail = [&](std::string message) {
-    if (error) *error = std::move(message);
     Stop();
-    return false;
+    return Status::InvalidArgument(std::move(message));
   };
   if (impl_->started) return fail("the deployment simulator was already started");
   impl_->started = true;
@@ -609,14 +609,15 @@ bool DeploymentSim::Start(std::string* error) {
 
   // Certificates for untrusted-tls, which any Pod may be switched to at runtime.
   if (!o.tls_cert_file.empty()) {
-    if (!base::ReadFile(o.tls_cert_file, &impl_->cert_pem) ||
-        !base::ReadFile(o.tls_key_file, &impl_->key_pem)) {
+    if (!base::ReadFile(o.tls_cert_file, &impl_->cert_pem).ok() ||
+        !base::ReadFile(o.tls_key_file, &impl_->key_pem).ok()) {
       return fail("cannot read " + o.tls_cert_file + " / " + o.tls_key_file);
     }
-  } else if (!net::SelfSignedCertificate("modelmetrics-sim-pod", {"127.0.0.1"}, &impl_->cert_pem,
-                                         &impl_->key_pem, error)) {
+  } else if (Status made = net::SelfSignedCertificate("modelmetrics-sim-pod", {"127.0.0.1"},
+                                                      &impl_->cert_pem, &impl_->key_pem);
+             !made.ok()) {
     Stop();
-    return false;
+    return made;
   }
   // Listeners first: the Pods' arguments and the routers' worker lists name the ports.
   if (std::string why = impl_->StartListeners(o); !why.empty()) return fail(why);
@@ -625,10 +626,9 @@ bool DeploymentSim::Start(std::string* error) {
   impl_->padding = RenderPadding(*impl_->engine, o.padding_bytes);
   impl_->start = Clock::now();
   impl_->ready.store(true, std::memory_order_release);
-  std::string write_error;
-  if (!impl_->WriteObjectsFile(&write_error)) return fail(write_error);
-  if (!impl_->WriteFileSd(&write_error)) return fail(write_error);
-  return true;
+  if (Status written = impl_->WriteObjectsFile(); !written.ok()) return fail(written.message());
+  if (Status written = impl_->WriteFileSd(); !written.ok()) return fail(written.message());
+  return Status::Ok();
 }
 
 void DeploymentSim::Impl::ConfigurePods(const DeploymentSimOptions& o) {
@@ -739,7 +739,7 @@ bool DeploymentSim::SetFault(const std::string& pod, PodFault fault) {
     if (fault == PodFault::kRestart) impl_->RestartLocked(*found);
   }
   found->tls = fault == PodFault::kUntrustedTls;
-  impl_->WriteObjectsFile(nullptr);
+  (void)impl_->WriteObjectsFile();  // best effort, as in Serve
   return true;
 }
 
@@ -782,9 +782,8 @@ void RemoveOutputFiles(const std::string& objects_file, const std::string& file_
 int RunDeploymentSimulator(const DeploymentSimOptions& options, std::chrono::milliseconds duration,
                            std::ostream& out, std::ostream& err, const StopWait& wait) {
   DeploymentSim sim(options);
-  std::string error;
-  if (!sim.Start(&error)) {
-    err << "simulate deployment: " << error << "\n";
+  if (const base::Status started = sim.Start(); !started.ok()) {
+    err << "simulate deployment: " << started.message() << "\n";
     return 1;
   }
   out << "deployment " << options.ns << "/" << options.name << " (" << options.engine

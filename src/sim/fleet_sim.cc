@@ -35,10 +35,9 @@ std::vector<SimVariant> VariantsOf(int d) {
 
 }  // namespace
 
-bool FleetSim::Start(std::string* error) {
+Status FleetSim::Start() {
   if (options_.deployments < 1 || options_.pods < 1) {
-    *error = "a fleet needs at least one deployment of at least one Pod";
-    return false;
+    return Status::InvalidArgument("a fleet needs at least one deployment of at least one Pod");
   }
   nlohmann::json items = nlohmann::json::array();
   nlohmann::json targets = nlohmann::json::array();
@@ -58,24 +57,23 @@ bool FleetSim::Start(std::string* error) {
     if (!extra) o.variants = VariantsOf(d);
     o.requests_per_second = options_.requests_per_second;
     sims_.push_back(std::make_unique<DeploymentSim>(o));
-    if (!sims_.back()->Start(error)) {
-      *error = o.name + ": " + *error;
-      return false;
+    if (Status started = sims_.back()->Start(); !started.ok()) {
+      return started.Prefixed(o.name + ": ");
     }
     nlohmann::json objects = nlohmann::json::parse(sims_.back()->ObjectsJson());
     for (auto& item : objects["items"]) items.push_back(std::move(item));
     nlohmann::json groups = nlohmann::json::parse(FileSdJson(o, sims_.back()->Pods()));
     for (auto& group : groups) targets.push_back(std::move(group));
   }
-  if (!options_.objects_file.empty() &&
-      !base::WriteFileAtomically(
-          options_.objects_file,
-          nlohmann::json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}.dump() + "\n",
-          error)) {
-    return false;
+  if (!options_.objects_file.empty()) {
+    const nlohmann::json list{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+    if (Status written = base::WriteFileAtomically(options_.objects_file, list.dump() + "\n");
+        !written.ok()) {
+      return written;
+    }
   }
-  return options_.file_sd_file.empty() ||
-         base::WriteFileAtomically(options_.file_sd_file, targets.dump(1) + "\n", error);
+  if (options_.file_sd_file.empty()) return Status::Ok();
+  return base::WriteFileAtomically(options_.file_sd_file, targets.dump(1) + "\n");
 }
 
 void FleetSim::Stop() {
@@ -91,9 +89,8 @@ size_t FleetSim::PodCount() const {
 int RunFleetSimulator(const FleetSimOptions& options, std::chrono::milliseconds duration,
                       std::ostream& out, std::ostream& err, const StopWait& wait) {
   FleetSim fleet(options);
-  std::string error;
-  if (!fleet.Start(&error)) {
-    err << "simulate fleet: " << error << "\n";
+  if (const base::Status started = fleet.Start(); !started.ok()) {
+    err << "simulate fleet: " << started.message() << "\n";
     return 1;
   }
   out << "fleet " << options.ns << ": " << fleet.deployments().size() << " deployments, "

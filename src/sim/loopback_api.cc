@@ -17,10 +17,13 @@ LoopbackApi::LoopbackApi(deployment::ObjectSource* source, LoopbackApiOptions op
 
 LoopbackApi::~LoopbackApi() { Stop(); }
 
-bool LoopbackApi::Start(std::string* error) {
-  auto authenticator = deployment::TokenFileAuthenticator::Parse(
-      token_ + ",loopback,loopback-uid,\"loopback-readers\"", error);
-  if (!authenticator) return false;
+Status LoopbackApi::Start() {
+  std::unique_ptr<deployment::TokenFileAuthenticator> authenticator;
+  if (Status parsed = deployment::TokenFileAuthenticator::Parse(
+          token_ + ",loopback,loopback-uid,\"loopback-readers\"", &authenticator);
+      !parsed.ok()) {
+    return parsed;
+  }
   deployment::PolicyRule rule;
   rule.users = {"loopback"};
   rule.namespaces = options_.namespaces;
@@ -47,7 +50,7 @@ bool LoopbackApi::Start(std::string* error) {
       std::move(authenticator),
       std::make_unique<deployment::PolicyAuthorizer>(
           std::vector<deployment::PolicyRule>{rule, metrics_rule}));
-  return server_->Start(error);
+  return server_->Start();
 }
 
 void LoopbackApi::Stop() {

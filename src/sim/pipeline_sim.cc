@@ -666,9 +666,8 @@ int RunPipelineSimulator(const PipelineSimOptions& in) {
   pipeline::MetricsEndpoint endpoint(registry);
   net::HttpServer server(server_options);
   endpoint.Install(server);
-  std::string error;
-  if (!server.Start(&error)) {
-    std::cerr << "simulate pipeline: " << error << "\n";
+  if (const base::Status started = server.Start(); !started.ok()) {
+    std::cerr << "simulate pipeline: " << started.message() << "\n";
     return 1;
   }
   *options.out << "serving /metrics on http://" << server_options.address << ":" << server.port()

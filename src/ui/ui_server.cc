@@ -106,14 +106,14 @@ struct UiServer::Impl {
   // One round: list, then read every deployment, at most max_in_flight at once.
   void Poll() {
     std::vector<deployment::ModelDeployment> mds;
-    const deployment::ApiStatus listed = objects->ListModelDeployments(options.ns, &mds);
+    const deployment::Status listed = objects->ListModelDeployments(options.ns, &mds);
     std::sort(mds.begin(), mds.end(), [](const auto& a, const auto& b) {
       return std::tie(a.metadata.namespace_, a.metadata.name) <
              std::tie(b.metadata.namespace_, b.metadata.name);
     });
     {
       base::MutexLock lock(&mu);
-      list_error = listed.ok() ? "" : listed.message;
+      list_error = listed.ok() ? "" : listed.message();
       if (!listed.ok()) return;  // keep what was read before; every entry goes stale
       left_out = mds.size() > options.max_deployments ? mds.size() - options.max_deployments : 0;
       mds.resize(std::min(mds.size(), options.max_deployments));
@@ -143,15 +143,15 @@ struct UiServer::Impl {
 
   void Read(const deployment::ModelDeployment& md) {
     deployment::Snapshot snapshot;
-    const deployment::ApiStatus status = snapshots->Get(
+    const deployment::Status status = snapshots->Get(
         md.metadata.namespace_, md.metadata.name, &snapshot, Clock::now() + options.read_timeout);
     base::MutexLock lock(&mu);
     auto it = entries.find({md.metadata.namespace_, md.metadata.name});
     if (it == entries.end()) return;
     Entry& e = it->second;
     if (!status.ok()) {
-      e.last_error =
-          base::ValidUtf8(fmt::format("{} {}: {}", status.code, status.reason, status.message));
+      e.last_error = base::ValidUtf8(
+          fmt::format("{} {}: {}", status.code(), status.reason(), status.message()));
       return;
     }
     e.last_error.clear();
@@ -262,10 +262,10 @@ UiServer::UiServer(deployment::ObjectSource* objects, deployment::SnapshotReader
 
 UiServer::~UiServer() { Stop(); }
 
-bool UiServer::Start(std::string* error) {
+Status UiServer::Start() {
   if (!IsLoopback(impl_->options.address)) {
-    if (error) *error = "the page listens on loopback only, not " + impl_->options.address;
-    return false;
+    return Status::InvalidArgument("the page listens on loopback only, not " +
+                                   impl_->options.address);
   }
   net::ServerOptions server_options;
   server_options.address =
@@ -292,9 +292,9 @@ bool UiServer::Start(std::string* error) {
         if (auto denied = impl->Denied(request)) return *denied;
         return impl->Detail(std::string_view(request.path).substr(kApiPrefix.size() + 1));
       });
-  if (!impl_->server->Start(error)) return false;
+  if (Status started = impl_->server->Start(); !started.ok()) return started;
   impl_->poller = std::thread([impl] { impl->Run(); });
-  return true;
+  return Status::Ok();
 }
 
 void UiServer::Stop() {

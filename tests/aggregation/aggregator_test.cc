@@ -22,9 +22,12 @@
 #include "aggregation/merge.h"
 #include "aggregation/test_builders.h"
 #include "net/http_server.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using namespace std::chrono_literals;
@@ -67,7 +70,7 @@ class PodServer {
                          Handle(std::move(respond));
                        });
     std::string error;
-    started_ = server_.Start(&error);
+    started_ = Ok(server_.Start(), &error);
     EXPECT_TRUE(started_) << error;
   }
   ~PodServer() {
@@ -183,24 +186,23 @@ class FakeObjects : public ObjectSource {
   std::vector<Pod> pods;
   std::vector<ReplicaSet> replica_sets;
   std::vector<Deployment> deployments;
-  ApiStatus list_status = ApiStatus::Ok();
-  ApiStatus replica_set_status = ApiStatus::Ok();
+  Status list_status = Status::Ok();
+  Status replica_set_status = Status::Ok();
   int replica_set_reads = 0;
   int deployment_reads = 0;
 
-  ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
-                               ModelDeployment* out) override {
+  Status GetModelDeployment(std::string_view ns, std::string_view name,
+                            ModelDeployment* out) override {
     for (const ModelDeployment& md : model_deployments) {
       if (md.metadata.namespace_ == ns && md.metadata.name == name) {
         *out = md;
-        return ApiStatus::Ok();
+        return Status::Ok();
       }
     }
-    return ApiStatus::NotFound(
+    return Status::NotFound(
         fmt::format("modeldeployments.worker.gpustack.ai \"{}\" not found", name));
   }
-  ApiStatus ListPods(std::string_view ns, std::string_view selector,
-                     std::vector<Pod>* out) override {
+  Status ListPods(std::string_view ns, std::string_view selector, std::vector<Pod>* out) override {
     if (!list_status.ok()) return list_status;
     out->clear();
     for (const Pod& pod : pods) {
@@ -208,28 +210,28 @@ class FakeObjects : public ObjectSource {
         out->push_back(pod);
       }
     }
-    return ApiStatus::Ok();
+    return Status::Ok();
   }
-  ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override {
+  Status GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override {
     ++replica_set_reads;
     if (!replica_set_status.ok()) return replica_set_status;
     for (const ReplicaSet& rs : replica_sets) {
       if (rs.metadata.namespace_ == ns && rs.metadata.name == name) {
         *out = rs;
-        return ApiStatus::Ok();
+        return Status::Ok();
       }
     }
-    return ApiStatus::NotFound(fmt::format("replicasets.apps \"{}\" not found", name));
+    return Status::NotFound(fmt::format("replicasets.apps \"{}\" not found", name));
   }
-  ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override {
+  Status GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override {
     ++deployment_reads;
     for (const Deployment& d : deployments) {
       if (d.metadata.namespace_ == ns && d.metadata.name == name) {
         *out = d;
-        return ApiStatus::Ok();
+        return Status::Ok();
       }
     }
-    return ApiStatus::NotFound(fmt::format("deployments.apps \"{}\" not found", name));
+    return Status::NotFound(fmt::format("deployments.apps \"{}\" not found", name));
   }
 };
 
@@ -296,7 +298,7 @@ class Harness {
     pod->containers.at(0).ports = {ContainerPort{.container_port = port}};
   }
 
-  ApiStatus Get(Aggregator& aggregator, Snapshot* out, std::string_view name = "chat") {
+  Status Get(Aggregator& aggregator, Snapshot* out, std::string_view name = "chat") {
     return aggregator.Get("team", name, out);
   }
 
@@ -438,17 +440,17 @@ TEST(SnapshotUpstream, UnreadableAndMissingDeployment) {
   h.objects.pods.push_back(pod);
   Aggregator aggregator(&h.objects, h.Options());
   Snapshot snapshot;
-  const ApiStatus unreadable = h.Get(aggregator, &snapshot);
-  EXPECT_EQ(unreadable.code, 503);
-  EXPECT_EQ(unreadable.reason, "ServiceUnavailable");
-  EXPECT_NE(unreadable.message.find("unreadable"), std::string::npos);
-  EXPECT_EQ(unreadable.message,
+  const Status unreadable = h.Get(aggregator, &snapshot);
+  EXPECT_EQ(unreadable.code(), 503);
+  EXPECT_EQ(unreadable.reason(), "ServiceUnavailable");
+  EXPECT_NE(unreadable.message().find("unreadable"), std::string::npos);
+  EXPECT_EQ(unreadable.message(),
             "all ModelDeployment metrics Pods are unreadable: pod has no ready advertised "
             "metrics endpoint");
 
-  const ApiStatus absent = h.Get(aggregator, &snapshot, "absent");
+  const Status absent = h.Get(aggregator, &snapshot, "absent");
   EXPECT_TRUE(absent.not_found());
-  EXPECT_EQ(absent.message, "modeldeployments.worker.gpustack.ai \"absent\" not found");
+  EXPECT_EQ(absent.message(), "modeldeployments.worker.gpustack.ai \"absent\" not found");
 }
 
 // §4.1 case 11.
@@ -559,10 +561,10 @@ TEST(SnapshotUpstream, RejectsUndeclaredPort) {
   h.objects.pods.push_back(pod);
   Aggregator aggregator(&h.objects, h.Options());
   Snapshot snapshot;
-  const ApiStatus status = h.Get(aggregator, &snapshot);
-  EXPECT_EQ(status.code, 503);
-  EXPECT_NE(status.message.find("port"), std::string::npos);
-  EXPECT_EQ(status.message,
+  const Status status = h.Get(aggregator, &snapshot);
+  EXPECT_EQ(status.code(), 503);
+  EXPECT_NE(status.message().find("port"), std::string::npos);
+  EXPECT_EQ(status.message(),
             "all ModelDeployment metrics Pods are unreadable: pod advertises a metrics port absent "
             "from its containers");
 }
@@ -582,12 +584,12 @@ TEST(SnapshotUpstream, UsesAdvertisedHTTPSWithoutSkippingVerification) {
   {
     Aggregator system_roots(&h.objects, h.Options());
     Snapshot snapshot;
-    const ApiStatus status = h.Get(system_roots, &snapshot);
-    EXPECT_EQ(status.code, 503);
-    EXPECT_NE(status.message.find("unreadable: Get \"https://127.0.0.1:"), std::string::npos)
-        << status.message;
-    EXPECT_NE(status.message.find("tls: failed to verify certificate"), std::string::npos)
-        << status.message;
+    const Status status = h.Get(system_roots, &snapshot);
+    EXPECT_EQ(status.code(), 503);
+    EXPECT_NE(status.message().find("unreadable: Get \"https://127.0.0.1:"), std::string::npos)
+        << status.message();
+    EXPECT_NE(status.message().find("tls: failed to verify certificate"), std::string::npos)
+        << status.message();
   }
   AggregatorOptions options = h.Options();
   options.ca_file = TlsFile("ca.pem");
@@ -599,8 +601,8 @@ TEST(SnapshotUpstream, UsesAdvertisedHTTPSWithoutSkippingVerification) {
 
   // Plain HTTP against the TLS endpoint fails.
   h.objects.pods[0].metadata.annotations["prometheus.io/scheme"] = "http";
-  const ApiStatus plain = h.Get(trusted, &snapshot);
-  EXPECT_EQ(plain.code, 503) << plain.message;
+  const Status plain = h.Get(trusted, &snapshot);
+  EXPECT_EQ(plain.code(), 503) << plain.message();
 
   // A certificate from another CA fails even with the cluster CA configured.
   Harness untrusted_h;
@@ -615,10 +617,10 @@ TEST(SnapshotUpstream, UsesAdvertisedHTTPSWithoutSkippingVerification) {
   AggregatorOptions untrusted_options = untrusted_h.Options();
   untrusted_options.ca_file = TlsFile("ca.pem");
   Aggregator untrusted(&untrusted_h.objects, untrusted_options);
-  const ApiStatus refused = untrusted_h.Get(untrusted, &snapshot);
-  EXPECT_EQ(refused.code, 503);
-  EXPECT_NE(refused.message.find("tls: failed to verify certificate"), std::string::npos)
-      << refused.message;
+  const Status refused = untrusted_h.Get(untrusted, &snapshot);
+  EXPECT_EQ(refused.code(), 503);
+  EXPECT_NE(refused.message().find("tls: failed to verify certificate"), std::string::npos)
+      << refused.message();
 }
 
 // §4.1 case 15.
@@ -635,10 +637,10 @@ TEST(SnapshotUpstream, RejectsOversizedScrape) {
   PodServer* server = h.AddEnginePod("server-0", padded(kCap + 1));
   Aggregator aggregator(&h.objects, h.Options());
   Snapshot snapshot;
-  const ApiStatus status = h.Get(aggregator, &snapshot);
-  EXPECT_EQ(status.code, 503);
-  EXPECT_NE(status.message.find("exceeds"), std::string::npos);
-  EXPECT_EQ(status.message,
+  const Status status = h.Get(aggregator, &snapshot);
+  EXPECT_EQ(status.code(), 503);
+  EXPECT_NE(status.message().find("exceeds"), std::string::npos);
+  EXPECT_EQ(status.message(),
             "all ModelDeployment metrics Pods are unreadable: metrics response exceeds 1048576 "
             "bytes");
 
@@ -659,11 +661,11 @@ TEST(SnapshotUpstream, RespectsScrapeDeadline) {
     Aggregator aggregator(&h.objects, options);
     Snapshot snapshot;
     const auto start = SteadyClock::now();
-    const ApiStatus status = h.Get(aggregator, &snapshot);
+    const Status status = h.Get(aggregator, &snapshot);
     EXPECT_LT(SteadyClock::now() - start, 1500ms);
-    EXPECT_EQ(status.code, 503);
-    EXPECT_NE(status.message.find("context deadline exceeded"), std::string::npos)
-        << status.message;
+    EXPECT_EQ(status.code(), 503);
+    EXPECT_NE(status.message().find("context deadline exceeded"), std::string::npos)
+        << status.message();
   }
   {
     AggregatorOptions options = h.Options();
@@ -671,12 +673,12 @@ TEST(SnapshotUpstream, RespectsScrapeDeadline) {
     Aggregator aggregator(&h.objects, options);
     Snapshot snapshot;
     const auto start = SteadyClock::now();
-    const ApiStatus status = h.Get(aggregator, &snapshot);
+    const Status status = h.Get(aggregator, &snapshot);
     EXPECT_LT(SteadyClock::now() - start, 1500ms);
-    EXPECT_EQ(status.code, 503);
-    EXPECT_NE(status.message.find("context deadline exceeded"), std::string::npos)
-        << status.message;
-    EXPECT_NE(status.message.find("Client.Timeout"), std::string::npos) << status.message;
+    EXPECT_EQ(status.code(), 503);
+    EXPECT_NE(status.message().find("context deadline exceeded"), std::string::npos)
+        << status.message();
+    EXPECT_NE(status.message().find("Client.Timeout"), std::string::npos) << status.message();
   }
   server->Release();
 }
@@ -871,14 +873,14 @@ TEST(Aggregator, RouterOwnershipChain) {
     h.AddPod(pod, LlmdRouterBody(1, 0, 0, 0, 0, 0, 0));
     Aggregator aggregator(&h.objects, h.Options());
     Snapshot snapshot;
-    const ApiStatus status = h.Get(aggregator, &snapshot);
+    const Status status = h.Get(aggregator, &snapshot);
     if (std::string_view(c.name) == "owned") {
-      EXPECT_TRUE(status.ok()) << status.message;
+      EXPECT_TRUE(status.ok()) << status.message();
       EXPECT_EQ(FindGauge(snapshot.processing, "router-running", "router")->pod_count, 1);
     } else {
-      EXPECT_EQ(status.code, 503);
-      EXPECT_EQ(status.reason, "ServiceUnavailable");
-      EXPECT_EQ(status.message, "ModelDeployment has no owned metrics Pods");
+      EXPECT_EQ(status.code(), 503);
+      EXPECT_EQ(status.reason(), "ServiceUnavailable");
+      EXPECT_EQ(status.message(), "ModelDeployment has no owned metrics Pods");
     }
   }
 }
@@ -890,19 +892,19 @@ TEST(Aggregator, OwnershipLookupErrorsAbortTheRequest) {
   h.AddRouterChain();
   h.AddPod(MetricsRouterPod("chat-router-5d8f-x2p4q", "router-uid", "llm-d-router"),
            LlmdRouterBody(1, 0, 0, 0, 0, 0, 0));
-  h.objects.replica_set_status = ApiStatus{403, "Forbidden", "replicasets.apps is forbidden"};
+  h.objects.replica_set_status = Status{403, "Forbidden", "replicasets.apps is forbidden"};
   Aggregator aggregator(&h.objects, h.Options());
   Snapshot snapshot;
-  const ApiStatus status = h.Get(aggregator, &snapshot);
+  const Status status = h.Get(aggregator, &snapshot);
   EXPECT_FALSE(status.ok());
-  EXPECT_NE(status.code, 503);
-  EXPECT_NE(status.message.find("forbidden"), std::string::npos) << status.message;
+  EXPECT_NE(status.code(), 503);
+  EXPECT_NE(status.message().find("forbidden"), std::string::npos) << status.message();
 
-  h.objects.replica_set_status = ApiStatus::Ok();
-  h.objects.list_status = ApiStatus::Internal("etcd is gone");
-  const ApiStatus list = h.Get(aggregator, &snapshot);
-  EXPECT_EQ(list.code, 500);
-  EXPECT_EQ(list.message, "list ModelDeployment Pods: etcd is gone");
+  h.objects.replica_set_status = Status::Ok();
+  h.objects.list_status = Status::Internal("etcd is gone");
+  const Status list = h.Get(aggregator, &snapshot);
+  EXPECT_EQ(list.code(), 500);
+  EXPECT_EQ(list.message(), "list ModelDeployment Pods: etcd is gone");
 }
 
 TEST(Aggregator, EngineOwnershipAndCoverage) {
@@ -1025,9 +1027,9 @@ TEST(Aggregator, AnnotationRulesGiveExactErrors) {
     h.objects.pods.push_back(pod);
     Aggregator aggregator(&h.objects, h.Options());
     Snapshot snapshot;
-    const ApiStatus status = h.Get(aggregator, &snapshot);
-    EXPECT_EQ(status.code, 503);
-    EXPECT_EQ(status.message,
+    const Status status = h.Get(aggregator, &snapshot);
+    EXPECT_EQ(status.code(), 503);
+    EXPECT_EQ(status.message(),
               std::string("all ModelDeployment metrics Pods are unreadable: ") + c.error);
   }
 }
@@ -1082,9 +1084,9 @@ TEST(Aggregator, AllUnreadableReportsTheFirstPodsError) {
   h.objects.pods.push_back(pod);
   Aggregator aggregator(&h.objects, h.Options());
   Snapshot snapshot;
-  const ApiStatus status = h.Get(aggregator, &snapshot);
-  EXPECT_EQ(status.code, 503);
-  EXPECT_EQ(status.message,
+  const Status status = h.Get(aggregator, &snapshot);
+  EXPECT_EQ(status.code(), 503);
+  EXPECT_EQ(status.message(),
             "all ModelDeployment metrics Pods are unreadable: pod advertises an invalid metrics "
             "scheme");
 }

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "aggregation/prometheus_source.h"
@@ -21,6 +22,7 @@
 #include "modelmetrics/parser.h"
 #include "modelmetrics/writer.h"
 #include "net/http_server.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment::testing {
 
@@ -37,7 +39,7 @@ class FakeStore {
       return net::HttpResponse{200, "application/json", {}, Answer()};
     });
     std::string error;
-    EXPECT_TRUE(server_.Start(&error)) << error;
+    EXPECT_OK(server_.Start());
   }
   ~FakeStore() { server_.Stop(); }
 

@@ -14,6 +14,7 @@
 
 #include "aggregation/baseline_store.h"
 #include "aggregation/test_builders.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -854,7 +855,7 @@ TEST(SnapshotBuilder, UnknownEngineIsAnUnsupportedSource) {
   ASSERT_EQ(SelectExporter(md, false), nullptr);
   PodMetrics read;
   std::string error;
-  ASSERT_TRUE(ParsePodMetrics(Fixture("vllm_server_busy_first.prom"), nullptr, &read, &error));
+  ASSERT_OK(ParsePodMetrics(Fixture("vllm_server_busy_first.prom"), nullptr, &read));
   const Snapshot snapshot = MergeOnce(md, &store, T0(), pod, read);
   EXPECT_TRUE(snapshot.processing.empty());
   EXPECT_TRUE(snapshot.queueing.empty());
@@ -875,7 +876,7 @@ TEST(SnapshotBuilder, UnknownRouterIsAnUnsupportedSource) {
   BaselineStore store;
   PodMetrics read;
   std::string error;
-  ASSERT_TRUE(ParsePodMetrics(Fixture("vllm_router_pd_serving.prom"), nullptr, &read, &error));
+  ASSERT_OK(ParsePodMetrics(Fixture("vllm_router_pd_serving.prom"), nullptr, &read));
   const Snapshot snapshot = MergeOnce(md, &store, T0(), router, read);
   EXPECT_TRUE(snapshot.processing.empty());
   ASSERT_EQ(snapshot.missing.size(), 1u);

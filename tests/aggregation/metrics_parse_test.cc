@@ -10,8 +10,11 @@
 #include <gtest/gtest.h>
 
 #include "aggregation/test_builders.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using testing::Fixture;
@@ -59,7 +62,7 @@ TEST(SnapshotUpstream, ParseModelDeploymentMetrics) {
 
   PodMetrics broken;
   std::string error;
-  EXPECT_FALSE(ParsePodMetrics("broken{", &exporters::kVllm, &broken, &error));
+  EXPECT_FALSE(Ok(ParsePodMetrics("broken{", &exporters::kVllm, &broken), &error));
   EXPECT_TRUE(error.starts_with("parse Prometheus metrics: ")) << error;
 }
 
@@ -252,8 +255,9 @@ TEST(MetricsParse, GatewayHttp5xxStatusRules) {
 TEST(MetricsParse, SyntaxErrorAnywhereFails) {
   PodMetrics read;
   std::string error;
-  EXPECT_FALSE(ParsePodMetrics(MetricsVLLMFixture(1, 2) + "unrelated_metric{a=\"1\" 3\n",
-                               &exporters::kVllm, &read, &error));
+  EXPECT_FALSE(Ok(ParsePodMetrics(MetricsVLLMFixture(1, 2) + "unrelated_metric{a=\"1\" 3\n",
+                                  &exporters::kVllm, &read),
+                  &error));
   EXPECT_TRUE(error.starts_with("parse Prometheus metrics: ")) << error;
   EXPECT_TRUE(read.gauges.empty());
 }

@@ -26,8 +26,11 @@
 #include "kube/object_file.h"
 #include "modelmetrics/parser.h"
 #include "net/http_server.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using namespace std::chrono_literals;
@@ -293,9 +296,9 @@ TEST(PrometheusSource, QueryErrorsReachEveryPodAndTheAggregatorAnswers503) {
   options.pod_source = std::make_shared<PrometheusSource>(StoreOptions(store, T0()));
   Aggregator aggregator(&source, options);
   Snapshot snapshot;
-  const ApiStatus status = aggregator.Get("team", "chat", &snapshot);
-  EXPECT_EQ(status.code, 503);
-  EXPECT_EQ(status.message,
+  const Status status = aggregator.Get("team", "chat", &snapshot);
+  EXPECT_EQ(status.code(), 503);
+  EXPECT_EQ(status.message(),
             fmt::format("all ModelDeployment metrics Pods are unreadable: query {}/api/v1/query: "
                         "HTTP 422: the store answered execution: query timed out",
                         store.url()));
@@ -368,11 +371,10 @@ TEST(PrometheusSource, OptionsAreChecked) {
 TEST(DecodeMatrix, ReadsSeriesAndRejectsWhatIsNotAMatrix) {
   std::vector<StoreSeries> series;
   std::string error;
-  ASSERT_TRUE(DecodeMatrix(
+  ASSERT_OK(DecodeMatrix(
       R"({"status":"success","warnings":["w"],"data":{"resultType":"matrix","result":[
           {"metric":{"__name__":"x","pod":"p"},"values":[[1700000000.5,"1"],[1700000001,"+Inf"]]}]}})",
-      MatrixLimits{}, &series, &error))
-      << error;
+      MatrixLimits{}, &series));
   ASSERT_EQ(series.size(), 1u);
   EXPECT_EQ(series[0].name, "x");
   EXPECT_EQ(series[0].labels, (std::vector<LabelPair>{{"pod", "p"}}));
@@ -396,7 +398,7 @@ TEST(DecodeMatrix, ReadsSeriesAndRejectsWhatIsNotAMatrix) {
           {R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":{}}}]}})",
            "a sample or label set has an unexpected shape"},
       }) {
-    EXPECT_FALSE(DecodeMatrix(body, MatrixLimits{}, &series, &error)) << body;
+    EXPECT_FALSE(Ok(DecodeMatrix(body, MatrixLimits{}, &series), &error)) << body;
     EXPECT_TRUE(error.starts_with(message)) << body << " -> " << error;
     EXPECT_TRUE(series.empty());
   }
@@ -411,12 +413,12 @@ TEST(DecodeMatrix, Limits) {
   body += "]}}";
   std::vector<StoreSeries> series;
   std::string error;
-  EXPECT_TRUE(DecodeMatrix(body, MatrixLimits{}, &series, &error)) << error;
-  EXPECT_FALSE(DecodeMatrix(body, MatrixLimits{.max_series = 9}, &series, &error));
+  EXPECT_OK(DecodeMatrix(body, MatrixLimits{}, &series));
+  EXPECT_FALSE(Ok(DecodeMatrix(body, MatrixLimits{.max_series = 9}, &series), &error));
   EXPECT_EQ(error, "the answer has more than 9 series");
-  EXPECT_FALSE(DecodeMatrix(body, MatrixLimits{.max_samples = 19}, &series, &error));
+  EXPECT_FALSE(Ok(DecodeMatrix(body, MatrixLimits{.max_samples = 19}, &series), &error));
   EXPECT_EQ(error, "the answer has more than 19 samples");
-  EXPECT_FALSE(DecodeMatrix(body, MatrixLimits{.max_labels = 0}, &series, &error));
+  EXPECT_FALSE(Ok(DecodeMatrix(body, MatrixLimits{.max_labels = 0}, &series), &error));
   EXPECT_EQ(error, "a series has more than 0 labels");
 }
 

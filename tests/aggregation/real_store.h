@@ -26,8 +26,11 @@
 #include "aggregation/source_compare.h"
 #include "cli/cli_runner.h"
 #include "net/http_client.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment::testing {
+
+using ::modelmetrics::testing::Ok;
 
 inline uint16_t FreePort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -76,7 +79,7 @@ class RealStore {
     Instants out;
     std::vector<StoreSeries> series;
     std::string error;
-    if (!results[0].ok() || !DecodeMatrix(results[0].body, MatrixLimits{}, &series, &error)) {
+    if (!results[0].ok() || !Ok(DecodeMatrix(results[0].body, MatrixLimits{}, &series), &error)) {
       return out;
     }
     for (const StoreSeries& s : series) {

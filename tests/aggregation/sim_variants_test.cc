@@ -10,6 +10,7 @@
 #include "aggregation/metrics_parse.h"
 #include "aggregation/test_builders.h"
 #include "sim/deployment_sim.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -22,7 +23,7 @@ using sim::SimVariant;
 std::unique_ptr<DeploymentSim> Started(DeploymentSimOptions options) {
   auto sim = std::make_unique<DeploymentSim>(std::move(options));
   std::string error;
-  EXPECT_TRUE(sim->Start(&error)) << error;
+  EXPECT_OK(sim->Start());
   return sim;
 }
 
@@ -41,7 +42,7 @@ PodMetrics ReadAt(const DeploymentSim& sim, const std::string& name, const Expor
   const Pod pod = PodNamed(sim, name);
   PodMetrics read;
   std::string error;
-  EXPECT_TRUE(ParsePodMetrics(sim.MetricsAt(name, at), &profile, &read, &error, &pod)) << error;
+  EXPECT_OK(ParsePodMetrics(sim.MetricsAt(name, at), &profile, &read, &pod));
   return read;
 }
 

@@ -11,8 +11,11 @@
 #include <gtest/gtest.h>
 
 #include "aggregation/test_builders.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using namespace std::chrono_literals;
@@ -152,12 +155,12 @@ TEST(SnapshotFromJson, ReadsBackWhatTheWriterWrote) {
     const std::string json = SnapshotToJson(original);
     Snapshot decoded;
     std::string error;
-    ASSERT_TRUE(SnapshotFromJson(json, &decoded, &error)) << error;
+    ASSERT_OK(SnapshotFromJson(json, &decoded));
     EXPECT_EQ(SnapshotToJson(decoded), json);
   }
   Snapshot decoded;
   std::string error;
-  ASSERT_TRUE(SnapshotFromJson(SnapshotToJson(FullSnapshot()), &decoded, &error)) << error;
+  ASSERT_OK(SnapshotFromJson(SnapshotToJson(FullSnapshot()), &decoded));
   EXPECT_EQ(decoded.name, "chat");
   EXPECT_EQ(decoded.namespace_, "team");
   EXPECT_EQ(decoded.timestamp, T0() + 30s);
@@ -177,12 +180,11 @@ TEST(SnapshotFromJson, ReadsBackWhatTheWriterWrote) {
 TEST(SnapshotFromJson, IgnoresTheUnknownAndNamesTheWrong) {
   Snapshot decoded;
   std::string error;
-  ASSERT_TRUE(SnapshotFromJson(
+  ASSERT_OK(SnapshotFromJson(
       R"({"kind":"ModelDeploymentMetrics","apiVersion":"worker.gpustack.ai/v1",)"
       R"("metadata":{"name":"chat","namespace":"team","uid":"x"},"timestamp":"2026-11-29T16:13:15Z",)"
       R"("stages":[{"id":0}],"queueing":[{"name":"waiting","value":3}],"latency":null})",
-      &decoded, &error))
-      << error;
+      &decoded));
   EXPECT_EQ(decoded.timestamp, T0());
   ASSERT_EQ(decoded.queueing.size(), 1u);
   EXPECT_EQ(decoded.queueing[0].value, 3);
@@ -207,7 +209,7 @@ TEST(SnapshotFromJson, IgnoresTheUnknownAndNamesTheWrong) {
   };
   for (const auto& [json, want] : bad) {
     error.clear();
-    EXPECT_FALSE(SnapshotFromJson(json, &decoded, &error)) << json;
+    EXPECT_FALSE(Ok(SnapshotFromJson(json, &decoded), &error)) << json;
     EXPECT_NE(error.find(want), std::string::npos) << json << " -> " << error;
   }
 }

@@ -17,6 +17,7 @@
 #include "aggregation/metrics_parse.h"
 #include "aggregation/pod_source.h"
 #include "aggregation/snapshot.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment::testing {
 
@@ -54,9 +55,8 @@ inline Snapshot DirectReads(const ModelDeployment& md, const std::vector<Pod>& p
       PodMetrics read;
       std::string error;
       const bool router = !pods[i].metadata.Label(kLabelRouter).empty();
-      EXPECT_TRUE(ParsePodMetrics(round == 0 ? first[i] : second[i], SelectExporter(md, router),
-                                  &read, &error, &pods[i]))
-          << error;
+      EXPECT_OK(ParsePodMetrics(round == 0 ? first[i] : second[i], SelectExporter(md, router),
+                                &read, &pods[i]));
       builder.MergePod(pods[i], read, ReadTime::Replay(round == 0 ? t0[i] : t1[i]));
     }
     snapshot = builder.Finish(timestamp);

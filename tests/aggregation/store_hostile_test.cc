@@ -14,8 +14,11 @@
 #include "aggregation/prometheus_source.h"
 #include "aggregation/reason.h"
 #include "aggregation/test_builders.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using namespace std::chrono_literals;
@@ -208,20 +211,22 @@ TEST(DecodeMatrixHostile, TwoSamplesAtOneTimeDeepNestingAndAResultObjectAreRefus
   std::vector<StoreSeries> series;
   std::string error;
   const std::string head = R"({"status":"success","data":{"resultType":"matrix","result":)";
-  EXPECT_FALSE(DecodeMatrix(head + R"([{"metric":{"__name__":"x"},"values":[[2,"1"],[2,"3"]]}]}})",
-                            MatrixLimits{}, &series, &error));
+  EXPECT_FALSE(
+      Ok(DecodeMatrix(head + R"([{"metric":{"__name__":"x"},"values":[[2,"1"],[2,"3"]]}]}})",
+                      MatrixLimits{}, &series),
+         &error));
   EXPECT_EQ(error, "the series x has two samples at 2000 ms");
-  EXPECT_FALSE(DecodeMatrix(head + "{}}}", MatrixLimits{}, &series, &error));
+  EXPECT_FALSE(Ok(DecodeMatrix(head + "{}}}", MatrixLimits{}, &series), &error));
   EXPECT_EQ(error, "the answer's \"result\" is not a list");
-  EXPECT_FALSE(DecodeMatrix(R"({"status":"success","data":{"resultType":"matrix"}})",
-                            MatrixLimits{}, &series, &error));
+  EXPECT_FALSE(Ok(DecodeMatrix(R"({"status":"success","data":{"resultType":"matrix"}})",
+                               MatrixLimits{}, &series),
+                  &error));
   EXPECT_EQ(error, "the answer has no \"result\" list");
   const std::string deep = head + std::string(1'000'000, '[');
-  EXPECT_FALSE(DecodeMatrix(deep, MatrixLimits{}, &series, &error));
+  EXPECT_FALSE(Ok(DecodeMatrix(deep, MatrixLimits{}, &series), &error));
   EXPECT_EQ(error, "the answer nests deeper than 16");
-  EXPECT_TRUE(DecodeMatrix(head + R"([{"metric":{"__name__":"x"},"values":[[3,"1"],[2,"3"]]}]}})",
-                           MatrixLimits{}, &series, &error))
-      << error;
+  EXPECT_OK(DecodeMatrix(head + R"([{"metric":{"__name__":"x"},"values":[[3,"1"],[2,"3"]]}]}})",
+                         MatrixLimits{}, &series));
   ASSERT_EQ(series.size(), 1u);
   EXPECT_EQ(series[0].samples.front().ms, 2000);
   EXPECT_EQ(series[0].samples.back().ms, 3000);

@@ -24,6 +24,7 @@
 #include "aggregation/metrics_parse.h"
 #include "aggregation/snapshot.h"
 #include "kube/objects.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
@@ -442,7 +443,7 @@ inline std::string CopySeries(const std::string& body, const std::string& from,
 inline PodMetrics Parse(std::string_view body, const ExporterProfile& exporter) {
   PodMetrics read;
   std::string error;
-  EXPECT_TRUE(ParsePodMetrics(body, &exporter, &read, &error)) << error;
+  EXPECT_OK(ParsePodMetrics(body, &exporter, &read));
   return read;
 }
 

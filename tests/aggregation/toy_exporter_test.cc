@@ -14,6 +14,7 @@
 #include "aggregation/metrics_parse.h"
 #include "aggregation/test_builders.h"
 #include "aggregation/toy_profile.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -61,8 +62,8 @@ TEST_F(ToyExporter, IsSelectedParsedAndMergedLikeABuiltIn) {
   PodMetrics first;
   PodMetrics second;
   std::string error;
-  ASSERT_TRUE(ParsePodMetrics(ToyBody(10, 5, 30, 100), profile, &first, &error)) << error;
-  ASSERT_TRUE(ParsePodMetrics(ToyBody(14, 7, 60, 150), profile, &second, &error)) << error;
+  ASSERT_OK(ParsePodMetrics(ToyBody(10, 5, 30, 100), profile, &first));
+  ASSERT_OK(ParsePodMetrics(ToyBody(14, 7, 60, 150), profile, &second));
   EXPECT_EQ(second.gauges.at("running"), 3);
 
   const Pod pod = MetricsEnginePod("chat-0", "u1");

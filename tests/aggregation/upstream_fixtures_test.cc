@@ -9,6 +9,7 @@
 #include "aggregation/exporters/builtin.h"
 #include "aggregation/metrics_parse.h"
 #include "aggregation/test_builders.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -26,7 +27,7 @@ using testing::UpstreamBody;
 PodMetrics ParseFrom(const std::string& body, const ExporterProfile& profile, const Pod& pod) {
   PodMetrics read;
   std::string error;
-  EXPECT_TRUE(ParsePodMetrics(body, &profile, &read, &error, &pod)) << error;
+  EXPECT_OK(ParsePodMetrics(body, &profile, &read, &pod));
   return read;
 }
 

@@ -13,6 +13,7 @@
 #include "aggregation/exporters/builtin.h"
 #include "aggregation/metrics_parse.h"
 #include "aggregation/test_builders.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -104,7 +105,7 @@ Pod SglangPod(bool all_schedulers) {
 PodMetrics ParseFrom(const std::string& body, const Pod& pod) {
   PodMetrics read;
   std::string error;
-  EXPECT_TRUE(ParsePodMetrics(body, &exporters::kSglang, &read, &error, &pod)) << error;
+  EXPECT_OK(ParsePodMetrics(body, &exporters::kSglang, &read, &pod));
   return read;
 }
 

@@ -40,11 +40,16 @@
 #include "kube/object_test_files.h"
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
+#include "status_matchers.h"
 #include "test_certificates.h"
 #include "test_deadlines.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using ::testing::HasSubstr;
@@ -129,16 +134,16 @@ Snapshot MakeSnapshot(std::string_view ns, std::string_view name) {
 // until released.
 class FakeSnapshots {
  public:
-  ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out) {
+  Status Get(std::string_view ns, std::string_view name, Snapshot* out) {
     ++calls;
     if (name == "missing") {
-      return ApiStatus::NotFound(
+      return Status::NotFound(
           fmt::format("modeldeployments.worker.gpustack.ai \"{}\" not found", name));
     }
-    if (name == "empty") return ApiStatus::Unavailable("ModelDeployment has no owned metrics Pods");
-    if (name == "broken") return ApiStatus::Internal("list ModelDeployment Pods: boom");
+    if (name == "empty") return Status::Unavailable("ModelDeployment has no owned metrics Pods");
+    if (name == "broken") return Status::Internal("list ModelDeployment Pods: boom");
     if (name == "throws") throw std::runtime_error("it threw");
-    if (name == "weird") return ApiStatus{302, "Found", "not an error code"};
+    if (name == "weird") return Status{302, "Found", "not an error code"};
     if (name.starts_with("slow")) {
       std::unique_lock lock(mu_);
       ++slow_waiting_;
@@ -146,7 +151,7 @@ class FakeSnapshots {
       cv_.wait(lock, [this] { return released_; });
     }
     *out = MakeSnapshot(ns, name);
-    return ApiStatus::Ok();
+    return Status::Ok();
   }
 
   bool WaitForSlow(int count) {
@@ -182,6 +187,27 @@ ServeConfig TestConfig(const TempDir& dir) {
   return config;
 }
 
+// The configuration's authenticator and authoriser (a test failure when they do not build).
+std::unique_ptr<Authenticator> Authn(
+    const ServeConfig& config, KubeApiClient* kube = nullptr,
+    std::shared_ptr<const AuthenticationConfigWatcher> watcher = nullptr,
+    std::shared_ptr<ServerMetrics> metrics = nullptr) {
+  std::unique_ptr<Authenticator> out;
+  EXPECT_OK(BuildAuthenticator(config, &out, kube, std::move(watcher), std::move(metrics)));
+  return out;
+}
+std::unique_ptr<Authorizer> Authz(const ServeConfig& config, KubeApiClient* kube = nullptr,
+                                  std::shared_ptr<ServerMetrics> metrics = nullptr) {
+  std::unique_ptr<Authorizer> out;
+  EXPECT_OK(BuildAuthorizer(config, kube, &out, std::move(metrics)));
+  return out;
+}
+std::unique_ptr<Authorizer> LoadPolicy(const std::string& path) {
+  std::unique_ptr<PolicyAuthorizer> out;
+  EXPECT_OK(PolicyAuthorizer::Load(path, &out));
+  return out;
+}
+
 class ServerUnderTest {
  public:
   explicit ServerUnderTest(const ServeConfig& config, size_t max_in_flight = 32)
@@ -191,15 +217,14 @@ class ServerUnderTest {
   ServerUnderTest(const ServeConfig& config, ApiServerOptions options,
                   std::unique_ptr<Authorizer> authorizer) {
     std::string error;
-    auto authenticator = BuildAuthenticator(config, &error);
-    EXPECT_NE(authenticator, nullptr) << error;
+    auto authenticator = Authn(config);
     server_ = std::make_unique<ApiServer>(
         options,
         [this](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
           return snapshots.Get(ns, name, out);
         },
         std::move(authenticator), std::move(authorizer));
-    started_ = server_->Start(&error);
+    started_ = Ok(server_->Start(), &error);
     EXPECT_TRUE(started_) << error;
   }
   ~ServerUnderTest() {
@@ -221,10 +246,7 @@ class ServerUnderTest {
     return options;
   }
   static std::unique_ptr<Authorizer> BuiltAuthorizer(const ServeConfig& config) {
-    std::string error;
-    auto authorizer = BuildAuthorizer(config, nullptr, &error);
-    EXPECT_NE(authorizer, nullptr) << error;
-    return authorizer;
+    return Authz(config);
   }
 
   std::unique_ptr<ApiServer> server_;
@@ -401,8 +423,7 @@ TEST(ApiServerTest, OwnMetricsCountRequestsAndReads) {
 )");
   ApiServerOptions options = BuildApiServerOptions(config);
   options.reuse_for = std::chrono::hours(1);
-  ServerUnderTest server(config, options,
-                         PolicyAuthorizer::Load(config.authz.policy_file, nullptr));
+  ServerUnderTest server(config, options, LoadPolicy(config.authz.policy_file));
   ASSERT_TRUE(server.started());
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(Fetch(server.url(MetricsPath("team", "chat")), Token("alice-token")).status, 200);
@@ -914,9 +935,9 @@ TEST(ApiServerTest, SubjectAccessReviewAuthorizerDecides) {
       [&](const AccessRequest& request, bool* allowed) {
         std::lock_guard lock(mu);
         reviews.push_back(request);
-        if (request.user == "bob") return ApiStatus::Unavailable("the review failed");
+        if (request.user == "bob") return Status::Unavailable("the review failed");
         *allowed = request.user == "alice";
-        return ApiStatus::Ok();
+        return Status::Ok();
       },
       SubjectAccessReviewAuthorizer::Options{});
   const ServeConfig config = TestConfig(dir);
@@ -954,7 +975,7 @@ TEST(ApiServerTest, SlowReviewsTakeNoReadSlotsAndALateOneIsAnsweredAtOnce) {
           LetTimePass(milliseconds(2500));  // the review's own time: what the test is about
         }
         *allowed = true;
-        return ApiStatus::Ok();
+        return Status::Ok();
       },
       SubjectAccessReviewAuthorizer::Options{});
   const ServeConfig config = TestConfig(dir);
@@ -1020,7 +1041,7 @@ TEST(ApiServerTest, SubjectAccessReviewThroughTheKubernetesApi) {
                    return response;
                  });
   std::string error;
-  ASSERT_TRUE(kube_api.Start(&error)) << error;
+  ASSERT_OK(kube_api.Start());
   KubeConfig kube_config;
   kube_config.server = fmt::format("https://127.0.0.1:{}", kube_api.port());
   kube_config.token = "service-account-token";
@@ -1032,15 +1053,15 @@ TEST(ApiServerTest, SubjectAccessReviewThroughTheKubernetesApi) {
   config.authz.policy_file.clear();
   config.authz.mode = ServeConfig::Authorization::kSubjectAccessReview;
   FakeSnapshots snapshots;
-  auto authorizer = BuildAuthorizer(config, &kube, &error);
-  ASSERT_NE(authorizer, nullptr) << error;
+  auto authorizer = Authz(config, &kube);
+  ASSERT_NE(authorizer, nullptr);
   ApiServer server(
       BuildApiServerOptions(config),
       [&](std::string_view ns, std::string_view name, SteadyTime, Snapshot* out) {
         return snapshots.Get(ns, name, out);
       },
-      BuildAuthenticator(config, &error), std::move(authorizer));
-  ASSERT_TRUE(server.Start(&error)) << error;
+      Authn(config), std::move(authorizer));
+  ASSERT_OK(server.Start());
   const std::string url = server.url() + MetricsPath("team", "chat");
   net::FetchResult allowed = Fetch(url, Token("alice-token"));
   EXPECT_EQ(allowed.status, 200) << allowed.body;
@@ -1101,7 +1122,7 @@ class DelegatingKubeApi {
                                std::move(respond));
                        });
     std::string error;
-    if (!server_.Start(&error)) throw std::runtime_error(error);
+    if (!Ok(server_.Start(), &error)) throw std::runtime_error(error);
   }
 
   KubeConfig Config() const {
@@ -1231,11 +1252,11 @@ struct DelegatedServer {
     config.authz.policy_file.clear();
     config.authn.delegated = true;
     config.authz.mode = ServeConfig::Authorization::kSubjectAccessReview;
-    std::string error;
-    auto authenticator = BuildAuthenticator(config, &error, &kube, trust, metrics);
-    if (authenticator == nullptr) throw std::runtime_error(error);
-    auto authorizer = BuildAuthorizer(config, &kube, &error, metrics);
-    if (authorizer == nullptr) throw std::runtime_error(error);
+    std::unique_ptr<Authenticator> authenticator;
+    std::unique_ptr<Authorizer> authorizer;
+    Status built = BuildAuthenticator(config, &authenticator, &kube, trust, metrics);
+    if (built.ok()) built = BuildAuthorizer(config, &kube, &authorizer, metrics);
+    if (!built.ok()) throw std::runtime_error(built.message());
     ApiServerOptions options = BuildApiServerOptions(config, trust);
     options.metrics = metrics;
     server = std::make_unique<ApiServer>(
@@ -1244,7 +1265,9 @@ struct DelegatedServer {
           return snapshots.Get(ns, name, out);
         },
         std::move(authenticator), std::move(authorizer));
-    if (!server->Start(&error)) throw std::runtime_error(error);
+    if (Status started = server->Start(); !started.ok()) {
+      throw std::runtime_error(started.message());
+    }
     if (watch_trust) trust->Start();
   }
   ~DelegatedServer() {
@@ -1383,9 +1406,9 @@ TEST(ApiServerTest, StartFailsOnBadCertificate) {
   std::string error;
   ApiServer server(
       BuildApiServerOptions(config),
-      [](std::string_view, std::string_view, SteadyTime, Snapshot*) { return ApiStatus::Ok(); },
-      BuildAuthenticator(config, &error), BuildAuthorizer(config, nullptr, &error));
-  EXPECT_FALSE(server.Start(&error));
+      [](std::string_view, std::string_view, SteadyTime, Snapshot*) { return Status::Ok(); },
+      Authn(config), Authz(config));
+  EXPECT_FALSE(Ok(server.Start(), &error));
   EXPECT_FALSE(error.empty());
 }
 
@@ -1415,7 +1438,7 @@ const std::string kBaseConfig =
 std::string ConfigError(const TempDir& dir, const std::string& yaml) {
   ServeConfig config;
   std::string error;
-  EXPECT_FALSE(ParseServeConfig(yaml, dir.path(), &config, &error)) << yaml;
+  EXPECT_FALSE(Ok(ParseServeConfig(yaml, dir.path(), &config), &error)) << yaml;
   return error;
 }
 
@@ -1426,14 +1449,13 @@ TEST(ServeConfigTest, TheReadLimits) {
   ConfigFiles files(dir);
   ServeConfig config;
   std::string error;
-  ASSERT_TRUE(ParseServeConfig(kBaseConfig + "request_timeout: 12s\n"
-                                             "scrape:\n"
-                                             "  pod_limit: 10\n"
-                                             "  max_in_flight: 4\n"
-                                             "  fetch_timeout: 3s\n"
-                                             "  max_body_bytes: 65536\n",
-                               dir.path(), &config, &error))
-      << error;
+  ASSERT_OK(ParseServeConfig(kBaseConfig + "request_timeout: 12s\n"
+                                           "scrape:\n"
+                                           "  pod_limit: 10\n"
+                                           "  max_in_flight: 4\n"
+                                           "  fetch_timeout: 3s\n"
+                                           "  max_body_bytes: 65536\n",
+                             dir.path(), &config));
   AggregatorOptions options;
   config.ApplyReadLimits(&options);
   EXPECT_EQ(options.request_timeout, std::chrono::seconds(12));
@@ -1445,10 +1467,10 @@ TEST(ServeConfigTest, TheReadLimits) {
   EXPECT_EQ(server.request_timeout, std::chrono::seconds(12));
   EXPECT_EQ(server.min_read_budget, std::chrono::seconds(2));
   // A short budget leaves a read a quarter of it to start with.
-  ASSERT_TRUE(ParseServeConfig(kBaseConfig + "request_timeout: 4s\n", dir.path(), &config, &error));
+  ASSERT_OK(ParseServeConfig(kBaseConfig + "request_timeout: 4s\n", dir.path(), &config));
   EXPECT_EQ(BuildApiServerOptions(config).min_read_budget, std::chrono::seconds(1));
   // Absent: the spec's numbers, which are AggregatorOptions' defaults.
-  ASSERT_TRUE(ParseServeConfig(kBaseConfig, dir.path(), &config, &error));
+  ASSERT_OK(ParseServeConfig(kBaseConfig, dir.path(), &config));
   AggregatorOptions defaults;
   config.ApplyReadLimits(&options);
   EXPECT_EQ(options.request_timeout, defaults.request_timeout);
@@ -1473,27 +1495,26 @@ TEST(ServeConfigTest, TheReadLimits) {
 TEST(ServeConfigTest, OneValueFromText) {
   ServeConfig config;
   std::string error;
-  ASSERT_TRUE(SetServeConfigValue("scrape.max_body_bytes", "2048", &config, &error)) << error;
+  ASSERT_OK(SetServeConfigValue("scrape.max_body_bytes", "2048", &config));
   EXPECT_EQ(config.reads.max_body_bytes, 2048u);
-  ASSERT_TRUE(SetServeConfigValue("request_timeout", "20s", &config, &error)) << error;
+  ASSERT_OK(SetServeConfigValue("request_timeout", "20s", &config));
   EXPECT_EQ(config.reads.request_timeout, std::chrono::seconds(20));
-  EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "0", &config, &error));
+  EXPECT_FALSE(Ok(SetServeConfigValue("scrape.pod_limit", "0", &config), &error));
   EXPECT_EQ(error, "scrape.pod_limit: 0 is out of range [1, 100000]");
-  EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "ten", &config, &error));
+  EXPECT_FALSE(Ok(SetServeConfigValue("scrape.pod_limit", "ten", &config), &error));
   EXPECT_EQ(error, "scrape.pod_limit: expected an integer");
-  EXPECT_FALSE(SetServeConfigValue("scrape.pod_limit", "12x", &config, &error));
+  EXPECT_FALSE(Ok(SetServeConfigValue("scrape.pod_limit", "12x", &config), &error));
   EXPECT_EQ(error, "scrape.pod_limit: expected an integer");
-  EXPECT_FALSE(SetServeConfigValue("scrape", "3", &config, &error));
+  EXPECT_FALSE(Ok(SetServeConfigValue("scrape", "3", &config), &error));
   EXPECT_EQ(error, "unknown setting `scrape`");
   // Each kind reads its own text (no YAML between): a flag, a comma-separated list.
-  ASSERT_TRUE(SetServeConfigValue("tls_self_signed", "true", &config, &error)) << error;
+  ASSERT_OK(SetServeConfigValue("tls_self_signed", "true", &config));
   EXPECT_TRUE(config.tls.self_signed);
-  EXPECT_FALSE(SetServeConfigValue("tls_self_signed", "yes", &config, &error));
+  EXPECT_FALSE(Ok(SetServeConfigValue("tls_self_signed", "yes", &config), &error));
   EXPECT_EQ(error, "tls_self_signed: expected true or false");
-  ASSERT_TRUE(SetServeConfigValue("tls_self_signed_hosts", "a.example,127.0.0.1", &config, &error))
-      << error;
+  ASSERT_OK(SetServeConfigValue("tls_self_signed_hosts", "a.example,127.0.0.1", &config));
   EXPECT_EQ(config.tls.self_signed_hosts, (std::vector<std::string>{"a.example", "127.0.0.1"}));
-  ASSERT_TRUE(SetServeConfigValue("context", "{not: yaml}", &config, &error)) << error;
+  ASSERT_OK(SetServeConfigValue("context", "{not: yaml}", &config));
   EXPECT_EQ(config.kube.context, "{not: yaml}") << "a text setting takes the text as it is";
 }
 
@@ -1503,7 +1524,7 @@ TEST(ServeConfigTest, TheReferenceIsTheTable) {
   const std::string reference = ServeConfigReference();
   std::vector<nlohmann::json> docs;
   std::string error;
-  ASSERT_TRUE(ParseYaml(reference, &docs, &error)) << error;
+  ASSERT_OK(ParseYaml(reference, &docs));
   ASSERT_EQ(docs.size(), 1u);
   std::vector<std::string> keys;
   for (const auto& [key, value] : docs.front().items()) {
@@ -1519,7 +1540,7 @@ TEST(ServeConfigTest, TheReferenceIsTheTable) {
   std::sort(table.begin(), table.end());
   EXPECT_EQ(keys, table);
   std::string manual;
-  ASSERT_TRUE(base::ReadFile(test_paths::Source("docs/deployment-metrics.md"), &manual, &error));
+  ASSERT_OK(base::ReadFile(test_paths::Source("docs/deployment-metrics.md"), &manual));
   EXPECT_NE(manual.find("```yaml\n" + reference + "```"), std::string::npos)
       << "docs/deployment-metrics.md must show `modelmetrics serve --config-keys` verbatim:\n"
       << reference;
@@ -1547,7 +1568,7 @@ TEST(ServeConfigTest, ThePrometheusSource) {
                            "  bearer_token_file: store-token\n";
   ServeConfig config;
   std::string error;
-  ASSERT_TRUE(ParseServeConfig(yaml, dir.path(), &config, &error)) << error;
+  ASSERT_OK(ParseServeConfig(yaml, dir.path(), &config));
   EXPECT_EQ(config.reads.source, SampleSource::kPrometheus);
   const PrometheusSourceOptions& p = config.reads.prometheus;
   EXPECT_EQ(p.url, "https://store.monitoring:9090/prefix");
@@ -1564,8 +1585,7 @@ TEST(ServeConfigTest, ThePrometheusSource) {
   EXPECT_EQ(p.ca_file, dir.path() + "/ca.pem");
   EXPECT_EQ(config.reads.prometheus_bearer_token_file, dir.path() + "/store-token");
   PrometheusSourceOptions loaded = p;
-  ASSERT_TRUE(
-      LoadPrometheusCredentials(config.reads.prometheus_bearer_token_file, "", &loaded, &error));
+  ASSERT_OK(LoadPrometheusCredentials(config.reads.prometheus_bearer_token_file, "", &loaded));
   EXPECT_EQ(loaded.bearer_token, "s3cret");
 
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "source: thanos\n"),
@@ -1610,7 +1630,7 @@ TEST(ServeConfigTest, ParsesEverySettingAndResolvesRelativePaths) {
       "max_connections_per_address: 16\n";
   ServeConfig config;
   std::string error;
-  ASSERT_TRUE(ParseServeConfig(yaml, dir.path(), &config, &error)) << error;
+  ASSERT_OK(ParseServeConfig(yaml, dir.path(), &config));
   EXPECT_EQ(config.server.address, "::1");
   EXPECT_EQ(config.server.port, 9443);
   EXPECT_EQ(config.api, (MetricsApi{.group = "metrics.example.com", .version = "v1alpha1"}));
@@ -1648,19 +1668,19 @@ TEST(ServeConfigTest, DefaultsAndLoadFromFile) {
   const std::string path = dir.Write("serve.yaml", kBaseConfig);
   ServeConfig config;
   std::string error;
-  ASSERT_TRUE(LoadServeConfig(path, &config, &error)) << error;
+  ASSERT_OK(LoadServeConfig(path, &config));
   EXPECT_EQ(config.server.address, "127.0.0.1");
   EXPECT_EQ(config.server.port, 8443);
   EXPECT_EQ(config.authz.mode, ServeConfig::Authorization::kPolicy);
   EXPECT_EQ(config.authz.policy_file, dir.path() + "/policy.yaml");
   EXPECT_FALSE(config.UsesKubeApi());
-  EXPECT_NE(BuildAuthenticator(config, &error), nullptr) << error;
-  EXPECT_NE(BuildAuthorizer(config, nullptr, &error), nullptr) << error;
+  EXPECT_NE(Authn(config), nullptr);
+  EXPECT_NE(Authz(config), nullptr);
 
-  EXPECT_FALSE(LoadServeConfig(dir.path() + "/none.yaml", &config, &error));
+  EXPECT_FALSE(Ok(LoadServeConfig(dir.path() + "/none.yaml", &config), &error));
   EXPECT_EQ(error, dir.path() + "/none.yaml: cannot open: No such file or directory");
   const std::string bad = dir.Write("bad.yaml", kBaseConfig + "colour: blue\n");
-  EXPECT_FALSE(LoadServeConfig(bad, &config, &error));
+  EXPECT_FALSE(Ok(LoadServeConfig(bad, &config), &error));
   EXPECT_EQ(error, bad + ": unknown setting `colour`");
 }
 
@@ -1739,11 +1759,9 @@ TEST(ServeConfigTest, ObjectsFileCapAndWhatIsNotARegularFile) {
   ConfigFiles files(dir);
   ServeConfig config;
   std::string error;
-  ASSERT_TRUE(ParseServeConfig(kBaseConfig, dir.path(), &config, &error)) << error;
+  ASSERT_OK(ParseServeConfig(kBaseConfig, dir.path(), &config));
   EXPECT_EQ(config.kube.max_objects_bytes, size_t{4} << 20);
-  ASSERT_TRUE(
-      ParseServeConfig(kBaseConfig + "max_objects_bytes: 0x10000\n", dir.path(), &config, &error))
-      << error;
+  ASSERT_OK(ParseServeConfig(kBaseConfig + "max_objects_bytes: 0x10000\n", dir.path(), &config));
   EXPECT_EQ(config.kube.max_objects_bytes, 65536u);
   EXPECT_EQ(ConfigError(dir, kBaseConfig + "max_objects_bytes: 0\n"),
             "max_objects_bytes: 0 is out of range [1, 1073741824]");
@@ -1771,9 +1789,8 @@ TEST(ServeConfigTest, OneDocumentOfScalarSettings) {
   // A name that reads as a number is still a name.
   ServeConfig config;
   std::string error;
-  ASSERT_TRUE(ParseServeConfig(kBaseConfig + "kubeconfig: kubeconfig\ncontext: 2024\n", dir.path(),
-                               &config, &error))
-      << error;
+  ASSERT_OK(ParseServeConfig(kBaseConfig + "kubeconfig: kubeconfig\ncontext: 2024\n", dir.path(),
+                             &config));
   EXPECT_EQ(config.kube.context, "2024");
   EXPECT_THAT(ConfigError(dir, "port: *nowhere\n"),
               HasSubstr("invalid YAML: line 1, column 7: unknown anchor `nowhere`"));
@@ -1784,12 +1801,16 @@ TEST(ServeConfigTest, BuildReportsFilesThatDoNotLoad) {
   ConfigFiles files(dir);
   ServeConfig config;
   std::string error;
-  ASSERT_TRUE(ParseServeConfig(kBaseConfig, dir.path(), &config, &error)) << error;
+  ASSERT_OK(ParseServeConfig(kBaseConfig, dir.path(), &config));
   dir.Write("tokens.csv", "only,two\n");
-  EXPECT_EQ(BuildAuthenticator(config, &error), nullptr);
+  std::unique_ptr<Authenticator> authenticator;
+  EXPECT_FALSE(Ok(BuildAuthenticator(config, &authenticator), &error));
+  EXPECT_EQ(authenticator, nullptr);
   EXPECT_THAT(error, HasSubstr("tokens.csv: line 1"));
   dir.Write("policy.yaml", "rules: nope\n");
-  EXPECT_EQ(BuildAuthorizer(config, nullptr, &error), nullptr);
+  std::unique_ptr<Authorizer> authorizer;
+  EXPECT_FALSE(Ok(BuildAuthorizer(config, nullptr, &authorizer), &error));
+  EXPECT_EQ(authorizer, nullptr);
   EXPECT_THAT(error, HasSubstr("policy.yaml: rules: expected a list of rules"));
 }
 
@@ -1965,7 +1986,7 @@ TEST(ServeCommandTest, RestartedPodGetsAFreshBaselineThroughTheObjectsFile) {
   options.objects_file = dir.path() + "/live-objects.json";
   sim::DeploymentSim simulator(options);
   std::string error;
-  ASSERT_TRUE(simulator.Start(&error)) << error;
+  ASSERT_OK(simulator.Start());
   const std::string config = dir.Write("serve-live.yaml",
                                        "port: 0\n"
                                        "tls_cert_file: server.pem\n"

@@ -15,9 +15,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using ::testing::ElementsAre;
@@ -32,15 +35,16 @@ net::HttpRequest WithHeaders(std::vector<std::pair<std::string, std::string>> he
 }
 
 std::unique_ptr<TokenFileAuthenticator> Tokens(std::string_view csv) {
-  std::string error;
-  auto tokens = TokenFileAuthenticator::Parse(csv, &error);
-  EXPECT_NE(tokens, nullptr) << error;
+  std::unique_ptr<TokenFileAuthenticator> tokens;
+  EXPECT_OK(TokenFileAuthenticator::Parse(csv, &tokens));
   return tokens;
 }
 
 std::string TokenError(std::string_view csv) {
   std::string error;
-  EXPECT_EQ(TokenFileAuthenticator::Parse(csv, &error), nullptr) << csv;
+  std::unique_ptr<TokenFileAuthenticator> tokens;
+  EXPECT_FALSE(Ok(TokenFileAuthenticator::Parse(csv, &tokens), &error)) << csv;
+  EXPECT_EQ(tokens, nullptr);
   return error;
 }
 
@@ -97,11 +101,13 @@ TEST(TokenFileTest, RejectsMalformedFilesNamingTheLine) {
 
 TEST(TokenFileTest, LoadNamesThePath) {
   std::string error;
-  EXPECT_EQ(TokenFileAuthenticator::Load("/no/such/tokens.csv", &error), nullptr);
+  std::unique_ptr<TokenFileAuthenticator> tokens;
+  EXPECT_FALSE(Ok(TokenFileAuthenticator::Load("/no/such/tokens.csv", &tokens), &error));
   EXPECT_THAT(error, HasSubstr("/no/such/tokens.csv"));
   const std::string path = test_paths::ScratchFile("auth_test_tokens.csv");
   std::ofstream(path) << "x,y\n";
-  EXPECT_EQ(TokenFileAuthenticator::Load(path, &error), nullptr);
+  EXPECT_FALSE(Ok(TokenFileAuthenticator::Load(path, &tokens), &error));
+  EXPECT_EQ(tokens, nullptr);
   EXPECT_THAT(error, HasSubstr(path + ": line 1"));
   std::filesystem::remove(path);
 }
@@ -250,14 +256,14 @@ AuthorizationRequest Ask(std::string user, std::vector<std::string> groups, std:
 std::vector<PolicyRule> Policy(std::string_view yaml) {
   std::vector<PolicyRule> rules;
   std::string error;
-  EXPECT_TRUE(ParsePolicy(yaml, &rules, &error)) << error;
+  EXPECT_OK(ParsePolicy(yaml, &rules));
   return rules;
 }
 
 std::string PolicyError(std::string_view yaml) {
   std::vector<PolicyRule> rules;
   std::string error;
-  EXPECT_FALSE(ParsePolicy(yaml, &rules, &error)) << yaml;
+  EXPECT_FALSE(Ok(ParsePolicy(yaml, &rules), &error)) << yaml;
   return error;
 }
 
@@ -363,16 +369,17 @@ TEST(PolicyTest, ScalarsThatReadAsNumbersAreStillNames) {
 
 TEST(PolicyTest, LoadNamesThePath) {
   std::string error;
-  EXPECT_EQ(PolicyAuthorizer::Load("/no/such/policy.yaml", &error), nullptr);
+  std::unique_ptr<PolicyAuthorizer> policy;
+  EXPECT_FALSE(Ok(PolicyAuthorizer::Load("/no/such/policy.yaml", &policy), &error));
   EXPECT_THAT(error, HasSubstr("/no/such/policy.yaml"));
   const std::string path = test_paths::ScratchFile("auth_test_policy.yaml");
   std::ofstream(path) << "rules: 3\n";
-  EXPECT_EQ(PolicyAuthorizer::Load(path, &error), nullptr);
+  EXPECT_FALSE(Ok(PolicyAuthorizer::Load(path, &policy), &error));
   EXPECT_EQ(error, path + ": rules: expected a list of rules");
   std::ofstream(path) << "rules:\n- users: [a]\n  namespaces: [t]\n  verbs: [get]\n"
                          "  resources: ['*']\n";
-  auto policy = PolicyAuthorizer::Load(path, &error);
-  ASSERT_NE(policy, nullptr) << error;
+  ASSERT_OK(PolicyAuthorizer::Load(path, &policy));
+  ASSERT_NE(policy, nullptr);
   EXPECT_TRUE(policy->Authorize(Ask("a", {}, "t")).allowed);
   std::filesystem::remove(path);
 }
@@ -391,7 +398,7 @@ TEST(SubjectAccessReviewTest, SendsTheRequestAndCachesAnswers) {
         ++reviews;
         seen.push_back(request);
         *allowed = request.user == "alice";
-        return ApiStatus::Ok();
+        return Status::Ok();
       },
       options);
   EXPECT_TRUE(sar.Authorize(Ask("alice", {"g1", "system:authenticated"}, "team")).allowed);
@@ -440,10 +447,10 @@ TEST(PolicyTest, NonResourceUrlsAndDiscoveryForEveryone) {
   }
   std::vector<PolicyRule> rules;
   std::string error;
-  EXPECT_FALSE(
-      ParsePolicy("rules:\n  - users: [a]\n    nonResourceURLs: [/metrics]\n"
-                  "    verbs: [get]\n    namespaces: [x]\n",
-                  &rules, &error));
+  EXPECT_FALSE(Ok(ParsePolicy("rules:\n  - users: [a]\n    nonResourceURLs: [/metrics]\n"
+                              "    verbs: [get]\n    namespaces: [x]\n",
+                              &rules),
+                  &error));
   EXPECT_EQ(error,
             "rules[0]: nonResourceURLs cannot be mixed with namespaces, resources, apiGroups or "
             "names");
@@ -458,7 +465,7 @@ TEST(SubjectAccessReviewTest, ExtraNonResourcePathsMastersAndCacheCounts) {
       [&](const AccessRequest& request, bool* allowed) {
         seen.push_back(request);
         *allowed = true;
-        return ApiStatus::Ok();
+        return Status::Ok();
       },
       options);
   // system:masters is allowed without asking (k8s.io/apiserver's delegated default).
@@ -489,14 +496,14 @@ TEST(SubjectAccessReviewTest, FailuresAreErrorsAndNotCached) {
       [&](const AccessRequest&, bool* allowed) {
         ++reviews;
         *allowed = true;  // must be ignored on failure
-        return ApiStatus::Unavailable("connection refused");
+        return Status::Unavailable("connection refused");
       },
       {});
   for (int i = 0; i < 2; ++i) {
     AuthorizationDecision decision = sar.Authorize(Ask("alice", {}, "team"));
     EXPECT_FALSE(decision.allowed);
-    EXPECT_EQ(decision.error.code, 503);
-    EXPECT_EQ(decision.error.message, "connection refused");
+    EXPECT_EQ(decision.error.code(), 503);
+    EXPECT_EQ(decision.error.message(), "connection refused");
   }
   EXPECT_EQ(reviews, 2);
 }
@@ -510,7 +517,7 @@ TEST(SubjectAccessReviewTest, ExpiredAnswersAreAskedAgain) {
       [&](const AccessRequest&, bool* allowed) {
         ++reviews;
         *allowed = true;
-        return ApiStatus::Ok();
+        return Status::Ok();
       },
       options);
   EXPECT_TRUE(sar.Authorize(Ask("alice", {}, "team")).allowed);

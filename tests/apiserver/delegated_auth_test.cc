@@ -14,9 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "status_matchers.h"
 #include "test_deadlines.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using ::testing::ElementsAre;
@@ -32,7 +35,7 @@ std::string ConfigMap(Json data) {
 TEST(AuthenticationConfigMapTest, ReadsKubeApiserversEncoding) {
   AuthenticationConfig config;
   std::string error;
-  ASSERT_TRUE(ParseAuthenticationConfigMap(
+  ASSERT_OK(ParseAuthenticationConfigMap(
       ConfigMap({{"client-ca-file", kPem},
                  {"requestheader-client-ca-file", kPem},
                  {"requestheader-allowed-names", R"(["front-proxy-client"])"},
@@ -40,30 +43,29 @@ TEST(AuthenticationConfigMapTest, ReadsKubeApiserversEncoding) {
                  {"requestheader-group-headers", R"(["X-Remote-Group"])"},
                  {"requestheader-extra-headers-prefix", R"(["X-Remote-Extra-"])"},
                  {"requestheader-uid-headers", "[]"}}),
-      &config, &error))
-      << error;
+      &config));
   EXPECT_EQ(config.client_ca_pem, kPem);
   EXPECT_THAT(config.request_header.allowed_names, ElementsAre("front-proxy-client"));
   EXPECT_THAT(config.request_header.extra_header_prefixes, ElementsAre("X-Remote-Extra-"));
   // Older clusters: no request-header keys at all, an empty list allows any name.
-  ASSERT_TRUE(ParseAuthenticationConfigMap(
-      ConfigMap({{"client-ca-file", kPem}, {"requestheader-allowed-names", "[]"}}), &config,
-      &error));
+  ASSERT_OK(ParseAuthenticationConfigMap(
+      ConfigMap({{"client-ca-file", kPem}, {"requestheader-allowed-names", "[]"}}), &config));
   EXPECT_TRUE(config.requestheader_ca_pem.empty());
   EXPECT_TRUE(config.request_header.allowed_names.empty());
   EXPECT_THAT(config.request_header.username_headers, ElementsAre("X-Remote-User"));
 
-  EXPECT_FALSE(ParseAuthenticationConfigMap(
-      ConfigMap({{"requestheader-allowed-names", "front-proxy-client"}}), &config, &error));
+  EXPECT_FALSE(Ok(ParseAuthenticationConfigMap(
+                      ConfigMap({{"requestheader-allowed-names", "front-proxy-client"}}), &config),
+                  &error));
   EXPECT_EQ(error, "requestheader-allowed-names: expected a JSON list of strings");
-  EXPECT_FALSE(
-      ParseAuthenticationConfigMap(ConfigMap({{"client-ca-file", "not a pem"}}), &config, &error));
+  EXPECT_FALSE(Ok(
+      ParseAuthenticationConfigMap(ConfigMap({{"client-ca-file", "not a pem"}}), &config), &error));
   EXPECT_EQ(error, "client-ca-file: no PEM certificate");
-  EXPECT_FALSE(ParseAuthenticationConfigMap("[1,", &config, &error));
+  EXPECT_FALSE(Ok(ParseAuthenticationConfigMap("[1,", &config), &error));
 }
 
 TEST(AuthenticationConfigWatcherTest, KeepsTheLastGoodTrustAndFailsClosedWhenDeleted) {
-  ApiStatus next = ApiStatus::Unavailable("connection refused");
+  Status next = Status::Unavailable("connection refused");
   std::string body;
   AuthenticationConfigWatcher watcher(
       [&](std::string* out) {
@@ -74,7 +76,7 @@ TEST(AuthenticationConfigWatcherTest, KeepsTheLastGoodTrustAndFailsClosedWhenDel
   watcher.RefreshNow();
   EXPECT_THAT(watcher.Ready(), HasSubstr("connection refused"));
 
-  next = ApiStatus::Ok();
+  next = Status::Ok();
   body = ConfigMap({{"client-ca-file", kPem}});
   watcher.RefreshNow();
   EXPECT_EQ(watcher.Ready(), "");
@@ -86,14 +88,14 @@ TEST(AuthenticationConfigWatcherTest, KeepsTheLastGoodTrustAndFailsClosedWhenDel
   watcher.RefreshNow();
   EXPECT_EQ(watcher.Current(), first);
   EXPECT_THAT(watcher.status(), HasSubstr("extension-apiserver-authentication-reader"));
-  next = ApiStatus::Ok();
+  next = Status::Ok();
   body = "{";
   watcher.RefreshNow();
   EXPECT_EQ(watcher.Current(), first);
   EXPECT_EQ(watcher.Ready(), "");  // it was read once
 
   // Deleted: no CA at all.
-  next = ApiStatus::NotFound("not found");
+  next = Status::NotFound("not found");
   watcher.RefreshNow();
   EXPECT_NE(watcher.Current(), first);
   EXPECT_TRUE(watcher.Current()->client_ca_pem.empty());
@@ -117,10 +119,10 @@ TEST(TokenReviewAuthenticatorTest, CachesAnswersLongAndFailuresBriefly) {
   TokenReviewAuthenticator tokens(
       [&](std::string_view token, bool* authenticated, UserInfo* user) {
         ++reviews;
-        if (fail) return ApiStatus::Unavailable("kube-apiserver is down");
+        if (fail) return Status::Unavailable("kube-apiserver is down");
         *authenticated = token == "good";
         user->name = "system:serviceaccount:team:reader";
-        return ApiStatus::Ok();
+        return Status::Ok();
       },
       options);
   UserInfo user;
@@ -151,7 +153,7 @@ TEST(TokenReviewAuthenticatorTest, CachesAnswersLongAndFailuresBriefly) {
 TEST(TokenReviewAuthenticatorTest, AReviewThatThrowsFailsAndStrandsNoWaiter) {
   int reviews = 0;
   TokenReviewAuthenticator tokens(
-      [&](std::string_view, bool*, UserInfo*) -> ApiStatus {
+      [&](std::string_view, bool*, UserInfo*) -> Status {
         ++reviews;
         throw std::runtime_error("malformed TokenReview status");
       },
@@ -175,7 +177,7 @@ TEST(TokenReviewAuthenticatorTest, ConcurrentRequestsForOneTokenShareOneReview) 
         cv.wait(lock, [&] { return release; });
         *authenticated = true;
         user->name = "alice";
-        return ApiStatus::Ok();
+        return Status::Ok();
       },
       {});
   std::atomic<int> answered{0};

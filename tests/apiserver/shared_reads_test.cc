@@ -32,7 +32,7 @@ class GatedReads {
     cv_.notify_all();
     cv_.wait(lock, [this] { return open_; });
     --running_;
-    return {.status = ApiStatus::Ok(),
+    return {.status = Status::Ok(),
             .body = std::make_shared<const std::string>(name + "#" +
                                                         std::to_string(reads_[ns + "/" + name]))};
   }
@@ -155,7 +155,7 @@ TEST(SharedReads, DeploymentsDoNotWaitForEachOther) {
   GatedReads slow;
   SharedReads reads(Options(), [&](auto& ns, auto& name, SteadyTime d) -> Result {
     if (name == "hung") return slow.Read(ns, name, d);
-    return {.status = ApiStatus::Ok(), .body = std::make_shared<const std::string>(name)};
+    return {.status = Status::Ok(), .body = std::make_shared<const std::string>(name)};
   });
   Answers hung;
   for (int i = 0; i < 50; ++i) reads.Submit("team", "hung", In(8s), hung.Add());
@@ -211,9 +211,9 @@ TEST(SharedReads, QueuedRequestsAreAnsweredBeforeTheirBudgetRunsOut) {
   EXPECT_LE(answered, deadline);
   EXPECT_GE(answered, deadline - 250ms);
   const Result r = late.Get()[0];
-  EXPECT_EQ(r.status.code, 503);
+  EXPECT_EQ(r.status.code(), 503);
   EXPECT_TRUE(r.retry);
-  EXPECT_EQ(r.status.message, SharedReads::NotStartedInTime().message);
+  EXPECT_EQ(r.status.message(), SharedReads::NotStartedInTime().message());
   gated.Open();
   ASSERT_TRUE(busy.Wait(1));
   EXPECT_EQ(gated.Reads("team/second"), 0);
@@ -234,7 +234,7 @@ TEST(SharedReads, LateJoinerWithAnEarlierDeadlineIsAnsweredAtItsDeadline) {
   const SteadyTime answered = SteadyClock::now();
   EXPECT_GE(answered, deadline);
   EXPECT_LT(answered, deadline + 200ms);
-  EXPECT_EQ(late.Get()[0].status.code, 504);
+  EXPECT_EQ(late.Get()[0].status.code(), 504);
   EXPECT_TRUE(late.Get()[0].retry);
   gated.Open();
   ASSERT_TRUE(first.Wait(1));
@@ -247,8 +247,8 @@ TEST(SharedReads, ExceptionsBecomeInternalErrors) {
   Answers answers;
   reads.Submit("team", "chat", In(8s), answers.Add());
   ASSERT_TRUE(answers.Wait(1));
-  EXPECT_EQ(answers.Get()[0].status.code, 500);
-  EXPECT_EQ(answers.Get()[0].status.message, "boom");
+  EXPECT_EQ(answers.Get()[0].status.code(), 500);
+  EXPECT_EQ(answers.Get()[0].status.message(), "boom");
 }
 
 }  // namespace

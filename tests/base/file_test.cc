@@ -1,6 +1,7 @@
 // Tests of base::ReadFile: whole regular files, the size cap checked before reading, and one-line
 // errors for what is not a regular file (a directory, a device, a FIFO), all without blocking.
 #include "base/file.h"
+#include "status_matchers.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 #include <string>
 
 namespace modelmetrics::base {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 class ReadFileTest : public ::testing::Test {
@@ -39,19 +42,19 @@ TEST_F(ReadFileTest, ReadsAWholeFile) {
   const std::string path = Write("f", content);
   std::string out;
   std::string error;
-  ASSERT_TRUE(ReadFile(path, &out, &error)) << error;
+  ASSERT_OK(ReadFile(path, &out));
   EXPECT_EQ(out, content);
-  ASSERT_TRUE(ReadFile(Write("empty", ""), &out, &error)) << error;
+  ASSERT_OK(ReadFile(Write("empty", ""), &out));
   EXPECT_EQ(out, "");
   // Exactly at the cap is fine.
-  ASSERT_TRUE(ReadFile(path, &out, &error, content.size())) << error;
+  ASSERT_OK(ReadFile(path, &out, content.size()));
 }
 
 TEST_F(ReadFileTest, RefusesAFileOverTheCapBeforeReadingIt) {
   const std::string path = Write("f", "12345");
   std::string out;
   std::string error;
-  EXPECT_FALSE(ReadFile(path, &out, &error, 4));
+  EXPECT_FALSE(Ok(ReadFile(path, &out, 4), &error));
   EXPECT_EQ(error, path + ": file is 5 bytes, over the 4-byte limit");
 
   // A 1 GiB sparse file: refused by its size, without a read or an allocation.
@@ -61,7 +64,7 @@ TEST_F(ReadFileTest, RefusesAFileOverTheCapBeforeReadingIt) {
   ASSERT_EQ(::ftruncate(fd, off_t{1} << 30), 0);
   ::close(fd);
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_FALSE(ReadFile(big, &out, &error));
+  EXPECT_FALSE(Ok(ReadFile(big, &out), &error));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // not 1 GiB read
   EXPECT_EQ(error, big + ": file is 1073741824 bytes, over the 4194304-byte limit");
   EXPECT_EQ(kDefaultMaxFileBytes, size_t{4} << 20);
@@ -70,14 +73,14 @@ TEST_F(ReadFileTest, RefusesAFileOverTheCapBeforeReadingIt) {
 TEST_F(ReadFileTest, RefusesWhatIsNotARegularFile) {
   std::string out;
   std::string error;
-  EXPECT_FALSE(ReadFile("/dev/zero", &out, &error));
+  EXPECT_FALSE(Ok(ReadFile("/dev/zero", &out), &error));
   EXPECT_EQ(error, "/dev/zero: not a regular file");
-  EXPECT_FALSE(ReadFile(dir_.string(), &out, &error));
+  EXPECT_FALSE(Ok(ReadFile(dir_.string(), &out), &error));
   EXPECT_EQ(error, dir_.string() + ": not a regular file");
   // A FIFO with no writer: opening it must not block.
   const std::string fifo = (dir_ / "fifo").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_FALSE(ReadFile(fifo, &out, &error));
+  EXPECT_FALSE(Ok(ReadFile(fifo, &out), &error));
   EXPECT_EQ(error, fifo + ": not a regular file");
 }
 
@@ -85,9 +88,9 @@ TEST_F(ReadFileTest, MissingFileSaysWhy) {
   std::string out;
   std::string error;
   const std::string missing = (dir_ / "missing").string();
-  EXPECT_FALSE(ReadFile(missing, &out, &error));
+  EXPECT_FALSE(Ok(ReadFile(missing, &out), &error));
   EXPECT_EQ(error, missing + ": cannot open: No such file or directory");
-  EXPECT_FALSE(ReadFile(missing, &out));  // no error wanted
+  EXPECT_FALSE(ReadFile(missing, &out).ok());  // the status alone
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "net/http_server.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace {
@@ -163,7 +164,7 @@ TEST_F(ParseCommandTest, FetchesAUrlAndFollowsItsContentType) {
   server.Route("GET", "/broken",
                [](const HttpRequest&) { return HttpResponse::Text(500, "boom"); });
   std::string error;
-  ASSERT_TRUE(server.Start(&error)) << error;
+  ASSERT_OK(server.Start());
   const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
 
   CommandResult ok = Modelmetrics("parse --strict " + base + "/metrics");

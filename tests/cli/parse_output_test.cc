@@ -20,9 +20,12 @@
 
 #include "cli/input_bytes.h"
 #include "modelmetrics/parser.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::cli {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 std::string Slurp(const std::filesystem::path& path) {
@@ -181,7 +184,7 @@ TEST_F(InputBytesTest, MapsARegularFile) {
   std::ofstream(path, std::ios::binary) << content;
   InputBytes in;
   std::string error;
-  ASSERT_TRUE(in.LoadFile(path, &error)) << error;
+  ASSERT_OK(in.LoadFile(path));
   EXPECT_TRUE(in.mapped());
   EXPECT_EQ(in.view(), content);
   InputBytes moved = std::move(in);  // the mapping moves with the object
@@ -194,12 +197,12 @@ TEST_F(InputBytesTest, EmptyFileMissingFileAndDirectory) {
   std::ofstream(empty, std::ios::binary).flush();
   InputBytes in;
   std::string error;
-  ASSERT_TRUE(in.LoadFile(empty, &error));
+  ASSERT_OK(in.LoadFile(empty));
   EXPECT_EQ(in.view(), "");
-  EXPECT_FALSE(in.LoadFile((dir_ / "missing").string(), &error));
+  EXPECT_FALSE(Ok(in.LoadFile((dir_ / "missing").string()), &error));
   EXPECT_EQ(error, "cannot open file");
   error.clear();
-  EXPECT_FALSE(in.LoadFile(dir_.string(), &error));
+  EXPECT_FALSE(Ok(in.LoadFile(dir_.string()), &error));
   EXPECT_EQ(error, "read error");
 }
 
@@ -209,12 +212,12 @@ TEST_F(InputBytesTest, StopsAtTheCap) {
   std::ofstream(path, std::ios::binary) << "0123456789";
   InputBytes in;
   std::string error;
-  ASSERT_TRUE(in.LoadFile(path, &error, 10)) << error;
+  ASSERT_OK(in.LoadFile(path, 10));
   EXPECT_EQ(in.view(), "0123456789");
-  EXPECT_FALSE(in.LoadFile(path, &error, 9));
+  EXPECT_FALSE(Ok(in.LoadFile(path, 9), &error));
   EXPECT_EQ(error, "input is over the 9-byte limit (--max-bytes)");
   error.clear();
-  EXPECT_FALSE(in.LoadFile("/dev/zero", &error, size_t{1} << 20));
+  EXPECT_FALSE(Ok(in.LoadFile("/dev/zero", size_t{1} << 20), &error));
   EXPECT_EQ(error, "input is over the 1048576-byte limit (--max-bytes)");
   EXPECT_EQ(in.view(), "");
 }
@@ -233,7 +236,7 @@ bool LoadThroughPipe(InputBytes* in, size_t bytes, size_t max_bytes, std::string
     }
     ::close(fds[1]);
   });
-  const bool ok = in->LoadFd(fds[0], error, max_bytes);
+  const bool ok = Ok(in->LoadFd(fds[0], max_bytes), error);
   ::close(fds[0]);  // a writer blocked on a refused input gets EPIPE and stops
   writer.join();
   return ok && in->view() == content;
@@ -269,7 +272,7 @@ TEST_F(InputBytesTest, ReadsAPipeAndAPositionedFile) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::lseek(fd, 5, SEEK_SET), 5);
-  EXPECT_TRUE(in.LoadFd(fd, &error));
+  EXPECT_OK(in.LoadFd(fd));
   ::close(fd);
   EXPECT_EQ(in.view(), "rest\n");
 }

@@ -23,8 +23,11 @@
 #include "cli/cli_runner.h"
 #include "kube/yaml.h"
 #include "sim/deployment_sim.h"
+#include "status_matchers.h"
 
 namespace modelmetrics {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using ::modelmetrics::testing::CliResult;
@@ -204,7 +207,7 @@ class SnapshotCommandTest : public ::testing::Test {
     options.objects_file = *objects_;
     sim_ = new sim::DeploymentSim(options);
     std::string error;
-    started_ = sim_->Start(&error);
+    started_ = Ok(sim_->Start(), &error);
     ASSERT_TRUE(started_) << error;
   }
   static void TearDownTestSuite() {
@@ -341,7 +344,7 @@ TEST_F(SnapshotCommandTest, YamlHasTheJsonFields) {
   // Read back with the reader objects files go through (Kubernetes' typing).
   std::vector<nlohmann::json> docs;
   std::string error;
-  ASSERT_TRUE(deployment::ParseYaml(yaml.out, &docs, &error)) << error << "\n" << yaml.out;
+  ASSERT_OK(deployment::ParseYaml(yaml.out, &docs));
   ASSERT_EQ(docs.size(), 1u);
   const nlohmann::json& from_yaml = docs[0];
   ASSERT_TRUE(from_yaml.is_object());
@@ -447,7 +450,7 @@ TEST(SnapshotWatchTest, RestartedPodGetsAFreshBaseline) {
   options.objects_file = scratch.File("objects.json");
   sim::DeploymentSim simulator(options);
   std::string error;
-  ASSERT_TRUE(simulator.Start(&error)) << error;
+  ASSERT_OK(simulator.Start());
   const std::string out = scratch.File("watch.out");
   constexpr size_t kRounds = 7;
   ::modelmetrics::testing::CliProcess process(

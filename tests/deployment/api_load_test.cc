@@ -19,9 +19,12 @@
 #include "sim/api_load.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using namespace std::chrono_literals;
@@ -48,7 +51,7 @@ class Stack {
     for (sim::DeploymentSimOptions& options : deployments) {
       sims_.push_back(std::make_unique<sim::DeploymentSim>(std::move(options)));
       std::string error;
-      EXPECT_TRUE(sims_.back()->Start(&error)) << error;
+      EXPECT_OK(sims_.back()->Start());
       ObjectSet objects = sims_.back()->Objects();
       for (auto& md : objects.model_deployments) all.model_deployments.push_back(std::move(md));
       for (auto& pod : objects.pods) all.pods.push_back(std::move(pod));
@@ -61,7 +64,7 @@ class Stack {
     options.api = std::move(api);
     api_ = std::make_unique<sim::LoopbackApi>(&source_, options);
     std::string error;
-    started_ = api_->Start(&error);
+    started_ = Ok(api_->Start(), &error);
     EXPECT_TRUE(started_) << error;
   }
 
@@ -168,14 +171,14 @@ TEST(ApiLoad, RestartedPodStartsAFreshBaselineThroughTheLiveObjectsFile) {
   options.requests_per_second = 40;
   sim::DeploymentSim simulator(options);
   std::string error;
-  ASSERT_TRUE(simulator.Start(&error)) << error;
+  ASSERT_OK(simulator.Start());
   FileObjectSource source;
-  ASSERT_TRUE(source.Load(options.objects_file, &error)) << error;
+  ASSERT_OK(source.Load(options.objects_file));
   sim::LoopbackApiOptions api_options;
   api_options.namespaces = {"team"};
   api_options.api.reuse_for = 0ms;
   sim::LoopbackApi api(&source, api_options);
-  ASSERT_TRUE(api.Start(&error)) << error;
+  ASSERT_OK(api.Start());
   net::HttpClient client;
   const net::FetchRequest request{api.MetricsUrl("team", "chat"),
                                   {{"Authorization", "Bearer " + api.token()}}};

@@ -15,6 +15,7 @@
 #include "aggregation/merge.h"
 #include "kube/object_file.h"
 #include "sim/deployment_sim.h"
+#include "status_matchers.h"
 #include "test_deadlines.h"
 
 namespace modelmetrics::deployment {
@@ -37,7 +38,7 @@ sim::DeploymentSimOptions ServerPods(int count) {
 std::string PodName(int i) { return "chat-server-" + std::to_string(i); }
 
 struct Read {
-  ApiStatus status;
+  Status status;
   Snapshot snapshot;
   std::chrono::milliseconds took{};
 };
@@ -75,7 +76,7 @@ TEST(FaultMatrix, EachFaultHasItsReasonAndTheOtherPodsAreReported) {
   for (size_t i = 0; i < transport.size(); ++i) options.faults[PodName(i)] = transport[i];
   sim::DeploymentSim simulator(options);
   std::string error;
-  ASSERT_TRUE(simulator.Start(&error)) << error;
+  ASSERT_OK(simulator.Start());
 
   FileObjectSource source;
   source.Set(simulator.Objects());
@@ -85,7 +86,7 @@ TEST(FaultMatrix, EachFaultHasItsReasonAndTheOtherPodsAreReported) {
   Aggregator aggregator(&source, aggregator_options);
 
   const Read first = ReadOnce(&aggregator);
-  ASSERT_TRUE(first.status.ok()) << first.status.message;
+  ASSERT_TRUE(first.status.ok()) << first.status.message();
   EXPECT_LT(first.took, std::chrono::seconds(8));
 
   ASSERT_TRUE(simulator.SetFault(PodName(8), PodFault::kCounterReset));
@@ -94,7 +95,7 @@ TEST(FaultMatrix, EachFaultHasItsReasonAndTheOtherPodsAreReported) {
   modelmetrics::testing::LetTimePass(std::chrono::milliseconds(1200));
   source.Set(simulator.Objects());  // the restarted Pod has a new UID
   const Read second = ReadOnce(&aggregator);
-  ASSERT_TRUE(second.status.ok()) << second.status.message;
+  ASSERT_TRUE(second.status.ok()) << second.status.message();
   EXPECT_LT(second.took, std::chrono::seconds(8));
   const Snapshot& snapshot = second.snapshot;
   EXPECT_TRUE(snapshot.partial);
@@ -157,7 +158,7 @@ TEST(FaultMatrix, ThirtySixSlowPodsNeverExceedThirtyTwoInFlight) {
   for (int i = 0; i < 36; ++i) options.faults[PodName(i)] = PodFault::kSlow;
   sim::DeploymentSim simulator(options);
   std::string error;
-  ASSERT_TRUE(simulator.Start(&error)) << error;
+  ASSERT_OK(simulator.Start());
   FileObjectSource source;
   source.Set(simulator.Objects());
   BaselineStore store;
@@ -166,7 +167,7 @@ TEST(FaultMatrix, ThirtySixSlowPodsNeverExceedThirtyTwoInFlight) {
   Aggregator aggregator(&source, aggregator_options);
 
   const Read read = ReadOnce(&aggregator);
-  ASSERT_TRUE(read.status.ok()) << read.status.message;
+  ASSERT_TRUE(read.status.ok()) << read.status.message();
   EXPECT_LT(read.took, std::chrono::seconds(8));
   EXPECT_GE(read.took, std::chrono::milliseconds(600));  // two rounds of 300 ms
   EXPECT_EQ(simulator.ScrapesServed(), 36u);
@@ -190,7 +191,7 @@ TEST(FaultMatrix, ConcurrentSnapshotsEachKeepTheirThirtyTwo) {
     }
     sims.push_back(std::make_unique<sim::DeploymentSim>(options));
     std::string error;
-    ASSERT_TRUE(sims.back()->Start(&error)) << error;
+    ASSERT_OK(sims.back()->Start());
     ObjectSet more = sims.back()->Objects();
     for (auto& md : more.model_deployments) objects.model_deployments.push_back(std::move(md));
     for (auto& pod : more.pods) objects.pods.push_back(std::move(pod));
@@ -210,7 +211,7 @@ TEST(FaultMatrix, ConcurrentSnapshotsEachKeepTheirThirtyTwo) {
   const Read chat = ReadOnce(&aggregator);
   other.join();
   for (const Read* read : {&chat, static_cast<const Read*>(&talk)}) {
-    ASSERT_TRUE(read->status.ok()) << read->status.message;
+    ASSERT_TRUE(read->status.ok()) << read->status.message();
     EXPECT_LT(read->took, std::chrono::seconds(8));
     ASSERT_FALSE(read->snapshot.processing.empty());
     EXPECT_EQ(read->snapshot.processing[0].pod_count, 36);
@@ -228,7 +229,7 @@ TEST(FaultMatrix, PodsQueuedBehindTimedOutOnesAreStillRead) {
   for (int i = 0; i < 36; ++i) options.faults[PodName(i)] = PodFault::kSlowBody;
   sim::DeploymentSim simulator(options);
   std::string error;
-  ASSERT_TRUE(simulator.Start(&error)) << error;
+  ASSERT_OK(simulator.Start());
   FileObjectSource source;
   source.Set(simulator.Objects());
   BaselineStore store;
@@ -237,7 +238,7 @@ TEST(FaultMatrix, PodsQueuedBehindTimedOutOnesAreStillRead) {
   Aggregator aggregator(&source, aggregator_options);
 
   const Read read = ReadOnce(&aggregator);
-  ASSERT_TRUE(read.status.ok()) << read.status.message;
+  ASSERT_TRUE(read.status.ok()) << read.status.message();
   EXPECT_LT(read.took, std::chrono::seconds(8));
   EXPECT_EQ(simulator.ScrapesServed(), 37u);
   int timed_out = 0;

@@ -19,6 +19,7 @@
 #include "modelmetrics/metrics.h"
 #include "sim/deployment_sim.h"
 #include "sim/pipeline_sim.h"
+#include "status_matchers.h"
 #include "test_deadlines.h"
 
 namespace modelmetrics::deployment {
@@ -92,8 +93,8 @@ HeldRead ReadHeld(sim::DeploymentSim& sim, Aggregator& aggregator) {
   HeldRead read;
   const std::vector<std::string> pods = sim.PodNames();
   for (const std::string& pod : pods) sim.Pipeline(pod)->Pause();
-  const ApiStatus status = aggregator.Get("default", "voice", &read.snapshot);
-  EXPECT_EQ(status.code, 200) << status.message;
+  const Status status = aggregator.Get("default", "voice", &read.snapshot);
+  EXPECT_EQ(status.code(), 200) << status.message();
   for (const std::string& pod : pods) {
     const Registry& registry = sim.Pipeline(pod)->registry();
     for (const Row& row : kRows) {
@@ -134,7 +135,7 @@ TEST(OmniDeployment, PerStageAndPerEdgeEntriesEqualThePipelineSimulatorsOwnCount
   options.requests_per_second = 12;  // 6 speech requests/s per Pod
   sim::DeploymentSim sim(options);
   std::string error;
-  ASSERT_TRUE(sim.Start(&error)) << error;
+  ASSERT_OK(sim.Start());
   modelmetrics::testing::LetTimePass(1500ms);  // traffic on every stage; more only adds to it
 
   FileObjectSource source;

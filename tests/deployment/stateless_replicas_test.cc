@@ -18,6 +18,7 @@
 #include "cli/cli_runner.h"
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
@@ -78,7 +79,7 @@ TEST(StatelessReplicas, TwoReplicasAgreeAndARestartedOneHasWindowsAtOnce) {
   options.objects_file = dir.File("objects.json");
   sim::DeploymentSim simulator(options);
   std::string error;
-  ASSERT_TRUE(simulator.Start(&error)) << error;
+  ASSERT_OK(simulator.Start());
   std::vector<testing::StoreTarget> targets;
   for (const sim::SimPodInfo& pod : simulator.Pods()) targets.push_back({pod.port, pod.name});
   testing::RealStore store("prometheus", dir, targets);

@@ -27,6 +27,7 @@
 #include "cli/cli_runner.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "status_matchers.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -51,7 +52,7 @@ class BodyServer {
       return net::HttpResponse{200, "text/plain; version=0.0.4", {}, body_};
     });
     std::string error;
-    EXPECT_TRUE(server_.Start(&error)) << error;
+    EXPECT_OK(server_.Start());
   }
   ~BodyServer() { server_.Stop(); }
   void Set(std::string body) {

@@ -17,9 +17,12 @@
 #include "sim/deployment_sim.h"
 #include "sim/exporter_registry.h"
 #include "sim/toy_sim_exporter.h"
+#include "status_matchers.h"
 #include "test_deadlines.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 class ToyDeployment : public ::testing::Test {
@@ -43,7 +46,7 @@ TEST_F(ToyDeployment, ItsSimulatedPodsAreReadLikeABuiltIn) {
   options.requests_per_second = 40;
   sim::DeploymentSim simulator(options);
   std::string error;
-  ASSERT_TRUE(simulator.Start(&error)) << error;
+  ASSERT_OK(simulator.Start());
 
   FileObjectSource source;
   source.Set(simulator.Objects());
@@ -56,8 +59,8 @@ TEST_F(ToyDeployment, ItsSimulatedPodsAreReadLikeABuiltIn) {
   // Traffic between the reads: at least a second, the shortest window; longer only adds traffic.
   modelmetrics::testing::LetTimePass(std::chrono::milliseconds(1200));
   Snapshot snapshot;
-  const ApiStatus status = aggregator.Get("team", "chat", &snapshot);
-  ASSERT_TRUE(status.ok()) << status.message;
+  const Status status = aggregator.Get("team", "chat", &snapshot);
+  ASSERT_TRUE(status.ok()) << status.message();
 
   EXPECT_EQ(snapshot.missing, std::vector<Missing>{});
   EXPECT_FALSE(snapshot.partial);
@@ -83,7 +86,7 @@ TEST_F(ToyDeployment, UnregisteredTheSimulatorRefusesTheEngine) {
   options.engine = "toyllm";
   sim::DeploymentSim simulator(options);
   std::string error;
-  EXPECT_FALSE(simulator.Start(&error));
+  EXPECT_FALSE(Ok(simulator.Start(), &error));
   EXPECT_EQ(error, "unknown engine \"toyllm\" (vllm, sglang or vllm-omni)");
 }
 

@@ -24,9 +24,14 @@
 #include "kube/object_file.h"
 #include "kube/object_test_files.h"
 #include "net/http_server.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using nlohmann::json;
@@ -167,7 +172,7 @@ class FakeKubeApi {
     server_.Route("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
                   [this](const net::HttpRequest& r) { return Review(r); });
     std::string error;
-    if (!server_.Start(&error)) throw std::runtime_error("fake API server: " + error);
+    if (!Ok(server_.Start(), &error)) throw std::runtime_error("fake API server: " + error);
   }
 
   std::string Url() const { return "https://127.0.0.1:" + std::to_string(server_.port()); }
@@ -352,12 +357,12 @@ std::string Kubeconfig(const std::string& server, const std::string& cluster_fie
 KubeConfig MustLoad(const std::string& path, const std::string& context = "") {
   KubeConfig config;
   std::string error;
-  EXPECT_TRUE(LoadKubeconfig(path, context, &config, &error)) << error;
+  EXPECT_OK(LoadKubeconfig(path, context, &config));
   return config;
 }
 
-std::string Describe(const ApiStatus& status) {
-  return std::to_string(status.code) + " " + status.reason + ": " + status.message;
+std::string Describe(const Status& status) {
+  return std::to_string(status.code()) + " " + status.reason() + ": " + status.message();
 }
 
 // Reads every object of the example through `source`, the way the aggregator does.
@@ -371,7 +376,7 @@ struct Read {
 
 Read ReadEverything(ObjectSource& source) {
   Read read;
-  ApiStatus status = source.GetModelDeployment("team", "chat", &read.md);
+  Status status = source.GetModelDeployment("team", "chat", &read.md);
   EXPECT_TRUE(status.ok()) << Describe(status);
   status = source.ListPods("team", kChatSelector, &read.pods);
   EXPECT_TRUE(status.ok()) << Describe(status);
@@ -403,7 +408,7 @@ void ExpectSameRead(const Read& api, const Read& file) {
 Read ReadFromFile() {
   FileObjectSource file;
   std::string error;
-  EXPECT_TRUE(file.Load(ExamplePath(), &error)) << error;
+  EXPECT_OK(file.Load(ExamplePath()));
   return ReadEverything(file);
 }
 
@@ -489,7 +494,7 @@ TEST(KubeApiTest, ClientCertificateFilesAndTokenFileAreRelativeToTheKubeconfig) 
     KubeApiClient client(config);
     KubeApiSource source(&client);
     ModelDeployment md;
-    ApiStatus status = source.GetModelDeployment("team", "chat", &md);
+    Status status = source.GetModelDeployment("team", "chat", &md);
     EXPECT_TRUE(status.ok()) << Describe(status);
   }
 
@@ -502,7 +507,7 @@ TEST(KubeApiTest, ClientCertificateFilesAndTokenFileAreRelativeToTheKubeconfig) 
   KubeApiClient client(config);
   KubeApiSource source(&client);
   ModelDeployment md;
-  ApiStatus status = source.GetModelDeployment("team", "chat", &md);
+  Status status = source.GetModelDeployment("team", "chat", &md);
   EXPECT_TRUE(status.ok()) << Describe(status);
 }
 
@@ -516,7 +521,7 @@ TEST(KubeApiTest, TokenFileIsReadWhenNoTokenIsGiven) {
   KubeApiClient client(config);
   KubeApiSource source(&client);
   ReplicaSet rs;
-  ApiStatus status = source.GetReplicaSet("team", "chat-router-7c9f", &rs);
+  Status status = source.GetReplicaSet("team", "chat-router-7c9f", &rs);
   EXPECT_TRUE(status.ok()) << Describe(status);
 }
 
@@ -530,12 +535,12 @@ TEST(KubeApiTest, WrongOrMissingTokenIsUnauthorized) {
     KubeApiClient client(config);
     KubeApiSource source(&client);
     ModelDeployment md;
-    ApiStatus status = source.GetModelDeployment("team", "chat", &md);
-    EXPECT_EQ(status.code, 401) << Describe(status);
-    EXPECT_EQ(status.reason, "Unauthorized");
-    EXPECT_EQ(status.message, "Unauthorized");
+    Status status = source.GetModelDeployment("team", "chat", &md);
+    EXPECT_EQ(status.code(), 401) << Describe(status);
+    EXPECT_EQ(status.reason(), "Unauthorized");
+    EXPECT_EQ(status.message(), "Unauthorized");
     std::vector<Pod> pods;
-    EXPECT_EQ(source.ListPods("team", kChatSelector, &pods).code, 401);
+    EXPECT_EQ(source.ListPods("team", kChatSelector, &pods).code(), 401);
   }
 }
 
@@ -549,29 +554,29 @@ TEST(KubeApiTest, UnknownObjectsAreNotFoundWithTheServersMessage) {
   KubeApiSource source(&client);
 
   ModelDeployment md;
-  ApiStatus status = source.GetModelDeployment("team", "nope", &md);
+  Status status = source.GetModelDeployment("team", "nope", &md);
   EXPECT_TRUE(status.not_found()) << Describe(status);
-  EXPECT_EQ(status.reason, "NotFound");
-  EXPECT_EQ(status.message, R"(modeldeployments.worker.gpustack.ai "nope" not found)");
+  EXPECT_EQ(status.reason(), "NotFound");
+  EXPECT_EQ(status.message(), R"(modeldeployments.worker.gpustack.ai "nope" not found)");
   // The file source says exactly the same.
   FileObjectSource file;
   std::string error;
-  ASSERT_TRUE(file.Load(ExamplePath(), &error)) << error;
-  EXPECT_EQ(file.GetModelDeployment("team", "nope", &md).message, status.message);
+  ASSERT_OK(file.Load(ExamplePath()));
+  EXPECT_EQ(file.GetModelDeployment("team", "nope", &md).message(), status.message());
 
   ReplicaSet rs;
   status = source.GetReplicaSet("team", "x", &rs);
   EXPECT_TRUE(status.not_found());
-  EXPECT_EQ(status.message, R"(replicasets.apps "x" not found)");
+  EXPECT_EQ(status.message(), R"(replicasets.apps "x" not found)");
   Deployment deployment;
   status = source.GetDeployment("other-ns", "chat-router", &deployment);
   EXPECT_TRUE(status.not_found());
-  EXPECT_EQ(status.message, R"(deployments.apps "chat-router" not found)");
+  EXPECT_EQ(status.message(), R"(deployments.apps "chat-router" not found)");
 
   std::string body;
   status = client.Request("GET", "/apis/nothing.example.com/v1/things", "", &body);
-  EXPECT_EQ(status.code, 404);
-  EXPECT_EQ(status.message, "the server could not find the requested resource");
+  EXPECT_EQ(status.code(), 404);
+  EXPECT_EQ(status.message(), "the server could not find the requested resource");
 }
 
 TEST(KubeApiTest, NonStatusErrorsAndBrokenServersAreClearFailures) {
@@ -583,10 +588,10 @@ TEST(KubeApiTest, NonStatusErrorsAndBrokenServersAreClearFailures) {
   KubeApiClient client(config);
   KubeApiSource source(&client);
   ModelDeployment md;
-  ApiStatus status = source.GetModelDeployment("broken", "chat", &md);
-  EXPECT_EQ(status.code, 503) << Describe(status);
-  EXPECT_EQ(status.reason, "ServiceUnavailable");
-  EXPECT_EQ(status.message,
+  Status status = source.GetModelDeployment("broken", "chat", &md);
+  EXPECT_EQ(status.code(), 503) << Describe(status);
+  EXPECT_EQ(status.reason(), "ServiceUnavailable");
+  EXPECT_EQ(status.message(),
             "GET " + api.Url() +
                 "/apis/worker.gpustack.ai/v1alpha1/namespaces/broken/modeldeployments/chat: "
                 "HTTP 502: upstream went away");
@@ -597,7 +602,7 @@ TEST(KubeApiTest, ServerDownIsServiceUnavailable) {
   {
     net::HttpServer server(net::ServerOptions{});
     std::string error;
-    ASSERT_TRUE(server.Start(&error)) << error;
+    ASSERT_OK(server.Start());
     port = server.port();
   }  // stopped: nothing listens on `port` any more
   KubeConfig config;
@@ -607,14 +612,14 @@ TEST(KubeApiTest, ServerDownIsServiceUnavailable) {
   KubeApiClient client(config);
   KubeApiSource source(&client);
   std::vector<Pod> pods;
-  ApiStatus status = source.ListPods("team", kChatSelector, &pods);
+  Status status = source.ListPods("team", kChatSelector, &pods);
   EXPECT_FALSE(status.ok());
-  EXPECT_EQ(status.code, 503) << Describe(status);
-  EXPECT_EQ(status.reason, "ServiceUnavailable");
-  EXPECT_NE(status.message.find("GET " + config.server + "/api/v1/namespaces/team/pods?"),
+  EXPECT_EQ(status.code(), 503) << Describe(status);
+  EXPECT_EQ(status.reason(), "ServiceUnavailable");
+  EXPECT_NE(status.message().find("GET " + config.server + "/api/v1/namespaces/team/pods?"),
             std::string::npos)
-      << status.message;
-  EXPECT_NE(status.message.find("(connection_refused)"), std::string::npos) << status.message;
+      << status.message();
+  EXPECT_NE(status.message().find("(connection_refused)"), std::string::npos) << status.message();
 }
 
 TEST(KubeApiTest, UntrustedServerCertificateFails) {
@@ -626,9 +631,9 @@ TEST(KubeApiTest, UntrustedServerCertificateFails) {
   KubeApiClient client(config);
   KubeApiSource source(&client);
   ModelDeployment md;
-  ApiStatus status = source.GetModelDeployment("team", "chat", &md);
-  EXPECT_EQ(status.code, 500) << Describe(status);
-  EXPECT_NE(status.message.find("(tls)"), std::string::npos) << status.message;
+  Status status = source.GetModelDeployment("team", "chat", &md);
+  EXPECT_EQ(status.code(), 500) << Describe(status);
+  EXPECT_NE(status.message().find("(tls)"), std::string::npos) << status.message();
   EXPECT_EQ(api.requests(), 0);  // the token never left the client
 }
 
@@ -646,7 +651,7 @@ TEST(KubeApiTest, SubjectAccessReviewPostsTheRequestAndReadsAllowed) {
   request.ns = "team";
   request.name = "chat";
   bool allowed = false;
-  ApiStatus status = SubjectAccessReview(&client, request, &allowed);
+  Status status = SubjectAccessReview(&client, request, &allowed);
   ASSERT_TRUE(status.ok()) << Describe(status);
   EXPECT_TRUE(allowed);
   EXPECT_EQ(api.last_content_type(), "application/json");
@@ -717,8 +722,8 @@ TEST(KubeApiTest, FailedSubjectAccessReviewDenies) {
   request.ns = "team";
   request.name = "chat";
   bool allowed = true;
-  ApiStatus status = SubjectAccessReview(&client, request, &allowed);
-  EXPECT_EQ(status.code, 401);
+  Status status = SubjectAccessReview(&client, request, &allowed);
+  EXPECT_EQ(status.code(), 401);
   EXPECT_FALSE(allowed);
 }
 
@@ -755,11 +760,11 @@ TEST(KubeApiTest, UnwritableTempDirFailsEveryRequestClearly) {
   config.ca_pem = "-----BEGIN CERTIFICATE-----\n";
   KubeApiClient client(config);
   std::string body;
-  ApiStatus status = client.Request("GET", "/api", "", &body);
-  EXPECT_EQ(status.code, 500);
-  EXPECT_NE(status.message.find("certificate-authority-data: cannot create a temporary file"),
+  Status status = client.Request("GET", "/api", "", &body);
+  EXPECT_EQ(status.code(), 500);
+  EXPECT_NE(status.message().find("certificate-authority-data: cannot create a temporary file"),
             std::string::npos)
-      << status.message;
+      << status.message();
 }
 
 TEST(KubeconfigTest, SelectsTheNamedContext) {
@@ -777,7 +782,7 @@ TEST(KubeconfigTest, SelectsTheNamedContext) {
 std::string LoadError(const std::string& path, const std::string& context = "") {
   KubeConfig config;
   std::string error;
-  EXPECT_FALSE(LoadKubeconfig(path, context, &config, &error));
+  EXPECT_FALSE(Ok(LoadKubeconfig(path, context, &config), &error));
   return error;
 }
 
@@ -842,7 +847,7 @@ TEST(InClusterConfigTest, ReadsTheServiceAccount) {
     ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
     KubeConfig config;
     std::string error;
-    ASSERT_TRUE(LoadInClusterConfig(dir.path(), &config, &error)) << error;
+    ASSERT_OK(LoadInClusterConfig(dir.path(), &config));
     EXPECT_EQ(config.server, "https://10.96.0.1:443");
     EXPECT_EQ(config.token, "sa-token");
     EXPECT_EQ(config.token_file, dir.path() + "/token");
@@ -854,7 +859,7 @@ TEST(InClusterConfigTest, ReadsTheServiceAccount) {
     ScopedEnv port("KUBERNETES_SERVICE_PORT", "6443");
     KubeConfig config;
     std::string error;
-    ASSERT_TRUE(LoadInClusterConfig(dir.path(), &config, &error)) << error;
+    ASSERT_OK(LoadInClusterConfig(dir.path(), &config));
     EXPECT_EQ(config.server, "https://[fd00::1]:6443");
   }
 }
@@ -866,15 +871,15 @@ TEST(InClusterConfigTest, MissingEnvironmentOrTokenIsAnError) {
   {
     ScopedEnv host("KUBERNETES_SERVICE_HOST", std::nullopt);
     ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
-    EXPECT_FALSE(LoadInClusterConfig(dir.path(), &config, &error));
+    EXPECT_FALSE(Ok(LoadInClusterConfig(dir.path(), &config), &error));
     EXPECT_EQ(error,
               "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and "
               "KUBERNETES_SERVICE_PORT must be defined");
-    EXPECT_FALSE(LoadInClusterConfig(&config, &error));  // the real path, same check first
+    EXPECT_FALSE(Ok(LoadInClusterConfig(&config), &error));  // the real path, same check first
   }
   ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.96.0.1");
   ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
-  EXPECT_FALSE(LoadInClusterConfig(dir.path(), &config, &error));
+  EXPECT_FALSE(Ok(LoadInClusterConfig(dir.path(), &config), &error));
   EXPECT_EQ(
       error.rfind("in-cluster service account token: " + dir.path() + "/token: cannot open: ", 0),
       0u)
@@ -891,7 +896,7 @@ TEST(InClusterConfigTest, ServiceAccountConfigTalksToTheApi) {
     ScopedEnv host("KUBERNETES_SERVICE_HOST", "127.0.0.1");
     ScopedEnv port("KUBERNETES_SERVICE_PORT", api.Url().substr(api.Url().rfind(':') + 1));
     std::string error;
-    ASSERT_TRUE(LoadInClusterConfig(dir.path(), &config, &error)) << error;
+    ASSERT_OK(LoadInClusterConfig(dir.path(), &config));
   }
   KubeApiClient client(config);
   KubeApiSource source(&client);

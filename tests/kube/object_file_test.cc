@@ -2,9 +2,11 @@
 // List and `---` documents), clear errors for bad files, and Kubernetes' NotFound wording.
 #include "kube/object_file.h"
 #include "kube/object_test_files.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -17,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using ::modelmetrics::testing::ExamplePath;
@@ -179,11 +183,11 @@ std::string ExampleYamlDocuments() {
 ObjectSet LoadExampleJson() {
   FileObjectSource source;
   std::string error;
-  EXPECT_TRUE(source.Load(ExamplePath(), &error)) << error;
+  EXPECT_OK(source.Load(ExamplePath()));
   ObjectSet set;
   std::ifstream file(ExamplePath());
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(DecodeObjects(text, &set, &error)) << error;
+  EXPECT_OK(DecodeObjects(text, &set));
   return set;
 }
 
@@ -238,9 +242,9 @@ TEST(ObjectFileTest, YamlListGivesTheSameObjectsAsJson) {
   TempDir dir;
   FileObjectSource source;
   std::string error;
-  ASSERT_TRUE(source.Load(dir.Write("objects.yaml", ExampleYamlList()), &error)) << error;
+  ASSERT_OK(source.Load(dir.Write("objects.yaml", ExampleYamlList())));
   ObjectSet yaml;
-  ASSERT_TRUE(DecodeObjects(ExampleYamlList(), &yaml, &error)) << error;
+  ASSERT_OK(DecodeObjects(ExampleYamlList(), &yaml));
   ExpectSameObjects(yaml, LoadExampleJson());
   // Quoted numbers stayed strings through the YAML conversion.
   EXPECT_EQ(yaml.pods[1].metadata.annotations.at("prometheus.io/port"), "18002");
@@ -254,41 +258,36 @@ TEST(ObjectFileTest, YamlListGivesTheSameObjectsAsJson) {
 TEST(ObjectFileTest, YamlDocumentsGiveTheSameObjectsAsJson) {
   ObjectSet yaml;
   std::string error;
-  ASSERT_TRUE(DecodeObjects(ExampleYamlDocuments(), &yaml, &error)) << error << "\n"
-                                                                    << ExampleYamlDocuments();
+  ASSERT_OK(DecodeObjects(ExampleYamlDocuments(), &yaml));
   ExpectSameObjects(yaml, LoadExampleJson());
 }
 
 TEST(ObjectFileTest, SingleObjectAndTypedLists) {
   ObjectSet set;
   std::string error;
-  ASSERT_TRUE(DecodeObjects(R"({"kind": "Pod", "metadata": {"name": "p", "namespace": "n"}})", &set,
-                            &error))
-      << error;
+  ASSERT_OK(DecodeObjects(R"({"kind": "Pod", "metadata": {"name": "p", "namespace": "n"}})", &set));
   ASSERT_EQ(set.pods.size(), 1u);
   EXPECT_EQ(set.pods[0].metadata.name, "p");
 
   // The API's own typed lists (PodList, ...) read like a List.
-  ASSERT_TRUE(
+  ASSERT_OK(
       DecodeObjects("kind: PodList\nitems:\n- kind: Pod\n  metadata: {name: a}\n- kind: "
                     "Pod\n  metadata: {name: b}\n",
-                    &set, &error))
-      << error;
+                    &set));
   ASSERT_EQ(set.pods.size(), 2u);
   EXPECT_EQ(set.pods[1].metadata.name, "b");
 
-  ASSERT_TRUE(DecodeObjects(R"({"kind": "List", "items": []})", &set, &error)) << error;
+  ASSERT_OK(DecodeObjects(R"({"kind": "List", "items": []})", &set));
   EXPECT_TRUE(set.pods.empty());
 }
 
 TEST(ObjectFileTest, OtherKindsAreSkipped) {
   ObjectSet set;
   std::string error;
-  ASSERT_TRUE(DecodeObjects(R"({"kind": "List", "items": [
+  ASSERT_OK(DecodeObjects(R"({"kind": "List", "items": [
       {"kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": "not checked"}},
       {"kind": "ReplicaSet", "metadata": {"name": "rs"}}]})",
-                            &set, &error))
-      << error;
+                          &set));
   EXPECT_EQ(set.replica_sets.size(), 1u);
   EXPECT_TRUE(set.pods.empty());
 }
@@ -296,8 +295,9 @@ TEST(ObjectFileTest, OtherKindsAreSkipped) {
 TEST(ObjectFileTest, UnquotedNumberWhereAStringBelongsIsAnError) {
   ObjectSet set;
   std::string error;
-  EXPECT_FALSE(DecodeObjects(
-      "kind: Pod\nmetadata:\n  name: p\n  annotations:\n    prometheus.io/port: 18001\n", &set,
+  EXPECT_FALSE(Ok(
+      DecodeObjects(
+          "kind: Pod\nmetadata:\n  name: p\n  annotations:\n    prometheus.io/port: 18001\n", &set),
       &error));
   EXPECT_EQ(error, "Pod p: metadata.annotations[\"prometheus.io/port\"]: expected a string");
 }
@@ -305,47 +305,51 @@ TEST(ObjectFileTest, UnquotedNumberWhereAStringBelongsIsAnError) {
 TEST(ObjectFileTest, DecodeErrorsNameTheItem) {
   ObjectSet set;
   std::string error;
-  EXPECT_FALSE(DecodeObjects(R"({"kind": "List", "items": [
+  EXPECT_FALSE(Ok(DecodeObjects(R"({"kind": "List", "items": [
       {"kind": "Service"}, {"kind": "Pod", "metadata": {"name": "a"}},
       {"kind": "ReplicaSet"}, {"kind": "Pod", "metadata": {"name": "chat-0"},
                                "spec": {"containers": {}}}]})",
-                             &set, &error));
+                                &set),
+                  &error));
   EXPECT_EQ(error, "items[3] (Pod chat-0): spec.containers: expected an array");
 
-  EXPECT_FALSE(DecodeObjects(R"({"kind": "List", "items": [{"metadata": {}}]})", &set, &error));
+  EXPECT_FALSE(Ok(DecodeObjects(R"({"kind": "List", "items": [{"metadata": {}}]})", &set), &error));
   EXPECT_EQ(error, "items[0]: missing kind");
-  EXPECT_FALSE(DecodeObjects(R"({"kind": "List", "items": [3]})", &set, &error));
+  EXPECT_FALSE(Ok(DecodeObjects(R"({"kind": "List", "items": [3]})", &set), &error));
   EXPECT_EQ(error, "items[0]: expected an object");
-  EXPECT_FALSE(DecodeObjects(R"({"kind": "List", "items": {}})", &set, &error));
+  EXPECT_FALSE(Ok(DecodeObjects(R"({"kind": "List", "items": {}})", &set), &error));
   EXPECT_EQ(error, "items: expected an array");
 
-  EXPECT_FALSE(DecodeObjects(
-      "kind: Pod\nmetadata: {name: a}\n---\nkind: ModelDeployment\nmetadata: {name: chat}\n"
-      "spec: {roles: [{replicas: two}]}\n",
-      &set, &error));
+  EXPECT_FALSE(
+      Ok(DecodeObjects(
+             "kind: Pod\nmetadata: {name: a}\n---\nkind: ModelDeployment\nmetadata: {name: chat}\n"
+             "spec: {roles: [{replicas: two}]}\n",
+             &set),
+         &error));
   EXPECT_EQ(error,
             "document 2 (ModelDeployment chat): spec.roles[0].replicas: expected an integer");
 
   EXPECT_FALSE(
-      DecodeObjects("---\nkind: List\nitems:\n- kind: Pod\n  status: {podIP: [1]}\n---\n"
-                    "kind: Pod\n",
-                    &set, &error));
+      Ok(DecodeObjects("---\nkind: List\nitems:\n- kind: Pod\n  status: {podIP: [1]}\n---\n"
+                       "kind: Pod\n",
+                       &set),
+         &error));
   EXPECT_EQ(error, "document 1: items[0] (Pod): status.podIP: expected a string");
 
-  EXPECT_FALSE(DecodeObjects("just a string\n", &set, &error));
+  EXPECT_FALSE(Ok(DecodeObjects("just a string\n", &set), &error));
   EXPECT_EQ(error, "expected an object or a List");
 }
 
 TEST(ObjectFileTest, SyntaxErrorsGiveLineAndColumn) {
   ObjectSet set;
   std::string error;
-  EXPECT_FALSE(DecodeObjects("{\"kind\": \"List\",\n \"items\": [}\n", &set, &error));
+  EXPECT_FALSE(Ok(DecodeObjects("{\"kind\": \"List\",\n \"items\": [}\n", &set), &error));
   EXPECT_EQ(error.rfind("invalid JSON: parse error at line 2, column ", 0), 0u) << error;
 
-  EXPECT_FALSE(DecodeObjects("kind: List\nitems: [a,\nb: 2\n", &set, &error));
+  EXPECT_FALSE(Ok(DecodeObjects("kind: List\nitems: [a,\nb: 2\n", &set), &error));
   EXPECT_EQ(error.rfind("invalid YAML: line ", 0), 0u) << error;
 
-  EXPECT_FALSE(DecodeObjects(" \n\t\n", &set, &error));
+  EXPECT_FALSE(Ok(DecodeObjects(" \n\t\n", &set), &error));
   EXPECT_EQ(error, "no objects: the text is empty");
 }
 
@@ -354,11 +358,11 @@ TEST(ObjectFileTest, LoadErrorsNameTheFile) {
   FileObjectSource source;
   std::string error;
   std::string missing = dir.Write("placeholder", "") + "-missing.json";
-  EXPECT_FALSE(source.Load(missing, &error));
+  EXPECT_FALSE(Ok(source.Load(missing), &error));
   EXPECT_EQ(error, missing + ": cannot open: No such file or directory");
 
   std::string bad = dir.Write("bad.json", R"({"kind": "Pod", "metadata": {"name": 1}})");
-  EXPECT_FALSE(source.Load(bad, &error));
+  EXPECT_FALSE(Ok(source.Load(bad), &error));
   EXPECT_EQ(error, bad + ": Pod: metadata.name: expected a string");
 }
 
@@ -368,15 +372,15 @@ TEST(ObjectFileTest, FailedReloadKeepsTheObjectsServed) {
   std::string error;
   std::string path = dir.Write("objects.json", R"({"kind": "ReplicaSet",
       "metadata": {"name": "one", "namespace": "n"}})");
-  ASSERT_TRUE(source.Load(path, &error)) << error;
+  ASSERT_OK(source.Load(path));
   dir.Write("objects.json", "{broken");
-  EXPECT_FALSE(source.Load(path, &error));
+  EXPECT_FALSE(Ok(source.Load(path), &error));
   ReplicaSet rs;
   EXPECT_TRUE(source.GetReplicaSet("n", "one", &rs).ok());
 
   dir.Write("objects.json", R"({"kind": "ReplicaSet", "metadata": {"name": "two",
       "namespace": "n"}})");
-  ASSERT_TRUE(source.Load(path, &error)) << error;
+  ASSERT_OK(source.Load(path));
   EXPECT_TRUE(source.GetReplicaSet("n", "one", &rs).not_found());
   EXPECT_TRUE(source.GetReplicaSet("n", "two", &rs).ok());
 }
@@ -389,8 +393,8 @@ std::string ModelDeploymentJson(const std::string& uid) {
 
 std::string ServedUid(FileObjectSource& source) {
   ModelDeployment md;
-  const ApiStatus status = source.GetModelDeployment("n", "chat", &md);
-  return status.ok() ? md.metadata.uid : "<" + status.message + ">";
+  const Status status = source.GetModelDeployment("n", "chat", &md);
+  return status.ok() ? md.metadata.uid : "<" + status.message() + ">";
 }
 
 // Sets a file's modification time `seconds` into the past, so a rewrite within the same clock
@@ -408,7 +412,7 @@ TEST(ObjectFileTest, LiveFileFollowsRewritesRenamesAndKeepsTheLastGoodSet) {
   std::string error;
   const std::string path = dir.Write("objects.json", ModelDeploymentJson("uid-1"));
   Age(path, 10);
-  ASSERT_TRUE(source.Load(path, &error)) << error;
+  ASSERT_OK(source.Load(path));
   EXPECT_EQ(ServedUid(source), "uid-1");
 
   // Rewritten in place: seen by the next read.
@@ -457,7 +461,7 @@ TEST(ObjectFileTest, LiveFileSeesASameSizeRewriteWithinOneClockTick) {
   FileObjectSource source;
   std::string error;
   const std::string path = dir.Write("objects.json", ModelDeploymentJson("uid-a"));
-  ASSERT_TRUE(source.Load(path, &error)) << error;
+  ASSERT_OK(source.Load(path));
   EXPECT_EQ(ServedUid(source), "uid-a");
   const auto mtime = std::filesystem::last_write_time(path);
   dir.Write("objects.json", ModelDeploymentJson("uid-b"));
@@ -470,42 +474,42 @@ TEST(ObjectFileTest, LiveFileSeesASameSizeRewriteWithinOneClockTick) {
 TEST(ObjectFileTest, JsonNumberOutOfRangeIsAnError) {
   ObjectSet objects;
   std::string error;
-  EXPECT_FALSE(DecodeObjects(R"({"kind": "List", "items": 6666666E666666})", &objects, &error));
+  EXPECT_FALSE(Ok(DecodeObjects(R"({"kind": "List", "items": 6666666E666666})", &objects), &error));
   EXPECT_EQ(error, "invalid JSON: number overflow parsing '6666666E666666'");
-  EXPECT_FALSE(DecodeObjects("[1E" + std::string(1000, '9') + "]", &objects, &error));
+  EXPECT_FALSE(Ok(DecodeObjects("[1E" + std::string(1000, '9') + "]", &objects), &error));
   EXPECT_LE(error.size(), 220u);
 }
 
 TEST(ObjectFileTest, GettersFindByNamespaceAndNameWithKubernetesNotFound) {
   FileObjectSource source;
   std::string error;
-  ASSERT_TRUE(source.Load(ExamplePath(), &error)) << error;
+  ASSERT_OK(source.Load(ExamplePath()));
 
   ModelDeployment md;
-  ApiStatus status = source.GetModelDeployment("team", "chat", &md);
-  ASSERT_TRUE(status.ok()) << status.message;
+  Status status = source.GetModelDeployment("team", "chat", &md);
+  ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(md.metadata.uid, "md-one");
 
   status = source.GetModelDeployment("team", "nope", &md);
-  EXPECT_EQ(status.code, 404);
-  EXPECT_EQ(status.reason, "NotFound");
-  EXPECT_EQ(status.message, R"(modeldeployments.worker.gpustack.ai "nope" not found)");
+  EXPECT_EQ(status.code(), 404);
+  EXPECT_EQ(status.reason(), "NotFound");
+  EXPECT_EQ(status.message(), R"(modeldeployments.worker.gpustack.ai "nope" not found)");
   status = source.GetModelDeployment("other", "chat", &md);  // right name, wrong namespace
-  EXPECT_EQ(status.message, R"(modeldeployments.worker.gpustack.ai "chat" not found)");
+  EXPECT_EQ(status.message(), R"(modeldeployments.worker.gpustack.ai "chat" not found)");
 
   ReplicaSet rs;
   ASSERT_TRUE(source.GetReplicaSet("team", "chat-router-7c9f", &rs).ok());
   EXPECT_EQ(rs.metadata.uid, "rs-router");
   status = source.GetReplicaSet("team", "x", &rs);
   EXPECT_TRUE(status.not_found());
-  EXPECT_EQ(status.message, R"(replicasets.apps "x" not found)");
+  EXPECT_EQ(status.message(), R"(replicasets.apps "x" not found)");
 
   Deployment deployment;
   ASSERT_TRUE(source.GetDeployment("team", "chat-router", &deployment).ok());
   EXPECT_EQ(deployment.metadata.uid, "dep-router");
   status = source.GetDeployment("team", "x", &deployment);
   EXPECT_TRUE(status.not_found());
-  EXPECT_EQ(status.message, R"(deployments.apps "x" not found)");
+  EXPECT_EQ(status.message(), R"(deployments.apps "x" not found)");
 }
 
 std::vector<std::string> PodNames(const std::vector<Pod>& pods) {
@@ -517,7 +521,7 @@ std::vector<std::string> PodNames(const std::vector<Pod>& pods) {
 TEST(ObjectFileTest, ListPodsFiltersByNamespaceAndSelector) {
   FileObjectSource source;
   std::string error;
-  ASSERT_TRUE(source.Load(ExamplePath(), &error)) << error;
+  ASSERT_OK(source.Load(ExamplePath()));
   std::vector<Pod> pods;
   ASSERT_TRUE(
       source
@@ -549,7 +553,7 @@ TEST(ObjectFileTest, SetAndConcurrentReadsAreSafe) {
   // Each read sees one whole set or the other (TSan checks there is no torn state).
   for (int i = 0; i < 200; ++i) {
     Deployment d;
-    ApiStatus status = source.GetDeployment("n", "d", &d);
+    Status status = source.GetDeployment("n", "d", &d);
     ASSERT_TRUE(status.ok() || status.not_found());
     if (status.ok()) {
       EXPECT_EQ(d.metadata.name, "d");
@@ -579,7 +583,7 @@ TEST(ObjectFileTest, AliasBombIsRefused) {
   }
   ObjectSet objects;
   std::string error;
-  EXPECT_FALSE(DecodeObjects(yaml, &objects, &error));
+  EXPECT_FALSE(Ok(DecodeObjects(yaml, &objects), &error));
   EXPECT_NE(error.find("nodes once aliases are expanded"), std::string::npos) << error;
 }
 
@@ -595,17 +599,17 @@ TEST(ObjectFileTest, JsonIsBoundedLikeYaml) {
   ObjectSet objects;
   std::string error;
   const std::string deep(4'000'000, '[');
-  EXPECT_FALSE(DecodeObjects(deep, &objects, &error));
+  EXPECT_FALSE(Ok(DecodeObjects(deep, &objects), &error));
   EXPECT_EQ(error, "invalid JSON: nested deeper than 128");
   const std::string just_deep_enough = std::string(128, '[') + std::string(128, ']');
-  EXPECT_FALSE(DecodeObjects(just_deep_enough, &objects, &error));
+  EXPECT_FALSE(Ok(DecodeObjects(just_deep_enough, &objects), &error));
   EXPECT_EQ(error, "items[0]: expected an object");  // parsed; not objects
   std::string many = "[";
   for (int i = 0; i < 1'000'001; ++i) many += "0,";
   many += "0]";
-  EXPECT_FALSE(DecodeObjects(many, &objects, &error, many.size()));
+  EXPECT_FALSE(Ok(DecodeObjects(many, &objects, many.size()), &error));
   EXPECT_EQ(error, "invalid JSON: more than 1000000 nodes");
-  EXPECT_FALSE(DecodeObjects(R"({"kind": "List", "items": []})", &objects, &error, 10));
+  EXPECT_FALSE(Ok(DecodeObjects(R"({"kind": "List", "items": []})", &objects, 10), &error));
   EXPECT_EQ(error, "invalid JSON: the text is 29 bytes, over the 10-byte limit");
 }
 

@@ -1,6 +1,7 @@
 // Tests of the Kubernetes object model: the JSON decoders (fields, both spellings of engine names
 // and role kinds, every error path naming its field) and label-selector matching.
 #include "kube/objects.h"
+#include "status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -9,17 +10,19 @@
 #include <nlohmann/json.hpp>
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using nlohmann::json;
 
 // Decodes `text` (JSON) with `decode`, expecting failure; returns the error.
 template <class T>
-std::string DecodeError(bool (*decode)(const json&, T*, std::string*), const std::string& text) {
+std::string DecodeError(Status (*decode)(const json&, T*), const std::string& text) {
   T out;
-  std::string error;
-  EXPECT_FALSE(decode(json::parse(text), &out, &error)) << text;
-  return error;
+  const Status decoded = decode(json::parse(text), &out);
+  EXPECT_FALSE(decoded.ok()) << text;
+  return decoded.message();
 }
 
 TEST(ObjectsTest, EqualsIgnoreCaseComparesAsciiLetters) {
@@ -50,7 +53,7 @@ TEST(ObjectsTest, DecodesModelDeploymentWithEveryField) {
   })");
   ModelDeployment out;
   std::string error;
-  ASSERT_TRUE(DecodeModelDeployment(md, &out, &error)) << error;
+  ASSERT_OK(DecodeModelDeployment(md, &out));
   EXPECT_EQ(out.metadata.name, "chat");
   EXPECT_EQ(out.metadata.namespace_, "team");
   EXPECT_EQ(out.metadata.uid, "md-one");
@@ -84,23 +87,21 @@ TEST(ObjectsTest, DecodesModelDeploymentWithEveryField) {
 TEST(ObjectsTest, ModelDeploymentDefaultsWhenFieldsAreAbsentOrNull) {
   ModelDeployment out;
   std::string error;
-  ASSERT_TRUE(DecodeModelDeployment(json::parse(R"({"metadata": {"name": "m"},
+  ASSERT_OK(DecodeModelDeployment(json::parse(R"({"metadata": {"name": "m"},
                       "spec": {"engine": {"name": "sglang"}, "kvCache": null, "router": null,
                                "roles": [{"name": "s", "kind": "server"}]}})"),
-                                    &out, &error))
-      << error;
+                                  &out));
   EXPECT_FALSE(out.kv_cache);
   EXPECT_FALSE(out.router.has_value());
   EXPECT_FALSE(out.IsPrefillDecode());
   EXPECT_FALSE(IsVllmEngine(out.engine));
 
-  ASSERT_TRUE(DecodeModelDeployment(json::parse(R"({"spec": {"router": {"name": "vllm-router"}}})"),
-                                    &out, &error))
-      << error;
+  ASSERT_OK(
+      DecodeModelDeployment(json::parse(R"({"spec": {"router": {"name": "vllm-router"}}})"), &out));
   ASSERT_TRUE(out.router.has_value());
   EXPECT_FALSE(out.router->replicas.has_value());  // nil replicas: coverage expects 1
 
-  ASSERT_TRUE(DecodeModelDeployment(json::parse("{}"), &out, &error)) << error;
+  ASSERT_OK(DecodeModelDeployment(json::parse("{}"), &out));
   EXPECT_TRUE(out.roles.empty());
   EXPECT_TRUE(out.metadata.name.empty());
 }
@@ -118,11 +119,10 @@ TEST(ObjectsTest, PrefillDecodeNeedsBothKindsInAnyCase) {
 TEST(ObjectsTest, RoleSizeFallsBackToReplicaSize) {
   ModelDeployment out;
   std::string error;
-  ASSERT_TRUE(
+  ASSERT_OK(
       DecodeModelDeployment(json::parse(R"({"spec": {"roles": [{"name": "a", "replicaSize": 4},
                                           {"name": "b", "size": 2, "replicaSize": 9}]}})"),
-                            &out, &error))
-      << error;
+                            &out));
   EXPECT_EQ(out.roles[0].size, 4);
   EXPECT_EQ(out.roles[1].size, 2);  // `size` is the field; the alias only fills in for it
 }
@@ -162,8 +162,10 @@ TEST(ObjectsTest, DecodeFailureLeavesOutputUntouched) {
   ModelDeployment out;
   out.metadata.name = "before";
   std::string error;
-  EXPECT_FALSE(DecodeModelDeployment(
-      json::parse(R"({"metadata": {"name": "after"}, "spec": {"roles": 1}})"), &out, &error));
+  EXPECT_FALSE(
+      Ok(DecodeModelDeployment(
+             json::parse(R"({"metadata": {"name": "after"}, "spec": {"roles": 1}})"), &out),
+         &error));
   EXPECT_EQ(out.metadata.name, "before");
 }
 
@@ -189,7 +191,7 @@ TEST(ObjectsTest, DecodesPodContainersPortsAndStatus) {
   })");
   Pod out;
   std::string error;
-  ASSERT_TRUE(DecodePod(pod, &out, &error)) << error;
+  ASSERT_OK(DecodePod(pod, &out));
   EXPECT_EQ(out.metadata.name, "chat-0");
   EXPECT_EQ(out.metadata.annotations.at("prometheus.io/port"), "18001");
   ASSERT_EQ(out.metadata.owner_references.size(), 2u);
@@ -215,7 +217,7 @@ TEST(ObjectsTest, DecodesPodContainersPortsAndStatus) {
 TEST(ObjectsTest, PodWithoutControllerOrStatus) {
   Pod out;
   std::string error;
-  ASSERT_TRUE(DecodePod(json::parse(R"({"metadata": {"name": "p"}, "spec": {}})"), &out, &error));
+  ASSERT_OK(DecodePod(json::parse(R"({"metadata": {"name": "p"}, "spec": {}})"), &out));
   EXPECT_EQ(out.metadata.Controller(), nullptr);
   EXPECT_TRUE(out.pod_ip.empty());
   EXPECT_TRUE(out.containers.empty());
@@ -253,15 +255,14 @@ TEST(ObjectsTest, DecodesReplicaSetAndDeploymentMetadata) {
     "spec": {"replicas": 1}})");
   ReplicaSet rs_out;
   std::string error;
-  ASSERT_TRUE(DecodeReplicaSet(rs, &rs_out, &error)) << error;
+  ASSERT_OK(DecodeReplicaSet(rs, &rs_out));
   EXPECT_EQ(rs_out.metadata.uid, "rs-router");
   ASSERT_NE(rs_out.metadata.Controller(), nullptr);
   EXPECT_EQ(rs_out.metadata.Controller()->name, "chat-router");
 
   Deployment dep_out;
-  ASSERT_TRUE(
-      DecodeDeployment(json::parse(R"({"metadata": {"name": "chat-router", "uid": "dep-router"}})"),
-                       &dep_out, &error));
+  ASSERT_OK(DecodeDeployment(
+      json::parse(R"({"metadata": {"name": "chat-router", "uid": "dep-router"}})"), &dep_out));
   EXPECT_EQ(dep_out.metadata.name, "chat-router");
   EXPECT_EQ(DecodeError(&DecodeReplicaSet, R"({"metadata": {"name": ["x"]}})"),
             "metadata.name: expected a string");

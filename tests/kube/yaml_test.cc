@@ -2,6 +2,7 @@
 // and aliases, documents, one-line errors with positions, and every bound (bytes, depth, nodes,
 // scalar bytes, anchors), including the input that made yaml-cpp 0.7 spin.
 #include "kube/yaml.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 namespace modelmetrics::deployment {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using nlohmann::json;
@@ -26,14 +29,14 @@ constexpr std::chrono::seconds kBounded{30};
 std::vector<json> Parse(const std::string& text, const YamlLimits& limits = {}) {
   std::vector<json> docs;
   std::string error;
-  EXPECT_TRUE(ParseYaml(text, &docs, &error, limits)) << error << "\n" << text;
+  EXPECT_OK(ParseYaml(text, &docs, limits));
   return docs;
 }
 
 std::string Error(const std::string& text, const YamlLimits& limits = {}) {
   std::vector<json> docs;
   std::string error;
-  EXPECT_FALSE(ParseYaml(text, &docs, &error, limits)) << text;
+  EXPECT_FALSE(Ok(ParseYaml(text, &docs, limits), &error)) << text;
   EXPECT_TRUE(docs.empty());  // never a partial result
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   return error;
@@ -55,7 +58,7 @@ TEST(YamlTest, OutOfRangeNumbersAndForcedTypes) {
 TEST(YamlTest, ScalarsAreTypedLikeKubernetes) {
   std::vector<json> docs;
   std::string error;
-  ASSERT_TRUE(ParseYaml(R"(
+  ASSERT_OK(ParseYaml(R"(
 int: 18001
 negative: -3
 hex: 0x1F
@@ -79,8 +82,7 @@ block: |
   two
   lines
 )",
-                        &docs, &error))
-      << error;
+                      &docs));
   ASSERT_EQ(docs.size(), 1u);
   const json& d = docs[0];
   EXPECT_EQ(d["int"], json(18001));
@@ -264,7 +266,7 @@ TEST(YamlTest, TheInputThatHungYamlCppEndsAtOnce) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<json> docs;
   std::string error;
-  const bool ok = ParseYaml(text, &docs, &error);
+  const bool ok = Ok(ParseYaml(text, &docs), &error);
   EXPECT_LT(std::chrono::steady_clock::now() - start, kBounded);
   // It is malformed (a NUL byte, unbalanced flow collections): an error with a position.
   EXPECT_FALSE(ok);

@@ -14,9 +14,11 @@
 
 #include "net/http_server.h"
 #include "sim/fault_server.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::net {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -528,7 +530,7 @@ class RequestEchoServer {
                                          Summary(request.body));
     });
     std::string error;
-    if (!server_.Start(&error)) throw std::runtime_error(error);
+    if (!::modelmetrics::testing::Ok(server_.Start(), &error)) throw std::runtime_error(error);
   }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(server_.port()) + "/x"; }
 

@@ -3,6 +3,7 @@
 // hanging it.
 #include "net/http_server.h"
 #include "net/certificate.h"
+#include "status_matchers.h"
 #include "test_certificates.h"
 #include "test_deadlines.h"
 #include "test_paths.h"
@@ -43,6 +44,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 
 namespace modelmetrics::net {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -68,7 +70,7 @@ int64_t MillisSince(Clock::time_point t0) {
 
 ::testing::AssertionResult Started(HttpServer& server) {
   std::string error;
-  if (server.Start(&error)) return ::testing::AssertionSuccess();
+  if (::modelmetrics::testing::Ok(server.Start(), &error)) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "Start: " << error;
 }
 
@@ -997,14 +999,14 @@ TEST(HttpServerTest, StartReportsBadAddressAndPortInUse) {
   HttpServer first({});
   ASSERT_TRUE(Started(first));
   std::string error;
-  EXPECT_FALSE(first.Start(&error));  // once only
+  EXPECT_FALSE(::modelmetrics::testing::Ok(first.Start(), &error));  // once only
   EXPECT_FALSE(error.empty());
 
   ServerOptions taken;
   taken.port = first.port();
   HttpServer second(taken);
   error.clear();
-  EXPECT_FALSE(second.Start(&error));
+  EXPECT_FALSE(::modelmetrics::testing::Ok(second.Start(), &error));
   EXPECT_NE(error.find(std::to_string(first.port())), std::string::npos) << error;
   EXPECT_EQ(second.port(), 0);
   second.Stop();  // fine on a server that never started
@@ -1013,9 +1015,9 @@ TEST(HttpServerTest, StartReportsBadAddressAndPortInUse) {
   bad.address = "not-an-address";
   HttpServer third(bad);
   error.clear();
-  EXPECT_FALSE(third.Start(&error));
+  EXPECT_FALSE(::modelmetrics::testing::Ok(third.Start(), &error));
   EXPECT_NE(error.find("not-an-address"), std::string::npos) << error;
-  EXPECT_FALSE(third.Start(nullptr));
+  EXPECT_FALSE(third.Start().ok());
 }
 
 TEST(HttpServerTest, StopIsGracefulAndIdempotent) {
@@ -1359,12 +1361,9 @@ TEST(HttpServerTlsTest, DynamicClientCasApplyToEachNewConnection) {
 // A certificate made at start (`serve`'s tls_self_signed) serves TLS that verifies for its names.
 TEST(HttpServerTlsTest, SelfSignedCertificateVerifiesForItsNames) {
   std::string cert, key, error;
-  ASSERT_TRUE(
-      SelfSignedCertificate("modelmetrics", {"localhost", "127.0.0.1"}, &cert, &key, &error))
-      << error;
-  EXPECT_FALSE(SelfSignedCertificate("x", {""}, &cert, &key, &error));
-  ASSERT_TRUE(
-      SelfSignedCertificate("modelmetrics", {"localhost", "127.0.0.1"}, &cert, &key, &error));
+  ASSERT_OK(SelfSignedCertificate("modelmetrics", {"localhost", "127.0.0.1"}, &cert, &key));
+  EXPECT_FALSE(::modelmetrics::testing::Ok(SelfSignedCertificate("x", {""}, &cert, &key), &error));
+  ASSERT_OK(SelfSignedCertificate("modelmetrics", {"localhost", "127.0.0.1"}, &cert, &key));
   const std::string cert_file = test_paths::ScratchFile("self-signed.pem");
   const std::string key_file = test_paths::ScratchFile("self-signed-key.pem");
   std::ofstream(cert_file) << cert;
@@ -1438,7 +1437,7 @@ TEST(HttpServerTlsTest, StartReportsTlsConfigurationErrors) {
   auto start_error = [](ServerOptions options) {
     HttpServer server(options);
     std::string error;
-    EXPECT_FALSE(server.Start(&error));
+    EXPECT_FALSE(::modelmetrics::testing::Ok(server.Start(), &error));
     return error;
   };
   ServerOptions missing = TlsServerOptions();

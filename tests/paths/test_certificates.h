@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "net/certificate.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::test_paths {
@@ -40,7 +41,7 @@ inline TestCertificate ClientCertificate(const std::string& common_name,
                             .issuer_key_pem = read(Tls("ca-key.pem"))};
   TestCertificate out;
   std::string error;
-  EXPECT_TRUE(net::MakeCertificate(spec, &out.cert_pem, &out.key_pem, &error)) << error;
+  EXPECT_OK(net::MakeCertificate(spec, &out.cert_pem, &out.key_pem));
   return out;
 }
 

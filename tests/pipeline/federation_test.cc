@@ -27,6 +27,7 @@
 #include "modelmetrics/writer.h"
 #include "net/http_server.h"
 #include "pipeline/fixture_text.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::pipeline {
@@ -585,7 +586,7 @@ class EngineServer {
   }
   void Start() {
     std::string error;
-    ASSERT_TRUE(server_.Start(&error)) << error;
+    ASSERT_OK(server_.Start());
   }
   void Stop() {
     {
@@ -625,7 +626,7 @@ class EngineServer {
 std::string RefusedUrl() {
   HttpServer server(net::ServerOptions{});
   std::string error;
-  EXPECT_TRUE(server.Start(&error)) << error;
+  EXPECT_OK(server.Start());
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
   server.Stop();
   return url;

@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "net/http_client.h"
+#include "status_matchers.h"
 #include "test_deadlines.h"
 
 namespace modelmetrics::pipeline {
@@ -34,7 +35,7 @@ class MetricsEndpointTest : public ::testing::Test {
     endpoint_ = std::make_unique<MetricsEndpoint>(registry_);
     endpoint_->Install(server_);
     std::string error;
-    ASSERT_TRUE(server_.Start(&error)) << error;
+    ASSERT_OK(server_.Start());
     url_ = "http://127.0.0.1:" + std::to_string(server_.port()) + "/metrics";
   }
   void TearDown() override { server_.Stop(); }
@@ -79,7 +80,7 @@ TEST(MetricsEndpoint, SlowCollectorDoesNotBlockOtherRoutes) {
     return net::HttpResponse::Text(200, "ok");
   });
   std::string error;
-  ASSERT_TRUE(server.Start(&error)) << error;
+  ASSERT_OK(server.Start());
   const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
   net::HttpClient client;
   std::vector<net::FetchRequest> batch = {{base + "/metrics", {}}, {base + "/healthz", {}}};

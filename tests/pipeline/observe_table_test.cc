@@ -50,6 +50,20 @@ TEST(ObserveTable, EveryOmniFamilyHasARowAndNamesAreUnique) {
   }
 }
 
+TEST(ObserveTable, CompileTimeBindAndGuardAreTheRows) {
+  for (size_t i = 0; i < kOmniFamilyCount; ++i) {
+    const auto family = static_cast<OmniFamily>(i);
+    EXPECT_EQ(FamilyBind(family), OmniSpec(family).bind) << OmniSpec(family).name;
+    EXPECT_EQ(FamilyGuard(family), OmniSpec(family).guard) << OmniSpec(family).name;
+    EXPECT_EQ(FamilyKind(family), OmniSpec(family).kind) << OmniSpec(family).name;
+  }
+  for (size_t i = 0; i < kEngineFamilyCount; ++i) {
+    const auto family = static_cast<EngineFamily>(i);
+    EXPECT_EQ(FamilyBind(family), EngineSpec(family).bind) << EngineSpec(family).name;
+    EXPECT_EQ(FamilyGuard(family), EngineSpec(family).guard) << EngineSpec(family).name;
+  }
+}
+
 bool IsAudio(const FamilySpec& spec) { return spec.group == Group::kAudio; }
 
 TEST(ObserveRecorder, CarriesTheToyRowOut) {

@@ -17,10 +17,15 @@
 #include "modelmetrics/scrape.h"
 #include "net/http_client.h"
 #include "sim/number_spelling.h"
+#include "status_matchers.h"
 #include "test_deadlines.h"
 #include "test_paths.h"
 
 namespace modelmetrics::sim {
+
+using ::modelmetrics::testing::Ok;
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using namespace std::chrono_literals;
@@ -53,7 +58,7 @@ Scrape ScrapePod(const DeploymentSim& sim, const std::string& pod, std::string* 
 std::unique_ptr<DeploymentSim> Started(DeploymentSimOptions options) {
   auto sim = std::make_unique<DeploymentSim>(std::move(options));
   std::string error;
-  EXPECT_TRUE(sim->Start(&error)) << error;
+  EXPECT_OK(sim->Start());
   return sim;
 }
 
@@ -426,7 +431,7 @@ TEST(DeploymentSimTest, ObjectsDescribeThePods) {
 
   deployment::ObjectSet decoded;
   std::string error;
-  ASSERT_TRUE(deployment::DecodeObjects(sim->ObjectsJson(), &decoded, &error)) << error;
+  ASSERT_OK(deployment::DecodeObjects(sim->ObjectsJson(), &decoded));
   ASSERT_EQ(decoded.model_deployments.size(), 1u);
   const deployment::ModelDeployment& md = decoded.model_deployments[0];
   EXPECT_EQ(md.metadata.name, "chat");
@@ -482,9 +487,9 @@ TEST(DeploymentSimTest, ObjectsDescribeThePods) {
 
   // The file holds the same objects, and follows runtime changes.
   deployment::FileObjectSource file;
-  ASSERT_TRUE(file.Load(options.objects_file, &error)) << error;
+  ASSERT_OK(file.Load(options.objects_file));
   ASSERT_TRUE(sim->SetFault("chat-prompt-0", PodFault::kNone));
-  ASSERT_TRUE(file.Load(options.objects_file, &error)) << error;
+  ASSERT_OK(file.Load(options.objects_file));
   std::vector<deployment::Pod> pods;
   ASSERT_TRUE(file.ListPods("team", "app.kubernetes.io/instance=chat", &pods).ok());
   ASSERT_EQ(pods.size(), 3u);
@@ -510,12 +515,12 @@ TEST(DeploymentSimTest, RejectsBadOptions) {
   options.engine = "tgi";
   DeploymentSim bad_engine(options);
   std::string error;
-  EXPECT_FALSE(bad_engine.Start(&error));
+  EXPECT_FALSE(Ok(bad_engine.Start(), &error));
   EXPECT_NE(error.find("engine"), std::string::npos);
   options = {};
   options.faults = {{"nobody", PodFault::kHang}};
   DeploymentSim bad_fault(options);
-  EXPECT_FALSE(bad_fault.Start(&error));
+  EXPECT_FALSE(Ok(bad_fault.Start(), &error));
   EXPECT_NE(error.find("nobody"), std::string::npos);
 }
 

@@ -22,10 +22,13 @@
 #include "net/http_client.h"
 #include "sim/deployment_sim.h"
 #include "sim/loopback_api.h"
+#include "status_matchers.h"
 #include "test_deadlines.h"
 #include "test_paths.h"
 
 namespace modelmetrics::ui {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using namespace std::chrono_literals;
@@ -37,25 +40,25 @@ class FlakySource : public deployment::ObjectSource {
   explicit FlakySource(deployment::ObjectSet objects) { file_.Set(std::move(objects)); }
   std::atomic<bool> failing{false};
 
-  deployment::ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
-                                           deployment::ModelDeployment* out) override {
+  deployment::Status GetModelDeployment(std::string_view ns, std::string_view name,
+                                        deployment::ModelDeployment* out) override {
     if (failing) return {503, "ServiceUnavailable", "the API server is down"};
     return file_.GetModelDeployment(ns, name, out);
   }
-  deployment::ApiStatus ListPods(std::string_view ns, std::string_view selector,
-                                 std::vector<deployment::Pod>* out) override {
+  deployment::Status ListPods(std::string_view ns, std::string_view selector,
+                              std::vector<deployment::Pod>* out) override {
     return file_.ListPods(ns, selector, out);
   }
-  deployment::ApiStatus GetReplicaSet(std::string_view ns, std::string_view name,
-                                      deployment::ReplicaSet* out) override {
+  deployment::Status GetReplicaSet(std::string_view ns, std::string_view name,
+                                   deployment::ReplicaSet* out) override {
     return file_.GetReplicaSet(ns, name, out);
   }
-  deployment::ApiStatus GetDeployment(std::string_view ns, std::string_view name,
-                                      deployment::Deployment* out) override {
+  deployment::Status GetDeployment(std::string_view ns, std::string_view name,
+                                   deployment::Deployment* out) override {
     return file_.GetDeployment(ns, name, out);
   }
-  deployment::ApiStatus ListModelDeployments(
-      std::string_view ns, std::vector<deployment::ModelDeployment>* out) override {
+  deployment::Status ListModelDeployments(std::string_view ns,
+                                          std::vector<deployment::ModelDeployment>* out) override {
     return file_.ListModelDeployments(ns, out);
   }
 
@@ -77,7 +80,7 @@ std::unique_ptr<sim::DeploymentSim> StartChat() {
   options.ns = "team";
   auto simulator = std::make_unique<sim::DeploymentSim>(options);
   std::string error;
-  if (!simulator->Start(&error)) {
+  if (!Ok(simulator->Start(), &error)) {
     ADD_FAILURE() << error;
     return nullptr;
   }
@@ -97,7 +100,7 @@ class UiServerTest : public ::testing::Test {
     server_ = std::make_unique<UiServer>(
         source_.get(), aggregator_.get(),
         UiOptions{.ns = "team", .interval = 300ms, .token = "the-token"});
-    ASSERT_TRUE(server_->Start(&error)) << error;
+    ASSERT_OK(server_->Start());
     // The page knows a deployment from its first listing, which its poller makes after Start.
     ASSERT_TRUE(WaitUntil([&] {
       return Get(server_->port(), "/api/v1/deployments/team/chat", "the-token").status == 200;
@@ -180,7 +183,7 @@ TEST(UiServer, ListensOnLoopbackOnly) {
   deployment::Aggregator aggregator(&source);
   UiServer server(&source, &aggregator, UiOptions{.address = "0.0.0.0"});
   std::string error;
-  EXPECT_FALSE(server.Start(&error));
+  EXPECT_FALSE(Ok(server.Start(), &error));
   EXPECT_NE(error.find("loopback only"), std::string::npos) << error;
 }
 
@@ -201,7 +204,7 @@ class UiThroughTheApi : public ::testing::Test {
     api.tls_key_file = TlsFile("server-key.pem");
     api.aggregator.baselines = &baselines_;
     api_ = std::make_unique<sim::LoopbackApi>(&objects_, api);
-    ASSERT_TRUE(api_->Start(&error)) << error;
+    ASSERT_OK(api_->Start());
   }
 
   // A page whose reads carry `token`.
@@ -215,7 +218,7 @@ class UiThroughTheApi : public ::testing::Test {
     page_ = std::make_unique<UiServer>(&objects_, reader_.get(),
                                        UiOptions{.ns = "team", .interval = 300ms, .token = "page"});
     std::string error;
-    ASSERT_TRUE(page_->Start(&error)) << error;
+    ASSERT_OK(page_->Start());
     // The page knows a deployment from its first listing, which its poller makes after Start.
     ASSERT_TRUE(WaitUntil(
         [&] { return Get(page_->port(), "/api/v1/deployments/team/chat", "page").status == 200; }));
@@ -256,7 +259,7 @@ TEST_F(UiThroughTheApi, ShowsTheServersSnapshotsWithItsWindows) {
   // The same document the API serves: what the server's JSON says, field for field.
   deployment::Snapshot decoded;
   std::string error;
-  ASSERT_TRUE(deployment::SnapshotFromJson(snapshot.dump(), &decoded, &error)) << error;
+  ASSERT_OK(deployment::SnapshotFromJson(snapshot.dump(), &decoded));
   EXPECT_EQ(nlohmann::json::parse(deployment::SnapshotToJson(decoded)), snapshot);
 }
 

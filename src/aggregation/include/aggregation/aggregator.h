@@ -65,8 +65,8 @@ class Aggregator : public SnapshotReader {
   ~Aggregator() override;
 
   // Reads the deployment, finishing by the earlier of `deadline` and request_timeout from now.
-  ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out,
-                std::optional<SteadyTime> deadline = std::nullopt) override;
+  Status Get(std::string_view ns, std::string_view name, Snapshot* out,
+             std::optional<SteadyTime> deadline = std::nullopt) override;
 
  private:
   struct Impl;

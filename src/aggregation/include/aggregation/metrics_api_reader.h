@@ -30,8 +30,8 @@ class MetricsApiReader : public SnapshotReader {
   explicit MetricsApiReader(KubeApiClient* client, MetricsApi api = {})
       : client_(client), api_(std::move(api)) {}
 
-  ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out,
-                std::optional<SteadyTime> deadline = std::nullopt) override;
+  Status Get(std::string_view ns, std::string_view name, Snapshot* out,
+             std::optional<SteadyTime> deadline = std::nullopt) override;
 
  private:
   KubeApiClient* client_;

@@ -18,9 +18,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "modelmetrics/exposition.h"
 
 namespace modelmetrics::deployment {
+
+using base::Status;
 
 struct StoreSample {
   int64_t ms = 0;  // the sample's timestamp, milliseconds since the epoch
@@ -39,8 +42,8 @@ struct MatrixLimits {
   size_t max_labels = 128;  // per series
 };
 
-bool DecodeMatrix(std::string_view body, const MatrixLimits& limits, std::vector<StoreSeries>* out,
-                  std::string* error);
+Status DecodeMatrix(std::string_view body, const MatrixLimits& limits,
+                    std::vector<StoreSeries>* out);
 
 // A PromQL double-quoted string literal of `text`.
 std::string PromqlString(std::string_view text);

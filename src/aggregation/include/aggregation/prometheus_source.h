@@ -81,9 +81,9 @@ struct PrometheusSourceOptions {
 
 // Reads the store's credentials from files (a bearer token, or a basic-auth password; trailing
 // whitespace trimmed, each a regular file of at most 4 MiB); "" paths are skipped.
-bool LoadPrometheusCredentials(const std::string& bearer_token_file,
-                               const std::string& basic_password_file,
-                               PrometheusSourceOptions* options, std::string* error);
+Status LoadPrometheusCredentials(const std::string& bearer_token_file,
+                                 const std::string& basic_password_file,
+                                 PrometheusSourceOptions* options);
 
 // Checks the options (an http(s) URL, positive durations and bounds, label names); "" when fine.
 std::string ValidatePrometheusSourceOptions(const PrometheusSourceOptions& options);

@@ -19,8 +19,11 @@
 
 #include "aggregation/metrics_api.h"
 #include "aggregation/reason.h"
+#include "base/status.h"
 
 namespace modelmetrics::deployment {
+
+using base::Status;
 
 using WallClock = std::chrono::system_clock;
 using WallTime = WallClock::time_point;
@@ -119,8 +122,8 @@ std::string SnapshotToTable(const Snapshot& snapshot);
 // input for any document SnapshotToJson wrote, but for the `\ufffd` it writes for a byte that is
 // not UTF-8 (read back as U+FFFD, then written as itself) and a -0 (read back as 0).
 // `api_version` is the group/version the document must carry.
-bool SnapshotFromJson(std::string_view json, Snapshot* out, std::string* error,
-                      std::string_view api_version = kDefaultMetricsApiVersion);
+Status SnapshotFromJson(std::string_view json, Snapshot* out,
+                        std::string_view api_version = kDefaultMetricsApiVersion);
 
 }  // namespace modelmetrics::deployment
 

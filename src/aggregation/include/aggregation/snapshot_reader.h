@@ -22,8 +22,8 @@ namespace modelmetrics::deployment {
 class SnapshotReader {
  public:
   virtual ~SnapshotReader() = default;
-  virtual ApiStatus Get(std::string_view ns, std::string_view name, Snapshot* out,
-                        std::optional<SteadyTime> deadline = std::nullopt) = 0;
+  virtual Status Get(std::string_view ns, std::string_view name, Snapshot* out,
+                     std::optional<SteadyTime> deadline = std::nullopt) = 0;
 };
 
 }  // namespace modelmetrics::deployment

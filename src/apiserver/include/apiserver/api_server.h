@@ -32,7 +32,7 @@
 // the Authorizer decides `get` on `modeldeployments/metrics` in `ns` (403 Forbidden
 // with Kubernetes' message; an authoriser error is 500); then the read goes through SharedReads
 // (deployment/shared_reads.h): one read per deployment at a time, shared by every request that
-// arrives while it runs, its result reused for `reuse_for`. The snapshot function's ApiStatus
+// arrives while it runs, its result reused for `reuse_for`. The snapshot function's Status
 // becomes the Status code, reason and message (404 NotFound, 503 ServiceUnavailable, 500
 // InternalError, ...).
 //
@@ -79,8 +79,8 @@ namespace modelmetrics::deployment {
 
 // Answers one ModelDeploymentMetrics read by `deadline`; e.g. Aggregator::Get bound to an
 // aggregator.
-using SnapshotFunction = std::function<ApiStatus(std::string_view ns, std::string_view name,
-                                                 SteadyTime deadline, Snapshot* out)>;
+using SnapshotFunction = std::function<Status(std::string_view ns, std::string_view name,
+                                              SteadyTime deadline, Snapshot* out)>;
 
 struct ApiServerOptions {
   // The API's group and version: every path, document, Status and authorisation request.
@@ -138,8 +138,8 @@ class ApiServer {
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
 
-  // Binds and serves; false with `*error` on failure (address, port, certificates). Once only.
-  bool Start(std::string* error);
+  // Binds and serves; an error on failure (address, port, certificates). Once only.
+  Status Start();
   uint16_t port() const;
   // `https://127.0.0.1:PORT` (`http://` without TLS; IPv6 addresses in brackets).
   std::string url() const;
@@ -163,8 +163,8 @@ struct StatusDetails {
 // A Kubernetes Status object (one line of JSON). `details` set: details name the deployment;
 // null: details are `{}`; `with_details` false: no details at all. `retry_after_seconds` > 0
 // (always 1 for a 429) sets details.retryAfterSeconds.
-std::string StatusJson(const ApiStatus& status, const StatusDetails* details,
-                       bool with_details = true, int retry_after_seconds = 0);
+std::string StatusJson(const Status& status, const StatusDetails* details, bool with_details = true,
+                       int retry_after_seconds = 0);
 
 // ---------------------------------------------------------------------------------------------
 // `modelmetrics serve --config FILE`

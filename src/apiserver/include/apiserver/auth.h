@@ -78,9 +78,9 @@ std::string_view BearerToken(const net::HttpRequest& request);
 // empty token; a repeated token keeps its last line. Empty group names are dropped.
 class TokenFileAuthenticator : public Authenticator {
  public:
-  static std::unique_ptr<TokenFileAuthenticator> Parse(std::string_view csv, std::string* error);
+  static Status Parse(std::string_view csv, std::unique_ptr<TokenFileAuthenticator>* out);
   // As Parse; errors are prefixed with the path.
-  static std::unique_ptr<TokenFileAuthenticator> Load(const std::string& path, std::string* error);
+  static Status Load(const std::string& path, std::unique_ptr<TokenFileAuthenticator>* out);
 
   bool Authenticate(const net::HttpRequest& request, UserInfo* user) const override;
   size_t size() const { return users_by_token_.size(); }
@@ -153,7 +153,7 @@ struct AuthorizationRequest {
 struct AuthorizationDecision {
   bool allowed = false;
   std::string reason;  // why, when the authoriser says; appended to the 403 message
-  ApiStatus error;     // not ok: no decision could be made (the request is not served)
+  Status error;        // not ok: no decision could be made (the request is not served)
 
   static AuthorizationDecision Allow() { return {true, "", {}}; }
   static AuthorizationDecision Deny(std::string reason = "") {
@@ -207,7 +207,7 @@ struct PolicyRule {
 // Each list may also be a single string. Unknown keys, a missing required list, or a value that is
 // not a string list are errors naming the place, e.g. `rules[1].verbs: expected a list of strings`.
 // `rules: []` is valid and denies everything.
-bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::string* error);
+Status ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules);
 
 // Allows a request when any rule matches; denies otherwise (no reason given, like RBAC).
 // Discovery and the API's documents (`/apis`, `/apis/*`, `/openapi/*`, `/version`) are allowed to
@@ -216,8 +216,8 @@ bool ParsePolicy(std::string_view yaml, std::vector<PolicyRule>* rules, std::str
 class PolicyAuthorizer : public Authorizer {
  public:
   explicit PolicyAuthorizer(std::vector<PolicyRule> rules) : rules_(std::move(rules)) {}
-  // Reads and parses `path`; null with `*error` ("<path>: ...") on failure.
-  static std::unique_ptr<PolicyAuthorizer> Load(const std::string& path, std::string* error);
+  // Reads and parses `path`; errors start with "<path>: ".
+  static Status Load(const std::string& path, std::unique_ptr<PolicyAuthorizer>* out);
 
   AuthorizationDecision Authorize(const AuthorizationRequest& request) const override;
   std::optional<AuthorizationDecision> AuthorizeLocally(
@@ -236,7 +236,7 @@ class PolicyAuthorizer : public Authorizer {
 // failures are not cached.
 class SubjectAccessReviewAuthorizer : public Authorizer {
  public:
-  using ReviewFunction = std::function<ApiStatus(const AccessRequest& request, bool* allowed)>;
+  using ReviewFunction = std::function<Status(const AccessRequest& request, bool* allowed)>;
   struct Options {
     std::chrono::milliseconds allowed_ttl{10000};
     std::chrono::milliseconds denied_ttl{10000};

@@ -60,13 +60,12 @@ struct AuthenticationConfig {
 
 // Decodes the ConfigMap object (JSON). Errors name the key: `requestheader-allowed-names: expected
 // a JSON list of strings`. A CA value must hold at least one PEM certificate.
-bool ParseAuthenticationConfigMap(std::string_view json, AuthenticationConfig* out,
-                                  std::string* error);
+Status ParseAuthenticationConfigMap(std::string_view json, AuthenticationConfig* out);
 
 class AuthenticationConfigWatcher : public net::ClientCaSource {
  public:
   // `fetch` reads the ConfigMap's JSON (tests inject one); see the other constructor.
-  using Fetch = std::function<ApiStatus(std::string* json)>;
+  using Fetch = std::function<Status(std::string* json)>;
   AuthenticationConfigWatcher(Fetch fetch, std::chrono::milliseconds refresh);
   // Reads through `client` (not owned; must outlive the watcher).
   AuthenticationConfigWatcher(KubeApiClient* client, std::chrono::milliseconds refresh);
@@ -115,8 +114,7 @@ class DelegatedRequestHeaderAuthenticator : public Authenticator {
 class TokenReviewAuthenticator : public Authenticator {
  public:
   // Answers one review: sets `*authenticated` and `*user`; a non-Ok status is a failed review.
-  using Review =
-      std::function<ApiStatus(std::string_view token, bool* authenticated, UserInfo* user)>;
+  using Review = std::function<Status(std::string_view token, bool* authenticated, UserInfo* user)>;
   struct Options {
     std::chrono::milliseconds ttl{10000};
     std::chrono::milliseconds failure_ttl{1000};
@@ -154,8 +152,8 @@ class TokenReviewAuthenticator : public Authenticator {
 // POST /apis/authentication.k8s.io/v1/tokenreviews for `token`: `*authenticated` and `*user`
 // (username, uid, groups, extra) from its status. A status.error with authenticated false is
 // a failed review (non-Ok).
-ApiStatus TokenReview(KubeApiClient* client, std::string_view token, bool* authenticated,
-                      UserInfo* user);
+Status TokenReview(KubeApiClient* client, std::string_view token, bool* authenticated,
+                   UserInfo* user);
 
 }  // namespace modelmetrics::deployment
 

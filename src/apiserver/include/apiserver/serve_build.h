@@ -17,18 +17,18 @@
 
 namespace modelmetrics::deployment {
 
-// The pieces the configuration names. Null with `*error` when a file does not load. With
+// The pieces the configuration names, into `*out`; an error when a file does not load. With
 // delegated authentication, `watcher` (started by the caller) and `kube` are needed; token
 // review cache hits and misses go to `metrics` when given.
-std::unique_ptr<Authenticator> BuildAuthenticator(
-    const ServeConfig& config, std::string* error, KubeApiClient* kube = nullptr,
-    std::shared_ptr<const AuthenticationConfigWatcher> watcher = nullptr,
-    std::shared_ptr<ServerMetrics> metrics = nullptr);
+Status BuildAuthenticator(const ServeConfig& config, std::unique_ptr<Authenticator>* out,
+                          KubeApiClient* kube = nullptr,
+                          std::shared_ptr<const AuthenticationConfigWatcher> watcher = nullptr,
+                          std::shared_ptr<ServerMetrics> metrics = nullptr);
 // `kube` is needed (not null) for subjectaccessreview and must outlive the authoriser; the
 // review cache's hits and misses go to `metrics` when given.
-std::unique_ptr<Authorizer> BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
-                                            std::string* error,
-                                            std::shared_ptr<ServerMetrics> metrics = nullptr);
+Status BuildAuthorizer(const ServeConfig& config, KubeApiClient* kube,
+                       std::unique_ptr<Authorizer>* out,
+                       std::shared_ptr<ServerMetrics> metrics = nullptr);
 // With `watcher` (delegated authentication), TLS takes its CAs from it and /readyz waits for its
 // first read (`authentication-configmap`).
 ApiServerOptions BuildApiServerOptions(

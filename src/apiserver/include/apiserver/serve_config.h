@@ -111,19 +111,17 @@ struct ServeConfig {
 };
 
 // Parses the YAML text; relative paths are resolved against `base_dir` ("" keeps them).
-bool ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out,
-                      std::string* error);
+Status ParseServeConfig(std::string_view yaml, const std::string& base_dir, ServeConfig* out);
 // Reads and parses `path`, a regular file of at most `max_bytes` (base/file.h); errors start with
 // the path.
-bool LoadServeConfig(const std::string& path, ServeConfig* out, std::string* error,
-                     size_t max_bytes = base::kDefaultMaxFileBytes);
+Status LoadServeConfig(const std::string& path, ServeConfig* out,
+                       size_t max_bytes = base::kDefaultMaxFileBytes);
 
 // Sets one setting from its text (`key` as in ServeConfigKeys, e.g. "scrape.fetch_timeout";
 // `text` as the setting's kind reads it: "3s", "128", "true", "a,b" for a list, any text for a
 // text setting), with the file's bounds and error texts. Cross-setting checks are
 // ParseServeConfig's. The CLI's flags use it.
-bool SetServeConfigValue(std::string_view key, std::string_view text, ServeConfig* config,
-                         std::string* error);
+Status SetServeConfigValue(std::string_view key, std::string_view text, ServeConfig* config);
 
 // One documented setting: `key` ("prometheus.url" inside a mapping), the value the reference
 // shows (the default, or an example) and its doc line.

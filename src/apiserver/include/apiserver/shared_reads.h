@@ -44,7 +44,7 @@ namespace modelmetrics::deployment {
 class SharedReads {
  public:
   struct Result {
-    ApiStatus status;
+    Status status;
     std::shared_ptr<const std::string> body;  // the rendered document when status.ok()
     bool retry = false;                       // say Retry-After: the read could not start in time
   };
@@ -80,7 +80,7 @@ class SharedReads {
   void Shutdown();
 
   // The status a waiter gets when its read could not start in time.
-  static ApiStatus NotStartedInTime();
+  static Status NotStartedInTime();
 
  private:
   struct Impl;

@@ -58,16 +58,15 @@ struct KubeConfig {
 // relative to its directory. Credentials this client cannot use (exec and auth-provider plugins,
 // insecure-skip-tls-verify) are an error rather than a silent anonymous request. The file must be
 // regular and at most `max_bytes` (base/file.h).
-bool LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
-                    std::string* error, size_t max_bytes = base::kDefaultMaxFileBytes);
+Status LoadKubeconfig(const std::string& path, const std::string& context, KubeConfig* out,
+                      size_t max_bytes = base::kDefaultMaxFileBytes);
 // The service account of the Pod we run in:
 // https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT (IPv6 bracketed), and `token`,
 // `ca.crt`, `namespace` under `service_account_dir`.
 inline constexpr std::string_view kServiceAccountDir =
     "/var/run/secrets/kubernetes.io/serviceaccount";
-bool LoadInClusterConfig(KubeConfig* out, std::string* error);
-bool LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out,
-                         std::string* error);
+Status LoadInClusterConfig(KubeConfig* out);
+Status LoadInClusterConfig(const std::string& service_account_dir, KubeConfig* out);
 
 inline constexpr std::chrono::milliseconds kDefaultKubeRequestTimeout{2000};
 
@@ -87,18 +86,18 @@ class KubeApiClient {
   // config is written to private temporary files (0600, in $TMPDIR or /tmp) that the destructor
   // removes; if that fails, every Request returns 500 naming why.
   // It ends by `deadline` when that is sooner than the request timeout.
-  ApiStatus Request(std::string_view method, std::string_view path, std::string_view body,
-                    std::string* response,
-                    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+  Status Request(std::string_view method, std::string_view path, std::string_view body,
+                 std::string* response,
+                 std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
   // A streamed GET (a watch): `on_line` gets each line of the body as it arrives, without its
   // newline; returning false ends the stream. Ends Ok when the server closes the body or
   // `*stop` becomes true; a line over `max_line_bytes` is a 500 naming the limit; a non-2xx
   // answer is its Status; a transport failure is 503. Nothing arriving for `idle_timeout` (not
   // even a bookmark) ends it as a failure. Blocks the calling thread (net/http_stream.h).
-  ApiStatus Stream(std::string_view path, const std::function<bool(std::string_view line)>& on_line,
-                   const std::atomic<bool>* stop, std::chrono::milliseconds timeout,
-                   std::chrono::milliseconds idle_timeout, size_t max_line_bytes);
+  Status Stream(std::string_view path, const std::function<bool(std::string_view line)>& on_line,
+                const std::atomic<bool>* stop, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds idle_timeout, size_t max_line_bytes);
 
  private:
   struct Impl;
@@ -109,13 +108,13 @@ class KubeApiSource : public ObjectSource {
  public:
   explicit KubeApiSource(KubeApiClient* client) : client_(client) {}
 
-  ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
-                               ModelDeployment* out) override;
-  ApiStatus ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) override;
-  ApiStatus ListPods(std::string_view ns, std::string_view label_selector,
-                     std::vector<Pod>* out) override;
-  ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;
-  ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override;
+  Status GetModelDeployment(std::string_view ns, std::string_view name,
+                            ModelDeployment* out) override;
+  Status ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) override;
+  Status ListPods(std::string_view ns, std::string_view label_selector,
+                  std::vector<Pod>* out) override;
+  Status GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;
+  Status GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override;
 
  private:
   KubeApiClient* client_;
@@ -139,7 +138,7 @@ struct AccessRequest {
   std::string name;
   std::string path;
 };
-ApiStatus SubjectAccessReview(KubeApiClient* client, const AccessRequest& request, bool* allowed);
+Status SubjectAccessReview(KubeApiClient* client, const AccessRequest& request, bool* allowed);
 
 }  // namespace modelmetrics::deployment
 

@@ -49,16 +49,15 @@ inline constexpr size_t kDefaultMaxObjectsBytes = size_t{4} << 20;
 // or `[`) into `*out`. An empty text is an error; a List with no items is not. YAML is read by
 // deployment/yaml.h ParseYaml (typing and bounds there); JSON under the same size (`max_bytes`),
 // depth and node bounds. Errors start with "invalid JSON: " or "invalid YAML: ".
-bool DecodeObjects(std::string_view text, ObjectSet* out, std::string* error,
-                   size_t max_bytes = kDefaultMaxObjectsBytes);
+Status DecodeObjects(std::string_view text, ObjectSet* out,
+                     size_t max_bytes = kDefaultMaxObjectsBytes);
 
 class FileObjectSource : public ObjectSource {
  public:
-  // Reads and decodes `path` (a regular file of at most `max_bytes`); false with `*error`
-  // ("<path>: ...") on failure, leaving the objects served so far in place. Calling it again
-  // reloads (atomically for concurrent readers).
-  bool Load(const std::string& path, std::string* error,
-            size_t max_bytes = kDefaultMaxObjectsBytes);
+  // Reads and decodes `path` (a regular file of at most `max_bytes`); an error ("<path>: ...")
+  // on failure, leaving the objects served so far in place. Calling it again reloads
+  // (atomically for concurrent readers).
+  Status Load(const std::string& path, size_t max_bytes = kDefaultMaxObjectsBytes);
   // Serves `objects` directly (tests, in-process simulators); stops following a file.
   void Set(ObjectSet objects);
   // Re-reads the loaded file if its identity changed. True when the objects were replaced.
@@ -68,13 +67,13 @@ class FileObjectSource : public ObjectSource {
   // The last reload error, "" after a good read.
   std::string last_error() const;
 
-  ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
-                               ModelDeployment* out) override;
-  ApiStatus ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) override;
-  ApiStatus ListPods(std::string_view ns, std::string_view label_selector,
-                     std::vector<Pod>* out) override;
-  ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;
-  ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override;
+  Status GetModelDeployment(std::string_view ns, std::string_view name,
+                            ModelDeployment* out) override;
+  Status ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) override;
+  Status ListPods(std::string_view ns, std::string_view label_selector,
+                  std::vector<Pod>* out) override;
+  Status GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;
+  Status GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override;
 
  private:
   // What identifies one version of a file.

@@ -18,37 +18,15 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/status.h"
 #include "base/text.h"
 
 namespace modelmetrics::deployment {
 
-// The outcome of an API call, shaped like a Kubernetes `Status`: code 200 is success; otherwise
-// `reason` is the Kubernetes reason (NotFound, ServiceUnavailable, InternalError, Unauthorized,
-// Forbidden, BadRequest, ...) and `message` the human text.
-struct ApiStatus {
-  int code = 200;
-  std::string reason;
-  std::string message;
-
-  bool ok() const { return code == 200; }
-  bool not_found() const { return code == 404; }
-
-  static ApiStatus Ok() { return {}; }
-  static ApiStatus NotFound(std::string message) { return {404, "NotFound", std::move(message)}; }
-  static ApiStatus Internal(std::string message) {
-    return {500, "InternalError", std::move(message)};
-  }
-  static ApiStatus Unavailable(std::string message) {
-    return {503, "ServiceUnavailable", std::move(message)};
-  }
-  static ApiStatus BadRequest(std::string message) {
-    return {400, "BadRequest", std::move(message)};
-  }
-};
-
-// Kubernetes' StatusReason for an HTTP error code (BadRequest, Unauthorized, Forbidden, NotFound,
-// ..., InternalError for any other 5xx); "" (StatusReasonUnknown) for other codes.
-std::string_view ReasonForCode(int code);
+// API outcomes are base::Status (code 200 is success; otherwise the Kubernetes reason and
+// message), the project's one error idiom.
+using base::ReasonForCode;
+using base::Status;
 
 // Named constants (see file comment for the comparison rules).
 inline constexpr std::string_view kEngineVllm = "vllm";
@@ -191,10 +169,10 @@ struct Deployment {
 
 // Decoders from Kubernetes JSON. Unknown fields are ignored; a field of the wrong JSON type is an
 // error naming it (e.g. `spec.roles[0].replicas: expected an integer`).
-bool DecodeModelDeployment(const nlohmann::json& json, ModelDeployment* out, std::string* error);
-bool DecodePod(const nlohmann::json& json, Pod* out, std::string* error);
-bool DecodeReplicaSet(const nlohmann::json& json, ReplicaSet* out, std::string* error);
-bool DecodeDeployment(const nlohmann::json& json, Deployment* out, std::string* error);
+Status DecodeModelDeployment(const nlohmann::json& json, ModelDeployment* out);
+Status DecodePod(const nlohmann::json& json, Pod* out);
+Status DecodeReplicaSet(const nlohmann::json& json, ReplicaSet* out);
+Status DecodeDeployment(const nlohmann::json& json, Deployment* out);
 
 // An equality-based label selector `k=v,k2=v2` (the only form the aggregator sends); `k==v`,
 // `k!=v` (absent or different), `k` (present) and `!k` (absent) are accepted too, as Kubernetes
@@ -202,27 +180,27 @@ bool DecodeDeployment(const nlohmann::json& json, Deployment* out, std::string* 
 // malformed term (empty key) matches nothing.
 bool MatchesSelector(const ObjectMeta& meta, std::string_view selector);
 
-// Where the aggregator reads objects from. Every call returns ApiStatus; a missing object is
+// Where the aggregator reads objects from. Every call returns Status; a missing object is
 // NotFound (404) with Kubernetes' message, e.g. `modeldeployments.worker.gpustack.ai "chat" not
 // found`; any other failure is a non-404 status whose message says why.
 class ObjectSource {
  public:
   virtual ~ObjectSource() = default;
 
-  virtual ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
-                                       ModelDeployment* out) = 0;
+  virtual Status GetModelDeployment(std::string_view ns, std::string_view name,
+                                    ModelDeployment* out) = 0;
   // Pods in `ns` matching the equality selector, in any order.
-  virtual ApiStatus ListPods(std::string_view ns, std::string_view label_selector,
-                             std::vector<Pod>* out) = 0;
-  virtual ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) = 0;
+  virtual Status ListPods(std::string_view ns, std::string_view label_selector,
+                          std::vector<Pod>* out) = 0;
+  virtual Status GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) = 0;
   // ModelDeployments in `ns` ("": every namespace), in any order (the web page's list). Sources
   // that cannot list answer 501.
-  virtual ApiStatus ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) {
+  virtual Status ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) {
     (void)ns;
     out->clear();
     return {501, "NotImplemented", "this object source cannot list ModelDeployments"};
   }
-  virtual ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) = 0;
+  virtual Status GetDeployment(std::string_view ns, std::string_view name, Deployment* out) = 0;
 };
 
 }  // namespace modelmetrics::deployment

@@ -65,13 +65,13 @@ class WatchCache : public ObjectSource {
   // "" once every resource has listed once; else which have not, and why.
   std::string Ready() const;
 
-  ApiStatus GetModelDeployment(std::string_view ns, std::string_view name,
-                               ModelDeployment* out) override;
-  ApiStatus ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) override;
-  ApiStatus ListPods(std::string_view ns, std::string_view label_selector,
-                     std::vector<Pod>* out) override;
-  ApiStatus GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;
-  ApiStatus GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override;
+  Status GetModelDeployment(std::string_view ns, std::string_view name,
+                            ModelDeployment* out) override;
+  Status ListModelDeployments(std::string_view ns, std::vector<ModelDeployment>* out) override;
+  Status ListPods(std::string_view ns, std::string_view label_selector,
+                  std::vector<Pod>* out) override;
+  Status GetReplicaSet(std::string_view ns, std::string_view name, ReplicaSet* out) override;
+  Status GetDeployment(std::string_view ns, std::string_view name, Deployment* out) override;
 
  private:
   struct Impl;

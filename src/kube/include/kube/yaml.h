@@ -32,6 +32,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/status.h"
+
 namespace modelmetrics::deployment {
 
 struct YamlLimits {
@@ -47,9 +49,9 @@ struct YamlLimits {
   size_t max_anchors = 10'000;
 };
 
-// Parses `text` into `*docs` (cleared first). False with `*error` on a syntax error or a bound.
-bool ParseYaml(std::string_view text, std::vector<nlohmann::json>* docs, std::string* error,
-               const YamlLimits& limits = {});
+// Parses `text` into `*docs` (cleared first). InvalidArgument on a syntax error or a bound.
+base::Status ParseYaml(std::string_view text, std::vector<nlohmann::json>* docs,
+                       const YamlLimits& limits = {});
 
 // The text of a scalar setting: a string as it is, an integer or a boolean as YAML would spell it
 // (`1`, `true`), so a name that happens to look like a number is still a name. False for null,

@@ -13,7 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
+
 namespace modelmetrics::net {
+
+using base::Status;
 
 struct CertificateSpec {
   std::string common_name;                 // subject CN (a client certificate's user)
@@ -26,14 +30,13 @@ struct CertificateSpec {
   std::string issuer_key_pem;
 };
 
-// PEM text in `*cert_pem` and `*key_pem`; false with `*error` when OpenSSL fails, a host is empty
-// or holds a comma, or the issuer's PEM does not load.
-bool MakeCertificate(const CertificateSpec& spec, std::string* cert_pem, std::string* key_pem,
-                     std::string* error);
+// PEM text in `*cert_pem` and `*key_pem`; an error when OpenSSL fails, a host is empty or holds
+// a comma, or the issuer's PEM does not load.
+Status MakeCertificate(const CertificateSpec& spec, std::string* cert_pem, std::string* key_pem);
 
 // A self-signed certificate for `hosts`, subject CN `common_name`, valid for a year.
-bool SelfSignedCertificate(std::string_view common_name, const std::vector<std::string>& hosts,
-                           std::string* cert_pem, std::string* key_pem, std::string* error);
+Status SelfSignedCertificate(std::string_view common_name, const std::vector<std::string>& hosts,
+                             std::string* cert_pem, std::string* key_pem);
 
 }  // namespace modelmetrics::net
 

@@ -66,7 +66,11 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
+
 namespace modelmetrics::net {
+
+using base::Status;
 
 // Request headers in arrival order, with case-insensitive lookup. A header sent on several lines
 // has several entries; values are not split on commas.
@@ -210,9 +214,9 @@ class HttpServer {
   void RoutePrefixAsync(std::string method, std::string prefix, AsyncHandler handler);
 
   // Binds, listens and starts the IO threads. On failure (bad options or address, port in use,
-  // unreadable or mismatched certificate/key/CA) returns false with a message in `*error` (when
-  // non-null). Once only: a stopped server does not restart.
-  bool Start(std::string* error);
+  // unreadable or mismatched certificate/key/CA) a status saying which. Once only: a stopped
+  // server does not restart.
+  Status Start();
 
   // The bound port, after a successful Start(); 0 before.
   uint16_t port() const;

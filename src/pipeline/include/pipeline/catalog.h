@@ -292,14 +292,26 @@ inline constexpr std::array<std::string_view, 4> kEngineWaitingReasonLabels = {
 
 inline constexpr std::span<const double> kNoBuckets;
 
+// A row's guard: its first value (the rest, if any, are the eager values).
+template <typename... Rest>
+constexpr Guard FirstGuard(Guard guard, const Rest&...) {
+  return guard;
+}
+
 // MM_DEFINE_FAMILY_LIST(Id, LIST) defines, from one list of rows (omni_families.h): `enum class
-// Id`, and the overloads FamilyCount(Id), FamilyName(Id) and FamilyKind(Id) the typed helpers
-// below use. The list's table, `{LIST(MM_FAMILY_ROW)}`, is the rows in id order, so a family's
-// row is table[id] by construction; FamilySpecOf(Id) returns it (RegisterTyped finds it so).
+// Id`, and the overloads FamilyCount(Id), FamilyName(Id), FamilyKind(Id), FamilyBind(Id) and
+// FamilyGuard(Id) the typed helpers and the observe paths use (at compile time: a row's bind and
+// guard fold into the code that records it). The list's table, `{LIST(MM_FAMILY_ROW)}`, is the rows
+// in id order, so a family's row is table[id] by construction; FamilySpecOf(Id) returns it
+// (RegisterTyped finds it so).
 #define MM_FAMILY_ID(id, name, instrument, ...) id,
 #define MM_FAMILY_ONE(id, name, instrument, ...) +1
 #define MM_FAMILY_NAME(id, name, instrument, ...) name,
 #define MM_FAMILY_KIND(id, name, instrument, ...) Kind::k##instrument,
+#define MM_FAMILY_BIND(id, name, instrument, help, labels, buckets, bind, ...) bind,
+// The guard is optional in a row (Guard::kNone when absent); eager values may follow it.
+#define MM_FAMILY_GUARD(id, name, instrument, help, labels, buckets, bind, group, ...) \
+  FirstGuard(__VA_ARGS__ __VA_OPT__(, ) Guard::kNone),
 // A list's rows as FamilySpec initialisers: `constexpr FamilySpec kRows[] = {LIST(MM_FAMILY_ROW)};`
 #define MM_FAMILY_ROW(id, name, instrument, ...) FamilySpec{name, Kind::k##instrument, __VA_ARGS__},
 #define MM_DEFINE_FAMILY_LIST(Id, LIST)                              \
@@ -312,6 +324,14 @@ inline constexpr std::span<const double> kNoBuckets;
   constexpr Kind FamilyKind(Id family) {                             \
     constexpr Kind kKinds[] = {LIST(MM_FAMILY_KIND)};                \
     return kKinds[static_cast<size_t>(family)];                      \
+  }                                                                  \
+  constexpr Bind FamilyBind(Id family) {                             \
+    constexpr Bind kBinds[] = {LIST(MM_FAMILY_BIND)};                \
+    return kBinds[static_cast<size_t>(family)];                      \
+  }                                                                  \
+  constexpr Guard FamilyGuard(Id family) {                           \
+    constexpr Guard kGuards[] = {LIST(MM_FAMILY_GUARD)};             \
+    return kGuards[static_cast<size_t>(family)];                     \
   }
 
 // MM_DEFINE_FAMILY_TABLE(Id, LIST) defines a list's rows, `k<Id>Rows`, and FamilySpecOf(Id) (for

@@ -58,8 +58,9 @@ struct ObserveAmount {
   uint64_t count = 1;
 };
 
-// Effect `e`'s operation on its child `h` (Inc on a gauge or a counter, as the family's kind).
-inline void RecordAmount(const ObserveEffect& e, const AnyHandle& h, const ObserveAmount& amount) {
+// Effect `e`'s operation on its child `h` (Inc on a gauge or a counter, as `kind`, the family's).
+[[gnu::always_inline]] inline void RecordAmount(const ObserveEffect& e, Kind kind,
+                                                const AnyHandle& h, const ObserveAmount& amount) {
   switch (e.op) {
     case ObserveOp::kNone:
       break;
@@ -77,7 +78,7 @@ inline void RecordAmount(const ObserveEffect& e, const AnyHandle& h, const Obser
       }
       break;
     case ObserveOp::kInc:
-      if (OmniFamilyKind(e.family) == Kind::kGauge) {
+      if (kind == Kind::kGauge) {
         h.gauge.Inc();
       } else {
         h.counter.Inc();

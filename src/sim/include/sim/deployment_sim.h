@@ -58,6 +58,8 @@
 
 namespace modelmetrics::sim {
 
+using base::Status;
+
 enum class PodFault {
   kNone,
   kHang,
@@ -140,7 +142,7 @@ class DeploymentSim {
   // Validates the options, starts every Pod's listener and writes the objects file. False with
   // `*error` on bad options (unknown engine or router, a fault for an unknown Pod) or
   // when a listener or the certificate cannot be set up. Once only.
-  bool Start(std::string* error);
+  Status Start();
   // Closes every listener and connection (hanging and trickling ones included). Idempotent.
   void Stop();
 

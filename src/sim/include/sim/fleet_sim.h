@@ -39,7 +39,7 @@ class FleetSim {
   ~FleetSim();
 
   // Starts every deployment and writes the files; false with `*error` on the first failure.
-  bool Start(std::string* error);
+  Status Start();
   void Stop();
 
   const std::vector<std::unique_ptr<DeploymentSim>>& deployments() const { return sims_; }

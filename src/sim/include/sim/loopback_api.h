@@ -16,6 +16,8 @@
 
 namespace modelmetrics::sim {
 
+using base::Status;
+
 struct LoopbackApiOptions {
   std::vector<std::string> namespaces;  // the token may read ModelDeploymentMetrics in these
   std::string token;                    // empty: a random one
@@ -32,7 +34,7 @@ class LoopbackApi {
   LoopbackApi(deployment::ObjectSource* source, LoopbackApiOptions options);
   ~LoopbackApi();
 
-  bool Start(std::string* error);
+  Status Start();
   void Stop();
 
   std::string url() const;  // scheme://127.0.0.1:port

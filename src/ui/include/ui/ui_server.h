@@ -36,6 +36,8 @@
 
 namespace modelmetrics::ui {
 
+using base::Status;
+
 struct UiOptions {
   std::string address = "127.0.0.1";  // loopback only (checked at Start)
   uint16_t port = 0;                  // 0 picks a free one
@@ -56,7 +58,7 @@ class UiServer {
   ~UiServer();  // Stop()s
 
   // Starts the poller and the server; false with `*error` (bad address, port in use).
-  bool Start(std::string* error);
+  Status Start();
   void Stop();
 
   uint16_t port() const;
