@@ -21,8 +21,14 @@ void BM_RenderWholeCatalog3x2(benchmark::State& state) {
                    {.model_name = "Qwen/Qwen2.5-Omni-7B", .replicas_per_stage = {2, 2, 2}});
   AudioMetrics audio(registry, "Qwen/Qwen2.5-Omni-7B",
                      AudioMetricsOptions{.replicas_per_stage = {2, 2, 2}});
-  auto engines = EngineStatsLogger::Create(
-      registry, {.model_name = "Qwen/Qwen2.5-Omni-7B", .engines = EngineMap{2, 2, 2}});
+  std::unique_ptr<EngineStatsLogger> engines;
+  if (!EngineStatsLogger::Create(
+           registry, {.model_name = "Qwen/Qwen2.5-Omni-7B", .engines = EngineMap{2, 2, 2}},
+           &engines)
+           .ok()) {
+    state.SkipWithError("the engine families do not register");
+    return;
+  }
   SchedulerStats sched;
   sched.num_running_reqs = 3;
   sched.prefix_cache_stats = {.queries = 100, .hits = 40};
@@ -34,7 +40,7 @@ void BM_RenderWholeCatalog3x2(benchmark::State& state) {
   iter.finished_requests.push_back(FinishedRequestStats{
       .e2e_latency = 1.5, .num_prompt_tokens = 100, .num_generation_tokens = 20});
   for (size_t e = 0; e < 6; ++e) {
-    if (!engines->Record(e, &sched, &iter)) state.SkipWithError("engine record failed");
+    if (!engines->Record(e, &sched, &iter).ok()) state.SkipWithError("engine record failed");
   }
   for (int stage = 0; stage < 3; ++stage) {
     omni.prometheus().ObserveStageGenTime(stage, "llm", 0.4);

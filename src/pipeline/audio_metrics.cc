@@ -133,25 +133,26 @@ int64_t CountAudioFrames(const MultimodalAudio& mm) {
 
 // ---- Families ----
 
-std::optional<AudioFamilies> AudioFamilies::Register(Registry& registry, std::string* error) {
+base::Status AudioFamilies::Register(Registry& registry, AudioFamilies* out) {
   AudioFamilies f;
-  std::string why;
   // In catalog order: the registry renders in registration order.
-  const bool ok =
-      (f.ttfp_s = RegisterOmni<OmniFamily::kAudioTtfpS>(registry, &why)) &&
-      (f.duration_s = RegisterOmni<OmniFamily::kAudioDurationS>(registry, &why)) &&
-      (f.rtf = RegisterOmni<OmniFamily::kAudioRtf>(registry, &why)) &&
-      (f.frames = RegisterOmni<OmniFamily::kAudioFrames>(registry, &why)) &&
-      (f.underrun_s = RegisterOmni<OmniFamily::kAudioUnderrunS>(registry, &why)) &&
-      (f.continuity_ok = RegisterOmni<OmniFamily::kAudioContinuityOk>(registry, &why)) &&
-      (f.skipped = RegisterOmni<OmniFamily::kAudioSkippedRequests>(registry, &why)) &&
-      (f.speech_aborted = RegisterOmni<OmniFamily::kSpeechStreamAborted>(registry, &why)) &&
-      (f.speech_completed = RegisterOmni<OmniFamily::kSpeechStreamCompleted>(registry, &why));
-  if (!ok) {
-    if (error != nullptr) *error = why;
-    return std::nullopt;
+  base::Status status = RegisterOmni<OmniFamily::kAudioTtfpS>(registry, &f.ttfp_s);
+  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioDurationS>(registry, &f.duration_s);
+  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioRtf>(registry, &f.rtf);
+  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioFrames>(registry, &f.frames);
+  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioUnderrunS>(registry, &f.underrun_s);
+  if (status.ok()) {
+    status = RegisterOmni<OmniFamily::kAudioContinuityOk>(registry, &f.continuity_ok);
   }
-  return f;
+  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioSkippedRequests>(registry, &f.skipped);
+  if (status.ok()) {
+    status = RegisterOmni<OmniFamily::kSpeechStreamAborted>(registry, &f.speech_aborted);
+  }
+  if (status.ok()) {
+    status = RegisterOmni<OmniFamily::kSpeechStreamCompleted>(registry, &f.speech_completed);
+  }
+  if (status.ok()) *out = f;
+  return status;
 }
 
 FamilyTable AudioFamilies::Table() const {
@@ -175,10 +176,9 @@ FamilyTable AudioFamilies::Table() const {
 
 AudioMetrics::AudioMetrics(Registry& registry, std::string model_name, AudioMetricsOptions options)
     : model_name_(std::move(model_name)) {
-  if (std::optional<AudioFamilies> f = AudioFamilies::Register(registry, &error_)) {
-    families_ = *f;
-    ok_ = true;
-  }
+  const base::Status registered = AudioFamilies::Register(registry, &families_);
+  ok_ = registered.ok();
+  error_ = registered.message();
   Init(registry, std::move(options));
 }
 

@@ -65,20 +65,26 @@ const FamilySpec* Find(std::span<const FamilySpec> table, std::string_view name)
 
 std::string_view KindName(Kind kind) { return MetricTypeName(ToMetricType(kind), Format::kText); }
 
-AnyFamily RegisterFamily(Registry& registry, const FamilySpec& spec, std::string* error) {
-  const auto made = [](auto* family) -> AnyFamily {
-    if (family == nullptr) return std::monostate{};
-    return family;
+base::Status RegisterFamily(Registry& registry, const FamilySpec& spec, AnyFamily* out) {
+  std::string refused;  // the registry's reason (the metrics library's API)
+  const auto made = [&](auto* family) {
+    if (family == nullptr) {
+      *out = std::monostate{};
+      return base::Status::InvalidArgument(std::move(refused));
+    }
+    *out = family;
+    return base::Status::Ok();
   };
   switch (spec.kind) {
     case Kind::kCounter:
-      return made(registry.AddCounter(OptionsOf(spec), error));
+      return made(registry.AddCounter(OptionsOf(spec), &refused));
     case Kind::kGauge:
-      return made(registry.AddGauge(OptionsOf(spec), error));
+      return made(registry.AddGauge(OptionsOf(spec), &refused));
     case Kind::kHistogram:
-      return made(registry.AddHistogram(OptionsOf(spec), error));
+      return made(registry.AddHistogram(OptionsOf(spec), &refused));
   }
-  return std::monostate{};
+  *out = std::monostate{};
+  return base::Status::InvalidArgument("unknown kind");
 }
 
 std::string_view BindName(Bind bind) { return bind == Bind::kEager ? "eager" : "lazy"; }

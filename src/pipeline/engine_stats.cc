@@ -20,10 +20,6 @@ std::string UnknownEngine(size_t index, size_t size) {
          std::to_string(size) + " engines)";
 }
 
-void SetError(std::string* error, std::string message) {
-  if (error != nullptr) *error = std::move(message);
-}
-
 }  // namespace
 
 std::string_view FinishReasonName(FinishReason reason) {
@@ -91,31 +87,32 @@ bool EngineStatsLogger::Registered(const FamilySpec& spec) const {
   return true;
 }
 
-std::unique_ptr<EngineStatsLogger> EngineStatsLogger::Create(Registry& registry,
-                                                             EngineStatsOptions options,
-                                                             std::string* error) {
+Status EngineStatsLogger::Create(Registry& registry, EngineStatsOptions options,
+                                 std::unique_ptr<EngineStatsLogger>* out) {
   if (!options.engine_labels.empty() && options.engine_labels.size() != options.engines.size()) {
-    SetError(error, "engine_labels has " + std::to_string(options.engine_labels.size()) +
-                        " entries for " + std::to_string(options.engines.size()) + " engines");
-    return nullptr;
+    return Status::InvalidArgument("engine_labels has " +
+                                   std::to_string(options.engine_labels.size()) + " entries for " +
+                                   std::to_string(options.engines.size()) + " engines");
   }
   std::unique_ptr<EngineStatsLogger> logger(new EngineStatsLogger(registry, std::move(options)));
-  if (!logger->enabled_) return logger;  // log-stats off: nothing registered (§4.8)
-  if (!logger->Register(error)) return nullptr;
-  return logger;
+  if (logger->enabled_) {  // log-stats off: nothing registered (§4.8)
+    if (Status registered = logger->Register(); !registered.ok()) return registered;
+  }
+  *out = std::move(logger);
+  return Status::Ok();
 }
 
-bool EngineStatsLogger::Register(std::string* error) {
+Status EngineStatsLogger::Register() {
   // Upstream's constructor unregisters the previous logger's families; scoped to `vllm:` (§4.10).
   registry_.RemovePrefix(kEnginePrefix);
-  if (!RegisterFamilies(error)) return false;
+  if (Status registered = RegisterFamilies(); !registered.ok()) return registered;
   handles_.reserve(options_.engines.size());
   for (size_t e = 0; e < options_.engines.size(); ++e) handles_.push_back(BindEngine(e));
-  return true;
+  return Status::Ok();
 }
 
 // The `vllm:*` families this logger exports, token-count buckets from max_model_len.
-bool EngineStatsLogger::RegisterFamilies(std::string* error) {
+Status EngineStatsLogger::RegisterFamilies() {
   for (size_t i = 0; i < kEngineFamilyCount; ++i) {
     const FamilySpec& spec = EngineSpec(static_cast<EngineFamily>(i));
     if (!Registered(spec)) continue;
@@ -127,14 +124,11 @@ bool EngineStatsLogger::RegisterFamilies(std::string* error) {
       buckets = BuildOneTwoFiveBuckets(*options_.max_model_len);
       row.buckets = buckets;
     }
-    std::string why;
-    families_[i] = RegisterFamily(registry_, row, &why);
-    if (std::holds_alternative<std::monostate>(families_[i])) {
-      SetError(error, "cannot register " + std::string(spec.name) + ": " + why);
-      return false;
+    if (Status registered = RegisterFamily(registry_, row, &families_[i]); !registered.ok()) {
+      return registered.Prefixed("cannot register " + std::string(spec.name) + ": ");
     }
   }
-  return true;
+  return Status::Ok();
 }
 
 // Engine `e`'s child of family F: (model, stage, replica), and an extra label value.
@@ -212,26 +206,24 @@ std::unique_ptr<EngineStatsLogger::EngineHandles> EngineStatsLogger::BindEngine(
   return h;
 }
 
-bool EngineStatsLogger::Record(StageReplica engine, const SchedulerStats* scheduler,
-                               const IterationStats* iteration,
-                               const MultiModalCacheStats* mm_cache, std::string* error) {
+Status EngineStatsLogger::Record(StageReplica engine, const SchedulerStats* scheduler,
+                                 const IterationStats* iteration,
+                                 const MultiModalCacheStats* mm_cache) {
   const std::optional<size_t> flat = options_.engines.FlatIndex(engine);
   if (!flat) {
-    SetError(error, "unknown engine stage " + std::to_string(engine.stage) + " replica " +
-                        std::to_string(engine.replica));
-    return false;
+    return Status::InvalidArgument("unknown engine stage " + std::to_string(engine.stage) +
+                                   " replica " + std::to_string(engine.replica));
   }
-  return Record(*flat, scheduler, iteration, mm_cache, error);
+  return Record(*flat, scheduler, iteration, mm_cache);
 }
 
-bool EngineStatsLogger::Record(size_t engine_index, const SchedulerStats* scheduler,
-                               const IterationStats* iteration,
-                               const MultiModalCacheStats* mm_cache, std::string* error) {
+Status EngineStatsLogger::Record(size_t engine_index, const SchedulerStats* scheduler,
+                                 const IterationStats* iteration,
+                                 const MultiModalCacheStats* mm_cache) {
   if (engine_index >= options_.engines.size()) {
-    SetError(error, UnknownEngine(engine_index, options_.engines.size()));
-    return false;
+    return Status::InvalidArgument(UnknownEngine(engine_index, options_.engines.size()));
   }
-  if (!enabled_) return true;
+  if (!enabled_) return Status::Ok();
   EngineHandles& h = *handles_[engine_index];
 
   if (scheduler != nullptr) {
@@ -270,7 +262,7 @@ bool EngineStatsLogger::Record(size_t engine_index, const SchedulerStats* schedu
     h.mm_hits.Add(mm_cache->hits);
   }
 
-  if (iteration == nullptr) return true;
+  if (iteration == nullptr) return Status::Ok();
   const IterationStats& it = *iteration;
   h.preemptions.Add(it.num_preempted_reqs);
   h.prompt_tokens.Add(it.num_prompt_tokens);
@@ -308,7 +300,7 @@ bool EngineStatsLogger::Record(size_t engine_index, const SchedulerStats* schedu
       h.params_max_tokens.Observe(static_cast<double>(*r.max_tokens_param));
     }
   }
-  return true;
+  return Status::Ok();
 }
 
 bool EngineStatsLogger::SetSleepState(int sleep, int level, std::optional<size_t> engine_index) {
@@ -326,8 +318,8 @@ bool EngineStatsLogger::SetSleepState(int sleep, int level, std::optional<size_t
   return true;
 }
 
-bool EngineStatsLogger::LogEngineInitialized(
-    std::span<const std::pair<std::string_view, std::string_view>> info, std::string* error) {
+Status EngineStatsLogger::LogEngineInitialized(
+    std::span<const std::pair<std::string_view, std::string_view>> info) {
   const FamilySpec* spec = &EngineSpec(EngineFamily::kCacheConfigInfo);
   // Labels: the keys in the order given (upstream's metrics_info().keys()), then the engine's
   // stage and replica (upstream appends `engine`).
@@ -335,22 +327,21 @@ bool EngineStatsLogger::LogEngineInitialized(
   std::vector<std::string_view> values;
   for (const auto& [key, value] : info) {
     if (key == kStageLabel || key == kReplicaLabel) {
-      SetError(error, "cache_config_info key " + std::string(key) + " is an engine label");
-      return false;
+      return Status::InvalidArgument("cache_config_info key " + std::string(key) +
+                                     " is an engine label");
     }
     family.labels.emplace_back(key);
     values.push_back(value);
   }
   family.labels.emplace_back(kStageLabel);
   family.labels.emplace_back(kReplicaLabel);
-  if (!enabled_) return true;
+  if (!enabled_) return Status::Ok();
   // A second call (new keys) replaces the family, as upstream's re-registration would.
   registry_.RemovePrefix(kCacheConfigInfo);
   std::string why;
   Family<Gauge>* gauge = registry_.AddGauge(std::move(family), &why);
   if (gauge == nullptr) {
-    SetError(error, "cannot register vllm:cache_config_info: " + why);
-    return false;
+    return Status::InvalidArgument("cannot register vllm:cache_config_info: " + why);
   }
   values.resize(values.size() + 2);
   for (size_t e = 0; e < options_.engines.size(); ++e) {
@@ -358,7 +349,7 @@ bool EngineStatsLogger::LogEngineInitialized(
     values[values.size() - 1] = ReplicaLabel(e);
     gauge->Labels(std::span<const std::string_view>(values)).Set(1.0);
   }
-  return true;
+  return Status::Ok();
 }
 
 // ---- Relabel helpers ----
@@ -403,33 +394,33 @@ RelabeledNames RewriteEngineLabelNames(std::span<const std::string_view> names) 
   return out;
 }
 
-std::optional<std::vector<std::string>> TranslateEngineLabelValues(
-    const RelabeledNames& names, std::span<const std::string_view> values,
-    const EngineLabelMap& map, std::string* error) {
-  if (values.size() == names.names.size())
-    return std::vector<std::string>(
-        values.begin(), values.end());  // already rewritten (per_engine_labelvalues 3-tuples)
+Status TranslateEngineLabelValues(const RelabeledNames& names,
+                                  std::span<const std::string_view> values,
+                                  const EngineLabelMap& map, std::vector<std::string>* out) {
+  if (values.size() == names.names.size()) {
+    out->assign(values.begin(),
+                values.end());  // already rewritten (per_engine_labelvalues 3-tuples)
+    return Status::Ok();
+  }
   if (!names.engine_position || values.size() != names.original_size) {
-    SetError(error, "incorrect label count " + std::to_string(values.size()) + " (expected " +
-                        std::to_string(names.names.size()) + ")");
-    return std::nullopt;
+    return Status::InvalidArgument("incorrect label count " + std::to_string(values.size()) +
+                                   " (expected " + std::to_string(names.names.size()) + ")");
   }
   const size_t at = *names.engine_position;
   const auto* labels = map.Find(values[at]);
   if (labels == nullptr) {
-    SetError(error, "unknown engine " + std::string(values[at]));
-    return std::nullopt;
+    return Status::InvalidArgument("unknown engine " + std::string(values[at]));
   }
-  std::vector<std::string> out(values.begin(), values.begin() + static_cast<ptrdiff_t>(at));
-  out.push_back(labels->first);
-  out.push_back(labels->second);
-  out.insert(out.end(), values.begin() + static_cast<ptrdiff_t>(at) + 1, values.end());
-  return out;
+  out->assign(values.begin(), values.begin() + static_cast<ptrdiff_t>(at));
+  out->push_back(labels->first);
+  out->push_back(labels->second);
+  out->insert(out->end(), values.begin() + static_cast<ptrdiff_t>(at) + 1, values.end());
+  return Status::Ok();
 }
 
-std::optional<std::vector<std::string>> TranslateEngineLabelPairs(
-    const RelabeledNames& names, std::span<const std::pair<std::string_view, std::string_view>> kv,
-    const EngineLabelMap& map, std::string* error) {
+Status TranslateEngineLabelPairs(const RelabeledNames& names,
+                                 std::span<const std::pair<std::string_view, std::string_view>> kv,
+                                 const EngineLabelMap& map, std::vector<std::string>* out) {
   std::vector<std::optional<std::string>> slots(names.names.size());
   auto put = [&](std::string_view name, std::string_view value) {
     const auto it = std::find(names.names.begin(), names.names.end(), name);
@@ -443,28 +434,22 @@ std::optional<std::vector<std::string>> TranslateEngineLabelPairs(
     if (name == "engine" && names.engine_position) {
       const auto* labels = map.Find(value);
       if (labels == nullptr) {
-        SetError(error, "unknown engine " + std::string(value));
-        return std::nullopt;
+        return Status::InvalidArgument("unknown engine " + std::string(value));
       }
       if (!put(kStageLabel, labels->first) || !put(kReplicaLabel, labels->second)) {
-        SetError(error, "stage/replica given twice");
-        return std::nullopt;
+        return Status::InvalidArgument("stage/replica given twice");
       }
     } else if (!put(name, value)) {
-      SetError(error, "unexpected or repeated label " + std::string(name));
-      return std::nullopt;
+      return Status::InvalidArgument("unexpected or repeated label " + std::string(name));
     }
   }
-  std::vector<std::string> out;
-  out.reserve(slots.size());
+  out->clear();
+  out->reserve(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (!slots[i]) {
-      SetError(error, "missing label " + names.names[i]);
-      return std::nullopt;
-    }
-    out.push_back(std::move(*slots[i]));
+    if (!slots[i]) return Status::InvalidArgument("missing label " + names.names[i]);
+    out->push_back(std::move(*slots[i]));
   }
-  return out;
+  return Status::Ok();
 }
 
 std::map<size_t, std::vector<std::string>> RewritePerEngineLabelValues(

@@ -569,12 +569,15 @@ struct Federation::State {
   }
 };
 
-std::unique_ptr<Federation> Federation::Create(Registry& registry, FederationOptions options,
-                                               std::string* error) {
+Status Federation::Create(Registry& registry, FederationOptions options,
+                          std::unique_ptr<Federation>* out) {
   auto state = std::make_shared<State>();
   state->options = std::move(options);
   const FederationOptions& o = state->options;
-  if (!registry.enabled()) return std::unique_ptr<Federation>(new Federation(state));
+  if (!registry.enabled()) {
+    out->reset(new Federation(state));
+    return Status::Ok();
+  }
 
   for (const FederationEndpoint& ep : o.endpoints) {
     state->stage_labels.push_back(std::to_string(ep.target.stage));
@@ -602,18 +605,14 @@ std::unique_ptr<Federation> Federation::Create(Registry& registry, FederationOpt
     base::MutexLock lock(&state->mu);
     state->client = std::move(client);
   } catch (const std::exception& e) {
-    if (error != nullptr) *error = std::string("federation: HTTP client: ") + e.what();
-    return nullptr;
+    return Status::Internal(std::string("federation: HTTP client: ") + e.what());
   }
   state->scrape_errors = registry.AddCounter(
       {.name = std::string(kScrapeErrorsFamily),
        .help = "Federated engine /metrics scrapes that failed and were left out, by reason.",
        .labels = {"stage", "replica", "reason"}},
       &err);
-  if (state->scrape_errors == nullptr) {
-    if (error != nullptr) *error = "federation: " + err;
-    return nullptr;
-  }
+  if (state->scrape_errors == nullptr) return Status::InvalidArgument("federation: " + err);
   state->dropped_samples =
       registry.AddCounter({.name = std::string(kDroppedSamplesFamily),
                            .help = "Samples of federated engines left out of /metrics, by reason.",
@@ -621,12 +620,12 @@ std::unique_ptr<Federation> Federation::Create(Registry& registry, FederationOpt
                           &err);
   if (state->dropped_samples == nullptr) {
     registry.RemovePrefix(kScrapeErrorsFamily);
-    if (error != nullptr) *error = "federation: " + err;
-    return nullptr;
+    return Status::InvalidArgument("federation: " + err);
   }
   registry.AddCollector(o.collector_name,
                         [state](ExpositionWriter& writer) { state->Collect(writer); });
-  return std::unique_ptr<Federation>(new Federation(state));
+  out->reset(new Federation(state));
+  return Status::Ok();
 }
 
 Federation::~Federation() {

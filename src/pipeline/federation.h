@@ -77,6 +77,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
 #include "modelmetrics/exposition.h"
 #include "modelmetrics/metrics.h"
 #include "modelmetrics/parser.h"
@@ -85,6 +86,8 @@
 #include "pipeline/engine_map.h"
 
 namespace modelmetrics::pipeline {
+
+using base::Status;
 
 enum class EngineLabelRule : uint8_t {
   kEndpoint,   // every series gets the body's configured (stage, replica)
@@ -150,12 +153,12 @@ inline constexpr std::string_view kDroppedSamplesFamily = "vllm_omni:federation_
 
 class Federation {
  public:
-  // Registers the two counter families and the collector on `registry`. Returns nullptr (and sets
-  // *error) when a family cannot be added (e.g. its names are taken by different definitions) or
-  // the HTTP client cannot start. A disabled registry (log_stats off) gets nothing registered, as
+  // Registers the two counter families and the collector on `registry`, into `*out`. An error
+  // when a family cannot be added (e.g. its names are taken by different definitions) or the HTTP
+  // client cannot start. A disabled registry (log_stats off) gets nothing registered, as
   // the reference then never builds its wrap: the Federation is inert and /metrics has no `vllm:*`.
-  static std::unique_ptr<Federation> Create(Registry& registry, FederationOptions options,
-                                            std::string* error = nullptr);
+  static Status Create(Registry& registry, FederationOptions options,
+                       std::unique_ptr<Federation>* out);
   ~Federation();
   Federation(const Federation&) = delete;
   Federation& operator=(const Federation&) = delete;

@@ -219,13 +219,13 @@ int Init(PyObject* obj, PyObject* args, PyObject* kwargs) {
   // One stage with N replicas gives N flat indexes; the labels above name them.
   const uint32_t n = static_cast<uint32_t>(options.engine_labels.size());
   options.engines = pipeline::EngineMap{n};
-  std::string error;
   // Registering in the shared segment may wait for its directory lock: without the GIL.
-  std::unique_ptr<EngineStatsLogger> logger = WithoutGilIf(ProcessSegment() != nullptr, [&] {
-    return EngineStatsLogger::Create(ProcessRegistry(), std::move(options), &error);
+  std::unique_ptr<EngineStatsLogger> logger;
+  const base::Status created = WithoutGilIf(ProcessSegment() != nullptr, [&] {
+    return EngineStatsLogger::Create(ProcessRegistry(), std::move(options), &logger);
   });
-  if (!logger) {
-    PyErr_SetString(PyExc_ValueError, error.c_str());
+  if (!created.ok()) {
+    PyErr_SetString(PyExc_ValueError, created.message().c_str());
     return -1;
   }
   delete self->logger;
@@ -267,11 +267,11 @@ PyObject* Record(PyObject* obj, PyObject* args) {
       return nullptr;
     }
   }
-  std::string error;
   if (engine < 0 ||
-      !logger->Record(static_cast<size_t>(engine), sched_obj == Py_None ? nullptr : &sched,
-                      iter_obj == Py_None ? nullptr : &iter, mm_obj == Py_None ? nullptr : &mm,
-                      &error)) {
+      !logger
+           ->Record(static_cast<size_t>(engine), sched_obj == Py_None ? nullptr : &sched,
+                    iter_obj == Py_None ? nullptr : &iter, mm_obj == Py_None ? nullptr : &mm)
+           .ok()) {
     PyErr_Format(PyExc_KeyError, "engine %zd is not in the stage/replica map", engine);
     return nullptr;
   }
@@ -313,9 +313,8 @@ PyObject* LogEngineInitialized(PyObject* obj, PyObject* arg) {
     owned.emplace_back(std::string(key.view()), std::string(value.view()));
   }
   std::vector<std::pair<std::string_view, std::string_view>> info(owned.begin(), owned.end());
-  std::string error;
-  if (!logger->LogEngineInitialized(info, &error)) {
-    PyErr_SetString(PyExc_ValueError, error.c_str());
+  if (const base::Status logged = logger->LogEngineInitialized(info); !logged.ok()) {
+    PyErr_SetString(PyExc_ValueError, logged.message().c_str());
     return nullptr;
   }
   Py_RETURN_NONE;

@@ -259,9 +259,8 @@ bool AddType(PyObject* module, const ClassDef& cls, PyMethodDef* methods) {
 
 bool RegisterGroups(std::span<const Group> groups) {
   for (Group g : groups) {
-    std::string error;
-    if (!RegisterGroup(g, &error)) {
-      PyErr_SetString(PyExc_ValueError, error.c_str());
+    if (const base::Status registered = RegisterGroup(g); !registered.ok()) {
+      PyErr_SetString(PyExc_ValueError, registered.message().c_str());
       return false;
     }
   }

@@ -25,19 +25,20 @@ Registry& ProcessRegistry() {
   return *registry;
 }
 
-bool RegisterGroup(pipeline::Group group, std::string* error) {
+base::Status RegisterGroup(pipeline::Group group) {
   auto& families = Families();
   for (size_t i = 0; i < families.size(); ++i) {
     const pipeline::FamilySpec& spec = pipeline::OmniSpec(static_cast<pipeline::OmniFamily>(i));
     if (spec.group != group || !std::holds_alternative<std::monostate>(families[i])) continue;
     // Registering in the shared segment may wait for its directory lock: without the GIL.
-    pipeline::AnyFamily family = WithoutGilIf(ProcessSegment() != nullptr, [&] {
-      return pipeline::RegisterFamily(ProcessRegistry(), spec, error);
+    pipeline::AnyFamily family;
+    const base::Status registered = WithoutGilIf(ProcessSegment() != nullptr, [&] {
+      return pipeline::RegisterFamily(ProcessRegistry(), spec, &family);
     });
-    if (std::holds_alternative<std::monostate>(family)) return false;
+    if (!registered.ok()) return registered;
     families[i] = family;
   }
-  return true;
+  return base::Status::Ok();
 }
 
 const pipeline::AnyFamily& RegisteredFamily(pipeline::OmniFamily family) {

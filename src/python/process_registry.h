@@ -23,8 +23,8 @@ namespace modelmetrics::python {
 
 Registry& ProcessRegistry();
 
-// Registers every catalog family of `group`; false (and *error) on a name collision.
-bool RegisterGroup(pipeline::Group group, std::string* error);
+// Registers every catalog family of `group`; an error on a name collision.
+base::Status RegisterGroup(pipeline::Group group);
 
 // The registered family; monostate while its group is unregistered.
 const pipeline::AnyFamily& RegisteredFamily(pipeline::OmniFamily family);

@@ -161,10 +161,12 @@ class Simulation {
       duplex_.emplace(*duplex_metrics_, rng_, [this](double s, std::function<void()> fn) {
         loop_.After(s, std::move(fn));
       });
-      engines_ = pipeline::EngineStatsLogger::Create(
-          registry, {.model_name = kSpeechModel,
-                     .engines = pipeline::EngineMap{2, 1},
-                     .kv_connector = pipeline::KvConnector::kNixl});
+      // A fresh registry takes the `vllm:*` families; a refusal leaves the engines unlogged.
+      (void)pipeline::EngineStatsLogger::Create(registry,
+                                                {.model_name = kSpeechModel,
+                                                 .engines = pipeline::EngineMap{2, 1},
+                                                 .kv_connector = pipeline::KvConnector::kNixl},
+                                                &engines_);
     }
     if (Image()) image_.emplace(registry, ImageOptions());
   }

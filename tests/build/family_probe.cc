@@ -7,13 +7,15 @@ namespace modelmetrics::pipeline {
 
 void ProbeFamilies(Registry& registry) {
 #if defined(PROBE_RIGHT)
-  Family<Counter>* images = RegisterOmni<OmniFamily::kImageCount>(registry);
+  Family<Counter>* images = nullptr;
+  (void)RegisterOmni<OmniFamily::kImageCount>(registry, &images);
 #elif defined(PROBE_MISSPELT)
-  Family<Counter>* images = RegisterOmni<OmniFamily::kImageCont>(registry);
+  Family<Counter>* images = nullptr;
+  (void)RegisterOmni<OmniFamily::kImageCont>(registry, &images);
 #elif defined(PROBE_WRONG_TYPE)
-  Family<Gauge>* images = RegisterOmni<OmniFamily::kImageCount>(registry);
+  Family<Gauge>* images = nullptr;
+  (void)RegisterOmni<OmniFamily::kImageCount>(registry, &images);
 #endif
-  (void)images;
 }
 
 }  // namespace modelmetrics::pipeline

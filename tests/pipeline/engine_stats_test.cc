@@ -27,9 +27,12 @@
 #include "modelmetrics/parser.h"
 #include "pipeline/catalog.h"
 #include "pipeline/fixture_text.h"
+#include "status_matchers.h"
 #include "test_paths.h"
 
 namespace modelmetrics::pipeline {
+
+using ::modelmetrics::testing::Ok;
 namespace {
 
 using ::modelmetrics::testing::Contains;
@@ -48,15 +51,21 @@ RelabeledNames Names(std::initializer_list<std::string_view> names) {
   return RewriteEngineLabelNames(std::span(names.begin(), names.size()));
 }
 
+std::unique_ptr<EngineStatsLogger> NewLogger(Registry& registry, EngineStatsOptions options) {
+  std::unique_ptr<EngineStatsLogger> logger;
+  EXPECT_OK(EngineStatsLogger::Create(registry, std::move(options), &logger));
+  return logger;
+}
+
 template <typename T>
 T BindPositional(Family<T>* family, const RelabeledNames& names,
                  std::initializer_list<std::string_view> values, const EngineLabelMap& map) {
-  std::string error;
-  auto translated =
-      TranslateEngineLabelValues(names, std::span(values.begin(), values.size()), map, &error);
-  EXPECT_TRUE(translated.has_value()) << error;
-  if (!translated) return T();
-  std::vector<std::string_view> views = Views(*translated);
+  std::vector<std::string> translated;
+  const Status status =
+      TranslateEngineLabelValues(names, std::span(values.begin(), values.size()), map, &translated);
+  EXPECT_OK(status);
+  if (!status.ok()) return T();
+  std::vector<std::string_view> views = Views(translated);
   return family->Labels(std::span<const std::string_view>(views));
 }
 
@@ -64,11 +73,12 @@ template <typename T>
 T BindKeywords(Family<T>* family, const RelabeledNames& names,
                std::initializer_list<std::pair<std::string_view, std::string_view>> kv,
                const EngineLabelMap& map) {
-  std::string error;
-  auto translated = TranslateEngineLabelPairs(names, std::span(kv.begin(), kv.size()), map, &error);
-  EXPECT_TRUE(translated.has_value()) << error;
-  if (!translated) return T();
-  std::vector<std::string_view> views = Views(*translated);
+  std::vector<std::string> translated;
+  const Status status =
+      TranslateEngineLabelPairs(names, std::span(kv.begin(), kv.size()), map, &translated);
+  EXPECT_OK(status);
+  if (!status.ok()) return T();
+  std::vector<std::string_view> views = Views(translated);
   return family->Labels(std::span<const std::string_view>(views));
 }
 
@@ -132,7 +142,8 @@ TEST(TestEngineToStageReplica, MissingEngineIdxRaises) {
   const RelabeledNames names = Names({"model_name", "engine"});
   const std::array<std::pair<std::string_view, std::string_view>, 2> kv = {
       {{"engine", "999"}, {"model_name", "m"}}};
-  EXPECT_FALSE(TranslateEngineLabelPairs(names, kv, map, &error).has_value());
+  std::vector<std::string> out;
+  EXPECT_FALSE(Ok(TranslateEngineLabelPairs(names, kv, map, &out), &error));
   EXPECT_NE(error.find("999"), std::string::npos) << error;
 }
 
@@ -304,7 +315,7 @@ TEST(TestChildNoRecursion, ChildSetDoesNotRelookup) {
 // every family EngineStatsLogger registers carries stage + replica and no engine label.
 TEST(TestOmniPrometheusStatLogger, ClassSlotsPointToWrappers) {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {1}});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = {1}});
   ASSERT_NE(logger, nullptr);
   size_t families = 0;
   for (const MetricFamily& f : ParseFamilies(registry.Render(Format::kOpenMetrics), {})) {
@@ -336,7 +347,7 @@ TEST(TestOmniPrometheusStatLogger, PerEngineLabelvaluesSetterRewritesTo3tuple) {
 TEST(TestOmniPrometheusStatLogger, StageReplicaMapPropertyExposed) {
   Registry registry;
   const EngineMap engines{1, 2, 1};
-  auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = engines});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = engines});
   ASSERT_NE(logger, nullptr);
   EXPECT_EQ(logger->engines().entries(), engines.entries());
 }
@@ -361,7 +372,7 @@ TEST(TestOmniPrometheusStatLogger, InitPopulatesEngineIndexMap) {
 // under stage + replica. The Python tests check class slots; here the families themselves.
 std::string RecordSubCollectors() {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(
+  auto logger = NewLogger(
       registry, {.model_name = "m", .engines = {1, 2}, .kv_connector = KvConnector::kNixl});
   EXPECT_NE(logger, nullptr);
   if (logger == nullptr) return "";
@@ -372,7 +383,7 @@ std::string RecordSubCollectors() {
                                           .num_descriptors = {12},
                                           .num_failed_transfers = 1};
   s.perf_stats = PerfStats{.num_flops_per_gpu = 1e12};
-  EXPECT_TRUE(logger->Record(2, &s, nullptr));
+  EXPECT_TRUE(logger->Record(2, &s, nullptr).ok());
   return registry.Render(Format::kText);
 }
 
@@ -431,7 +442,8 @@ TEST(TestDoubleRewriteGuard, Legacy2tupleWithExtraLabelStillSplices) {
   // A count matching neither shape is an error, not a guess.
   std::string error;
   const std::array<std::string_view, 2> two = {"m", "1"};
-  EXPECT_FALSE(TranslateEngineLabelValues(names, two, map, &error).has_value());
+  std::vector<std::string> out;
+  EXPECT_FALSE(Ok(TranslateEngineLabelValues(names, two, map, &out), &error));
   EXPECT_FALSE(error.empty());
 }
 
@@ -468,11 +480,11 @@ std::vector<MetricFamily> ParsedFamilies(const Registry& registry, Format format
 
 TEST(EngineStatsLogger, FlatIndexOrderFollowsStageLayout) {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {1, 2, 1}});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = {1, 2, 1}});
   ASSERT_NE(logger, nullptr);
   for (size_t e = 0; e < 4; ++e) {
     SchedulerStats s{.num_running_reqs = e + 1};
-    ASSERT_TRUE(logger->Record(e, &s, nullptr));
+    ASSERT_TRUE(logger->Record(e, &s, nullptr).ok());
   }
   const auto families = ParsedFamilies(registry);
   EXPECT_EQ(Value(families, "vllm:num_requests_running", At("0", "0")), 1);
@@ -481,31 +493,31 @@ TEST(EngineStatsLogger, FlatIndexOrderFollowsStageLayout) {
   EXPECT_EQ(Value(families, "vllm:num_requests_running", At("2", "0")), 4);
   // The reverse map addresses the same engine.
   IterationStats it{.num_generation_tokens = 5};
-  ASSERT_TRUE(logger->Record(StageReplica{1, 1}, nullptr, &it));
+  ASSERT_TRUE(logger->Record(StageReplica{1, 1}, nullptr, &it).ok());
   EXPECT_EQ(Value(ParsedFamilies(registry), "vllm:generation_tokens_total", At("1", "1")), 5);
 }
 
 TEST(EngineStatsLogger, UnknownEngineFailsFastAndRecordsNothing) {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {1, 2, 1}});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = {1, 2, 1}});
   ASSERT_NE(logger, nullptr);
   const std::string before = registry.Render(Format::kText);
   SchedulerStats s{.num_running_reqs = 9, .prefix_cache_stats = {.queries = 3}};
   IterationStats it{.num_generation_tokens = 5};
   std::string error;
-  EXPECT_FALSE(logger->Record(4, &s, &it, nullptr, &error));
+  EXPECT_FALSE(Ok(logger->Record(4, &s, &it, nullptr), &error));
   EXPECT_NE(error.find("unknown engine index 4"), std::string::npos) << error;
-  EXPECT_FALSE(logger->Record(StageReplica{1, 2}, &s, &it, nullptr, &error));
-  EXPECT_FALSE(logger->Record(StageReplica{3, 0}, &s, &it));
+  EXPECT_FALSE(Ok(logger->Record(StageReplica{1, 2}, &s, &it, nullptr), &error));
+  EXPECT_FALSE(logger->Record(StageReplica{3, 0}, &s, &it).ok());
   EXPECT_FALSE(logger->SetSleepState(1, 1, 4));
   EXPECT_EQ(registry.Render(Format::kText), before);
 
   // Also with stats off: the layout is still checked.
   Registry off(RegistryOptions{.enabled = false});
-  auto inert = EngineStatsLogger::Create(off, {.model_name = "m", .engines = {1}});
+  auto inert = NewLogger(off, {.model_name = "m", .engines = {1}});
   ASSERT_NE(inert, nullptr);
-  EXPECT_FALSE(inert->Record(1, &s, &it));
-  EXPECT_TRUE(inert->Record(0, &s, &it));
+  EXPECT_FALSE(inert->Record(1, &s, &it).ok());
+  EXPECT_TRUE(inert->Record(0, &s, &it).ok());
 }
 
 // Fills every source so each family has a non-trivial value.
@@ -548,7 +560,7 @@ void RecordEverything(EngineStatsLogger& logger, size_t engine) {
                                   .num_preemptions = 2});
   MultiModalCacheStats mm{.queries = 2, .hits = 1};
   std::string error;
-  ASSERT_TRUE(logger.Record(engine, &s, &it, &mm, &error)) << error;
+  ASSERT_OK(logger.Record(engine, &s, &it, &mm));
 }
 
 std::string FamilyKey(const MetricFamily& f) {
@@ -568,7 +580,7 @@ class EngineStatsRender : public ::testing::TestWithParam<Format> {};
 // the keys it is given.
 TEST_P(EngineStatsRender, EveryFixtureFamilyWithStageAndReplica) {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(
+  auto logger = NewLogger(
       registry,
       {.model_name = "TinyLlama", .engines = {1, 2, 1}, .kv_connector = KvConnector::kNixl});
   ASSERT_NE(logger, nullptr);
@@ -576,7 +588,7 @@ TEST_P(EngineStatsRender, EveryFixtureFamilyWithStageAndReplica) {
   const std::array<std::pair<std::string_view, std::string_view>, 3> info = {
       {{"block_size", "16"}, {"cache_dtype", "auto"}, {"num_gpu_blocks", "112009"}}};
   std::string error;
-  ASSERT_TRUE(logger->LogEngineInitialized(info, &error)) << error;
+  ASSERT_OK(logger->LogEngineInitialized(info));
 
   ParseOptions text;
   text.format = Format::kText;
@@ -700,11 +712,11 @@ TEST(EngineStatsLogger, GatedOffRegistersNoVllmFamily) {
         ->AddGauge(
             {.name = "vllm_omni:num_requests_running", .help = "running", .labels = {"model_name"}})
         ->Bind({"m"});
-    auto logger = EngineStatsLogger::Create(*registry, {.model_name = "m", .engines = {1, 2, 1}});
+    auto logger = NewLogger(*registry, {.model_name = "m", .engines = {1, 2, 1}});
     EXPECT_NE(logger, nullptr);
     EXPECT_EQ(logger->enabled(), enabled);
     RecordEverything(*logger, 1);
-    EXPECT_TRUE(logger->LogEngineInitialized({}));
+    EXPECT_TRUE(logger->LogEngineInitialized({}).ok());
     EXPECT_TRUE(logger->SetSleepState(1, 2));
     return std::pair(std::move(registry), std::move(logger));
   };
@@ -731,14 +743,14 @@ TEST(EngineStatsLogger, ScopedUnregisterKeepsOmniFamilies) {
   Family<Counter>* omni = registry.AddCounter(
       {.name = "vllm_omni:requests_success", .help = "x", .labels = {"model_name"}});
   omni->Bind({"m"}).Inc();
-  auto first = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {1}});
+  auto first = NewLogger(registry, {.model_name = "m", .engines = {1}});
   ASSERT_NE(first, nullptr);
   std::string error;
-  auto second = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {1, 1}}, &error);
+  auto second = NewLogger(registry, {.model_name = "m", .engines = {1, 1}});
   ASSERT_NE(second, nullptr) << error;
   IterationStats it{.num_generation_tokens = 7};
-  ASSERT_TRUE(first->Record(0, nullptr, &it));  // stale: safe, invisible
-  ASSERT_TRUE(second->Record(1, nullptr, &it));
+  ASSERT_TRUE(first->Record(0, nullptr, &it).ok());  // stale: safe, invisible
+  ASSERT_TRUE(second->Record(1, nullptr, &it).ok());
   const auto families = ParsedFamilies(registry);
   EXPECT_EQ(Value(families, "vllm:generation_tokens_total", At("0", "0")), 0);
   EXPECT_EQ(Value(families, "vllm:generation_tokens_total", At("1", "0")), 7);
@@ -757,14 +769,14 @@ TEST(EngineStatsLogger, ScopedUnregisterKeepsOmniFamilies) {
 // the gauges, waiting counts the deferred requests too, counters sum every call.
 TEST(EngineStatsLogger, EveryRecordIsRecorded) {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {1, 2}});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = {1, 2}});
   ASSERT_NE(logger, nullptr);
   for (uint64_t running : {1, 2, 3}) {
     SchedulerStats s{.num_running_reqs = running,
                      .num_waiting_reqs = 4,
                      .num_skipped_waiting_reqs = running,
                      .prefix_cache_stats = {.queries = 10, .hits = 4}};
-    ASSERT_TRUE(logger->Record(1, &s, nullptr));  // scheduler stats only
+    ASSERT_TRUE(logger->Record(1, &s, nullptr).ok());  // scheduler stats only
   }
   const auto families = ParsedFamilies(registry);
   const auto at = At("1", "0");
@@ -777,10 +789,10 @@ TEST(EngineStatsLogger, EveryRecordIsRecorded) {
   EXPECT_EQ(Value(families, "vllm:num_requests_running", At("0", "0")), 0);
   // No connector configured: no connector family, and connector stats are ignored.
   SchedulerStats nixl{.kv_connector_stats = KvConnectorStats{.num_failed_transfers = 1}};
-  ASSERT_TRUE(logger->Record(0, &nixl, nullptr));
+  ASSERT_TRUE(logger->Record(0, &nixl, nullptr).ok());
   EXPECT_EQ(registry.Render(Format::kText).find("nixl"), std::string::npos);
   // A call with neither record is a no-op.
-  ASSERT_TRUE(logger->Record(0, nullptr, nullptr));
+  ASSERT_TRUE(logger->Record(0, nullptr, nullptr).ok());
 }
 
 // vLLM's build_1_2_5_buckets(max_model_len) for the token-count histograms.
@@ -791,8 +803,7 @@ TEST(EngineStatsLogger, TokenCountBucketsFollowMaxModelLen) {
   EXPECT_EQ(BuildOneTwoFiveBuckets(0), std::vector<double>{});
   EXPECT_EQ(BuildOneTwoFiveBuckets(UINT64_MAX).size(), 57u);  // 1 .. 5e18, no overflow
   Registry registry;
-  auto logger = EngineStatsLogger::Create(
-      registry, {.model_name = "m", .engines = {1}, .max_model_len = 131072});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = {1}, .max_model_len = 131072});
   ASSERT_NE(logger, nullptr);
   const std::string text = registry.Render(Format::kText);
   for (std::string_view family : kEngineTokenCountFamilies) {
@@ -819,7 +830,7 @@ TEST(SchedulerStatsThrottle, AdmitsOncePerInterval) {
 
 TEST(EngineStatsLogger, SleepStateAndCacheConfigInfo) {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {2}});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = {2}});
   ASSERT_NE(logger, nullptr);
   EXPECT_TRUE(logger->SetSleepState(1, 1, 1));  // engine (0, 1) offloads its weights
   auto families = ParsedFamilies(registry);
@@ -843,22 +854,22 @@ TEST(EngineStatsLogger, SleepStateAndCacheConfigInfo) {
   const std::array<std::pair<std::string_view, std::string_view>, 2> info = {
       {{"kv_cache_size_tokens", "438960"}, {"user_specified_mamba_block_size", "None"}}};
   std::string error;
-  ASSERT_TRUE(logger->LogEngineInitialized(info, &error)) << error;
+  ASSERT_OK(logger->LogEngineInitialized(info));
   families = ParsedFamilies(registry);
   std::vector<LabelPair> want = At("0", "1");
   want.push_back({"kv_cache_size_tokens", "438960"});
   EXPECT_EQ(Value(families, "vllm:cache_config_info", want), 1);
   const std::array<std::pair<std::string_view, std::string_view>, 1> next = {
       {{"block_size", "32"}}};
-  ASSERT_TRUE(logger->LogEngineInitialized(next, &error)) << error;
+  ASSERT_OK(logger->LogEngineInitialized(next));
   const std::string text = registry.Render(Format::kText);
   EXPECT_EQ(text.find("kv_cache_size_tokens"), std::string::npos);
   EXPECT_NE(text.find("vllm:cache_config_info{block_size=\"32\",replica=\"0\""), std::string::npos)
       << text;
   const std::array<std::pair<std::string_view, std::string_view>, 1> stage = {{{"stage", "9"}}};
-  EXPECT_FALSE(logger->LogEngineInitialized(stage));
+  EXPECT_FALSE(logger->LogEngineInitialized(stage).ok());
   const std::array<std::pair<std::string_view, std::string_view>, 1> bad = {{{"a-b", "1"}}};
-  EXPECT_FALSE(logger->LogEngineInitialized(bad, &error));
+  EXPECT_FALSE(Ok(logger->LogEngineInitialized(bad), &error));
   EXPECT_NE(error.find("a-b"), std::string::npos);
 }
 
@@ -866,7 +877,7 @@ TEST(EngineStatsLogger, SleepStateAndCacheConfigInfo) {
 // prompt observes 0 (not negative), an unset or zero max_tokens is not observed.
 TEST(EngineStatsLogger, FinishedRequestEdgeCases) {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {1}});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = {1}});
   ASSERT_NE(logger, nullptr);
   IterationStats it;
   it.finished_requests.push_back(
@@ -875,7 +886,7 @@ TEST(EngineStatsLogger, FinishedRequestEdgeCases) {
                                   .num_prompt_tokens = 5,
                                   .max_tokens_param = 0,
                                   .num_cached_tokens = 9});
-  ASSERT_TRUE(logger->Record(0, nullptr, &it));
+  ASSERT_TRUE(logger->Record(0, nullptr, &it).ok());
   const auto families = ParsedFamilies(registry);
   const auto at = At("0", "0");
   EXPECT_EQ(Value(families, "vllm:request_prefill_kv_computed_tokens_sum", at), 7);
@@ -893,7 +904,7 @@ TEST(EngineStatsLogger, FinishedRequestEdgeCases) {
 // Hot path from several threads, one engine each plus a shared one: totals add up.
 TEST(EngineStatsLogger, ConcurrentRecordsAddUp) {
   Registry registry;
-  auto logger = EngineStatsLogger::Create(registry, {.model_name = "m", .engines = {1, 2, 1}});
+  auto logger = NewLogger(registry, {.model_name = "m", .engines = {1, 2, 1}});
   ASSERT_NE(logger, nullptr);
   constexpr int kSteps = 2000;
   std::vector<std::thread> threads;
@@ -903,8 +914,8 @@ TEST(EngineStatsLogger, ConcurrentRecordsAddUp) {
       IterationStats it{.num_generation_tokens = 1};
       it.time_to_first_tokens_iter = {0.01};
       for (int i = 0; i < kSteps; ++i) {
-        EXPECT_TRUE(logger->Record(t, &s, &it));
-        EXPECT_TRUE(logger->Record(size_t{0}, nullptr, &it));
+        EXPECT_TRUE(logger->Record(t, &s, &it).ok());
+        EXPECT_TRUE(logger->Record(size_t{0}, nullptr, &it).ok());
       }
     });
   }

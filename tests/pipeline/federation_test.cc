@@ -659,8 +659,9 @@ TEST(FederationTest, RealV1CaptureAsTwoReplicasOfStageOne) {
   options.endpoints = {{server.Url("/engine0/metrics"), {1, 0}},
                        {server.Url("/engine1/metrics"), {1, 1}}};
   std::string error;
-  auto federation = Federation::Create(registry, options, &error);
-  ASSERT_NE(federation, nullptr) << error;
+  std::unique_ptr<Federation> federation;
+  ASSERT_OK(Federation::Create(registry, options, &federation));
+  ASSERT_NE(federation, nullptr);
 
   const std::string text = registry.Render(Format::kText);
   auto want = Expected(body, Format::kText, "1", "0");
@@ -704,8 +705,9 @@ TEST(FederationTest, FailingEndpointsAreLeftOutAndCounted) {
                        {server.Url("/hang"), {2, 1}}};
   options.timeout = std::chrono::milliseconds(500);
   std::string error;
-  auto federation = Federation::Create(registry, options, &error);
-  ASSERT_NE(federation, nullptr) << error;
+  std::unique_ptr<Federation> federation;
+  ASSERT_OK(Federation::Create(registry, options, &federation));
+  ASSERT_NE(federation, nullptr);
 
   const auto start = std::chrono::steady_clock::now();
   const std::string first = registry.Render(Format::kText);
@@ -745,7 +747,8 @@ TEST(FederationTest, OpenMetricsEngine) {
   Registry registry;
   FederationOptions options;
   options.endpoints = {{server.Url("/om"), {0, 0}}, {server.Url("/text"), {1, 0}}};
-  auto federation = Federation::Create(registry, options);
+  std::unique_ptr<Federation> federation;
+  ASSERT_OK(Federation::Create(registry, options, &federation));
   ASSERT_NE(federation, nullptr);
 
   auto want = Expected(kOmBody, Format::kOpenMetrics, "0", "0");
@@ -777,7 +780,8 @@ TEST(FederationTest, ConflictingTypeAcrossEngines) {
   Registry registry;
   FederationOptions options;
   options.endpoints = {{server.Url("/a"), {0, 0}}, {server.Url("/b"), {0, 1}}};
-  auto federation = Federation::Create(registry, options);
+  std::unique_ptr<Federation> federation;
+  ASSERT_OK(Federation::Create(registry, options, &federation));
   ASSERT_NE(federation, nullptr);
   const std::string text = registry.Render(Format::kText);
   const Parsed got = ParseOutput(text, Format::kText);
@@ -801,7 +805,8 @@ TEST(FederationTest, DestroyedFederationDetaches) {
   Registry registry;
   FederationOptions options;
   options.endpoints = {{server.Url("/m"), {0, 0}}};
-  auto federation = Federation::Create(registry, options);
+  std::unique_ptr<Federation> federation;
+  ASSERT_OK(Federation::Create(registry, options, &federation));
   ASSERT_NE(federation, nullptr);
   EXPECT_NE(registry.Render(Format::kText).find("vllm:x{"), std::string::npos);
   federation.reset();
@@ -809,14 +814,16 @@ TEST(FederationTest, DestroyedFederationDetaches) {
   EXPECT_EQ(server.hits(), 1);
   // A new Federation on the same registry shares the (identical) counter families and serves.
   std::string error;
-  auto again = Federation::Create(registry, options, &error);
-  ASSERT_NE(again, nullptr) << error;
+  std::unique_ptr<Federation> again;
+  ASSERT_OK(Federation::Create(registry, options, &again));
+  ASSERT_NE(again, nullptr);
   EXPECT_NE(registry.Render(Format::kText).find("vllm:x{"), std::string::npos);
 }
 
 TEST(FederationTest, NoEndpoints) {
   Registry registry;
-  auto federation = Federation::Create(registry, FederationOptions{});
+  std::unique_ptr<Federation> federation;
+  ASSERT_OK(Federation::Create(registry, FederationOptions{}, &federation));
   ASSERT_NE(federation, nullptr);
   EXPECT_EQ(registry.Render(Format::kText).find("vllm:"), std::string::npos);
   EXPECT_TRUE(registry.Render(Format::kOpenMetrics).ends_with("# EOF\n"));
@@ -829,7 +836,8 @@ TEST(FederationTest, DisabledRegistryFetchesNothing) {
   Registry registry(RegistryOptions{.enabled = false});
   FederationOptions options;
   options.endpoints = {{server.Url("/m"), {0, 0}}};
-  auto federation = Federation::Create(registry, options);
+  std::unique_ptr<Federation> federation;
+  ASSERT_OK(Federation::Create(registry, options, &federation));
   ASSERT_NE(federation, nullptr);
   EXPECT_EQ(federation->scrape_errors(), nullptr);
   EXPECT_EQ(registry.Render(Format::kText).find("vllm:"), std::string::npos);
@@ -844,7 +852,8 @@ TEST(FederationTest, ConcurrentRenders) {
   Registry registry;
   FederationOptions options;
   options.endpoints = {{server.Url("/m"), {0, 0}}, {server.Url("/m"), {0, 1}}};
-  auto federation = Federation::Create(registry, options);
+  std::unique_ptr<Federation> federation;
+  ASSERT_OK(Federation::Create(registry, options, &federation));
   ASSERT_NE(federation, nullptr);
   auto want = Expected(body, Format::kText, "0", "0");
   want.merge(Expected(body, Format::kText, "0", "1"));

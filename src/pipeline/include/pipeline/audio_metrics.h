@@ -158,9 +158,9 @@ struct AudioFamilies {
   Family<Counter>* speech_aborted = nullptr;
   Family<Counter>* speech_completed = nullptr;
 
-  // Registers every kAudio and kSpeech family of OmniFamilies(). nullopt (and *error) when a
-  // name is taken; the families registered before the failure stay registered.
-  static std::optional<AudioFamilies> Register(Registry& registry, std::string* error = nullptr);
+  // Registers every kAudio and kSpeech family of OmniFamilies() into `*out`; an error when a
+  // name is taken (the families registered before the failure stay registered, `*out` as was).
+  static base::Status Register(Registry& registry, AudioFamilies* out);
   // The families by id, for an ObserveRecorder.
   FamilyTable Table() const;
 };

@@ -43,12 +43,15 @@
 #include <string_view>
 #include <variant>
 
+#include "base/status.h"
 #include "modelmetrics/exposition.h"
 #include "modelmetrics/metrics.h"
 #include "pipeline/engine_families.h"
 #include "pipeline/omni_families.h"
 
 namespace modelmetrics::pipeline {
+
+using base::Status;
 
 enum class Kind : uint8_t { kCounter, kGauge, kHistogram };
 
@@ -118,9 +121,9 @@ inline FamilyOptions OptionsOf(const FamilySpec& spec) {
 using AnyFamily =
     std::variant<std::monostate, Family<Counter>*, Family<Gauge>*, Family<Histogram>*>;
 
-// Registers a row with `registry` as its kind's family; monostate with *error when the registry
-// refuses it.
-AnyFamily RegisterFamily(Registry& registry, const FamilySpec& spec, std::string* error = nullptr);
+// Registers a row with `registry` as its kind's family, into `*out`; monostate and the registry's
+// reason when it refuses it.
+base::Status RegisterFamily(Registry& registry, const FamilySpec& spec, AnyFamily* out);
 
 // The Guard column as code: false when `value` is dropped; clamps it in place. NaN is always
 // dropped (a deliberate difference: upstream would record it and poison `_sum`).
@@ -381,12 +384,12 @@ Family<FamilyInstrument<F>>* FamilyOf(const AnyFamily& any) {
 }
 
 // Registers family F (of any list: OmniFamily, EngineFamily, a test's own) from its row, found
-// by FamilySpecOf(F); null with *error when the registry refuses it.
+// by FamilySpecOf(F), into `*out` (null when the registry refuses it, with its reason).
 template <auto F>
-Family<FamilyInstrument<F>>* RegisterTyped(Registry& registry, std::string* error = nullptr);
+base::Status RegisterTyped(Registry& registry, Family<FamilyInstrument<F>>** out);
 template <OmniFamily F>
-Family<OmniInstrument<F>>* RegisterOmni(Registry& registry, std::string* error = nullptr) {
-  return RegisterTyped<F>(registry, error);
+base::Status RegisterOmni(Registry& registry, Family<OmniInstrument<F>>** out) {
+  return RegisterTyped<F>(registry, out);
 }
 
 // ---- Tables ----
@@ -404,8 +407,11 @@ inline const FamilySpec& FamilySpecOf(OmniFamily family) { return OmniSpec(famil
 inline const FamilySpec& FamilySpecOf(EngineFamily family) { return EngineSpec(family); }
 
 template <auto F>
-Family<FamilyInstrument<F>>* RegisterTyped(Registry& registry, std::string* error) {
-  return FamilyOf<F>(RegisterFamily(registry, FamilySpecOf(F), error));
+base::Status RegisterTyped(Registry& registry, Family<FamilyInstrument<F>>** out) {
+  AnyFamily any;
+  base::Status status = RegisterFamily(registry, FamilySpecOf(F), &any);
+  *out = FamilyOf<F>(any);
+  return status;
 }
 
 // The families of one list (an Id of MM_DEFINE_FAMILY_LIST), registered in a registry, each
@@ -448,8 +454,7 @@ class FamilySet {
     for (size_t i = 0; i < made_.size(); ++i) {
       specs_[i] = &FamilySpecOf(static_cast<Id>(i));
       if (!wanted(*specs_[i])) continue;
-      made_[i] = RegisterFamily(registry, *specs_[i]);
-      complete_ = complete_ && !std::holds_alternative<std::monostate>(made_[i]);
+      complete_ = RegisterFamily(registry, *specs_[i], &made_[i]).ok() && complete_;
     }
   }
 

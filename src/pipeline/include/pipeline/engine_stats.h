@@ -95,6 +95,8 @@
 
 namespace modelmetrics::pipeline {
 
+using base::Status;
+
 // ---- Records a C++ engine fills in (vLLM V1 shapes) ----
 
 struct PrefixCacheStats {
@@ -216,26 +218,22 @@ struct EngineStatsOptions {
 
 class EngineStatsLogger {
  public:
-  // Registers the `vllm:*` families and binds every engine's children (see the file comment).
-  // Returns nullptr (and sets *error) when a family cannot be registered. A disabled registry
-  // yields an inert logger with nothing registered.
-  static std::unique_ptr<EngineStatsLogger> Create(Registry& registry, EngineStatsOptions options,
-                                                   std::string* error = nullptr);
+  // Registers the `vllm:*` families and binds every engine's children (see the file comment),
+  // into `*out`; an error when a family cannot be registered. A disabled registry yields an inert
+  // logger with nothing registered.
+  static Status Create(Registry& registry, EngineStatsOptions options,
+                       std::unique_ptr<EngineStatsLogger>* out);
   ~EngineStatsLogger();
   EngineStatsLogger(const EngineStatsLogger&) = delete;
   EngineStatsLogger& operator=(const EngineStatsLogger&) = delete;
 
-  // Records one engine step. Either pointer may be null. False (with *error) when
-  // `engine_index` is not in the EngineMap; nothing is recorded then.
-  [[nodiscard]] bool Record(size_t engine_index, const SchedulerStats* scheduler,
-                            const IterationStats* iteration,
-                            const MultiModalCacheStats* mm_cache = nullptr,
-                            std::string* error = nullptr);
+  // Records one engine step. Either pointer may be null. An error when `engine_index` is not in
+  // the EngineMap; nothing is recorded then.
+  Status Record(size_t engine_index, const SchedulerStats* scheduler,
+                const IterationStats* iteration, const MultiModalCacheStats* mm_cache = nullptr);
   // The same, addressed by (stage, replica) through the reverse map.
-  [[nodiscard]] bool Record(StageReplica engine, const SchedulerStats* scheduler,
-                            const IterationStats* iteration,
-                            const MultiModalCacheStats* mm_cache = nullptr,
-                            std::string* error = nullptr);
+  Status Record(StageReplica engine, const SchedulerStats* scheduler,
+                const IterationStats* iteration, const MultiModalCacheStats* mm_cache = nullptr);
 
   // engine_sleep_state: sleep 0 -> awake=1; sleep 1 with level 1 -> weights_offloaded=1, level 2
   // -> discard_all=1 (others 0). For every engine when `engine_index` is empty (upstream), else
@@ -244,11 +242,10 @@ class EngineStatsLogger {
 
   // cache_config_info: one series per engine, value 1, labelled with the keys of `metrics_info`
   // (upstream's CacheConfig.metrics_info() as strings) in order, then stage and replica. A
-  // later call replaces the family. False (with *error) when a key is `stage`/`replica` or not
-  // a valid label name; the previous family is gone then. Calls race with each other (the last
+  // later call replaces the family. An error when a key is `stage`/`replica` or not a valid
+  // label name; the previous family is gone then. Calls race with each other (the last
   // one wins); call it once per engine start, as upstream does.
-  bool LogEngineInitialized(std::span<const std::pair<std::string_view, std::string_view>> info,
-                            std::string* error = nullptr);
+  Status LogEngineInitialized(std::span<const std::pair<std::string_view, std::string_view>> info);
 
   bool enabled() const { return enabled_; }
   const EngineMap& engines() const { return options_.engines; }
@@ -257,8 +254,8 @@ class EngineStatsLogger {
 
  private:
   EngineStatsLogger(Registry& registry, EngineStatsOptions options);
-  bool Register(std::string* error);
-  bool RegisterFamilies(std::string* error);
+  Status Register();
+  Status RegisterFamilies();
   std::unique_ptr<EngineHandles> BindEngine(size_t e);
   template <EngineFamily F>
   FamilyInstrument<F> Child(size_t e) const;
@@ -303,17 +300,17 @@ RelabeledNames RewriteEngineLabelNames(std::span<const std::string_view> names);
 
 // Positional label values, in the order of `names.names`: values already in the rewritten shape
 // pass through verbatim; values in the original shape have the engine value (decimal) at
-// engine_position replaced by (stage, replica). nullopt (with *error) on an unknown engine or a
+// engine_position replaced by (stage, replica), into `*out`. An error on an unknown engine or a
 // count matching neither shape.
-std::optional<std::vector<std::string>> TranslateEngineLabelValues(
-    const RelabeledNames& names, std::span<const std::string_view> values,
-    const EngineLabelMap& map, std::string* error = nullptr);
+Status TranslateEngineLabelValues(const RelabeledNames& names,
+                                  std::span<const std::string_view> values,
+                                  const EngineLabelMap& map, std::vector<std::string>* out);
 
 // Keyword label values (name, value): `engine=` becomes `stage=`, `replica=`; the result is in
-// the order of `names.names`. nullopt (with *error) on an unknown engine or a missing/extra name.
-std::optional<std::vector<std::string>> TranslateEngineLabelPairs(
-    const RelabeledNames& names, std::span<const std::pair<std::string_view, std::string_view>> kv,
-    const EngineLabelMap& map, std::string* error = nullptr);
+// the order of `names.names`, into `*out`. An error on an unknown engine or a missing/extra name.
+Status TranslateEngineLabelPairs(const RelabeledNames& names,
+                                 std::span<const std::pair<std::string_view, std::string_view>> kv,
+                                 const EngineLabelMap& map, std::vector<std::string>* out);
 
 // Upstream's per_engine_labelvalues setter: {idx: [model_name, str(idx)]} ->
 // {idx: [model_name, stage, replica]}; entries whose index the map lacks are dropped.
