@@ -27,11 +27,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace modelmetrics::deployment;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   ObjectSet objects;
-  std::string error;
+  // A refusal always says why.
+  const auto refused_with_reason = [](const modelmetrics::base::Status& s) {
+    if (!s.ok()) Check(!s.message().empty());
+  };
   const size_t first = text.find_first_not_of(" \t\r\n");
   const bool json_text =
       first != std::string_view::npos && (text[first] == '{' || text[first] == '[');
-  if (json_text && !DecodeObjects(text, &objects, &error)) Check(!error.empty());
+  if (json_text) refused_with_reason(DecodeObjects(text, &objects));
 
   const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return 0;
@@ -39,14 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Pod pod;
   ReplicaSet rs;
   Deployment deployment;
-  error.clear();
-  if (!DecodeModelDeployment(json, &md, &error)) Check(!error.empty());
-  error.clear();
-  if (!DecodePod(json, &pod, &error)) Check(!error.empty());
-  error.clear();
-  if (!DecodeReplicaSet(json, &rs, &error)) Check(!error.empty());
-  error.clear();
-  if (!DecodeDeployment(json, &deployment, &error)) Check(!error.empty());
+  refused_with_reason(DecodeModelDeployment(json, &md));
+  refused_with_reason(DecodePod(json, &pod));
+  refused_with_reason(DecodeReplicaSet(json, &rs));
+  refused_with_reason(DecodeDeployment(json, &deployment));
   if (!pod.metadata.labels.empty()) MatchesSelector(pod.metadata, "a=b,c==d,e!=f,g,!h");
   return 0;
 }

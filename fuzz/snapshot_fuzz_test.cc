@@ -60,9 +60,8 @@ Pod MakePod(std::string_view component, bool router) {
 void MergeTwice(std::string_view body, const ExporterProfile* exporter, const ModelDeployment& md,
                 const Pod& pod) {
   PodMetrics read;
-  std::string error;
-  if (!ParsePodMetrics(body, exporter, &read, &error)) {
-    Check(error.rfind("parse Prometheus metrics: ", 0) == 0);
+  if (const Status parsed = ParsePodMetrics(body, exporter, &read); !parsed.ok()) {
+    Check(parsed.message().rfind("parse Prometheus metrics: ", 0) == 0);
     return;
   }
   BaselineStore store;
@@ -92,9 +91,9 @@ void MergeTwice(std::string_view body, const ExporterProfile* exporter, const Mo
   // A client of the API (SnapshotFromJson) reads every document back, and after one trip (which
   // turns \ufffd escapes into U+FFFD) the document is stable.
   Snapshot decoded;
-  Check(SnapshotFromJson(json, &decoded, &error));
+  Check(SnapshotFromJson(json, &decoded).ok());
   const std::string once = SnapshotToJson(decoded);
-  Check(SnapshotFromJson(once, &decoded, &error));
+  Check(SnapshotFromJson(once, &decoded).ok());
   Check(SnapshotToJson(decoded) == once);
 }
 

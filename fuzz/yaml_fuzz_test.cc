@@ -55,10 +55,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_scalar_bytes = size_t{4} << 20;
   limits.max_depth = 64;
   std::vector<json> docs;
-  std::string error;
-  if (!ParseYaml(text, &docs, &error, limits)) {
-    Check(!error.empty());
-    Check(error.find('\n') == std::string::npos);
+  if (const modelmetrics::base::Status parsed = ParseYaml(text, &docs, limits); !parsed.ok()) {
+    Check(!parsed.message().empty());
+    Check(parsed.message().find('\n') == std::string::npos);
     Check(docs.empty());
     return 0;
   }
@@ -78,10 +77,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // Within these bounds the default ones hold too, so the objects decoder sees the same text.
   ObjectSet objects;
-  error.clear();
   const size_t first = text.find_first_not_of(" \t\r\n");
   const bool json_text =
       first != std::string_view::npos && (text[first] == '{' || text[first] == '[');
-  if (!json_text && !DecodeObjects(text, &objects, &error)) Check(!error.empty());
+  if (!json_text) {
+    const modelmetrics::base::Status decoded = DecodeObjects(text, &objects);
+    if (!decoded.ok()) Check(!decoded.message().empty());
+  }
   return 0;
 }
