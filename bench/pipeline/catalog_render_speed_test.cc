@@ -1,6 +1,7 @@
 // Render cost of the whole pipeline catalog on 3 stages x 2 replicas: every vllm_omni:* family
 // with its per-(stage, replica) and per-edge children populated, plus every vllm:* engine family
-// for the 6 engines.
+// for the 6 engines. Also the C++ observe path (observe_table.h rows through ObserveRecorder): a
+// model-only gauge, and a (stage, replica) histogram over six cached children, per call.
 //
 //   build/bench/catalog_render_speed_test --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
@@ -9,8 +10,10 @@
 
 #include "modelmetrics/metrics.h"
 #include "pipeline/audio_metrics.h"
+#include "pipeline/diffusion_metrics.h"
 #include "pipeline/engine_stats.h"
 #include "pipeline/omni_metrics.h"
+#include "pipeline/prometheus_metrics.h"
 
 namespace modelmetrics::pipeline {
 namespace {
@@ -81,6 +84,25 @@ void BM_RenderWholeCatalog3x2(benchmark::State& state) {
   state.counters["lines"] = static_cast<double>(lines);
 }
 BENCHMARK(BM_RenderWholeCatalog3x2)->Unit(benchmark::kMicrosecond);
+
+void BM_ObserveEagerGauge(benchmark::State& state) {
+  Registry registry;
+  PrometheusMetrics metrics(registry, "m");
+  double n = 0;
+  for (auto _ : state) metrics.SetRunning(n += 1);
+}
+BENCHMARK(BM_ObserveEagerGauge);
+
+void BM_ObserveStageReplicaHistogram(benchmark::State& state) {
+  Registry registry;
+  DiffusionMetrics metrics(registry, "m");
+  int i = 0;
+  for (auto _ : state) {
+    metrics.ObserveDiffusionExec(i % 3, (i / 3) % 2, 0.25);
+    ++i;
+  }
+}
+BENCHMARK(BM_ObserveStageReplicaHistogram);
 
 }  // namespace
 }  // namespace modelmetrics::pipeline

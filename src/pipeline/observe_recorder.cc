@@ -1,6 +1,7 @@
 // Observe rows from C++. See observe_recorder.h for the contract.
 #include "pipeline/observe_recorder.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -178,11 +179,23 @@ ObserveRecorder::ObserveRecorder(const FamilyTable& families, std::string model_
 ObserveRecorder::~ObserveRecorder() = default;
 
 AnyHandle ObserveRecorder::Child(OmniFamily family, std::span<const std::string_view> extra) const {
-  std::string key(1, static_cast<char>(family));
-  for (std::string_view v : extra) {
-    key.append(v);
-    key.push_back('\xff');
+  // The key on the stack (a heap one only past 256 bytes of label text).
+  std::array<char, 256> buf;
+  std::string spill;
+  size_t size = 1;
+  for (std::string_view v : extra) size += v.size() + 1;
+  char* out = buf.data();
+  if (size > buf.size()) {
+    spill.resize(size);
+    out = spill.data();
   }
+  char* p = out;
+  *p++ = static_cast<char>(family);
+  for (std::string_view v : extra) {
+    p = std::copy(v.begin(), v.end(), p);
+    *p++ = '\xff';
+  }
+  const std::string_view key(out, static_cast<size_t>(p - out));
   const size_t hash = std::hash<std::string_view>{}(key);
   if (const Entry* e = cache_->Find(key, hash)) return e->handle;
 
@@ -190,7 +203,7 @@ AnyHandle ObserveRecorder::Child(OmniFamily family, std::span<const std::string_
   values[0] = model_;
   for (size_t i = 0; i < extra.size() && i < kMaxObserveLabels; ++i) values[i + 1] = extra[i];
   const std::span<const std::string_view> all(values.data(), extra.size() + 1);
-  const bool eager = OmniSpec(family).bind == Bind::kEager;
+  const bool eager = FamilyBind(family) == Bind::kEager;
   const AnyHandle made = MakeChild(families_[static_cast<size_t>(family)], all, eager);
   if (made.live()) cache_->Insert(key, hash, made);  // a refusal is asked again next time
   return made;
@@ -207,10 +220,9 @@ void ObserveRecorder::Apply(const ObserveMethod& m, std::span<const ObserveArg> 
     const ObserveEffect& e = m.effects[i];
     const auto index = static_cast<size_t>(e.family);
     if (std::holds_alternative<std::monostate>(families_[index])) continue;
-    const FamilySpec& spec = OmniSpec(e.family);
-    if (e.value >= 0 && !ApplyGuard(spec.guard, amounts[i].value)) continue;
+    if (e.value >= 0 && !ApplyGuard(FamilyGuard(e.family), amounts[i].value)) continue;
     const size_t labels = e.label_count();
-    if (labels == 0 && spec.bind == Bind::kEager) {
+    if (labels == 0 && FamilyBind(e.family) == Bind::kEager) {
       RecordAmount(e, OmniFamilyKind(e.family), eager_[index], amounts[i]);
       continue;
     }

@@ -5,6 +5,8 @@
 
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "modelmetrics/metrics.h"
 #include "pipeline/observe_recorder.h"
@@ -92,6 +94,40 @@ TEST(ObserveRecorder, AGateOffRecordsNothingAndTextIsNotANumber) {
   registry.Render(Format::kText, &text, RenderOptions{.created_series = false});
   EXPECT_EQ(text.find("model_name=\"off\""), std::string::npos) << text;
   EXPECT_EQ(text.find("model_name=\"on\""), std::string::npos) << text;
+}
+
+// Threads making and finding the same children at once: the cache publishes each child once, a
+// reader never sees a half-made entry, and no observation is lost (the lock-free reads are what
+// TSan checks in the test command).
+TEST(ObserveRecorder, ThreadsShareChildrenWithoutLosingObservations) {
+  Registry registry;
+  FamilySet<OmniFamily> families(registry, IsAudio);
+  const ObserveRecorder recorder(families.table(), "m", true);
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 2000;
+  constexpr int kPairs = 16;  // (stage, replica) children every thread walks through
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&recorder, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        const int pair = (i + t) % kPairs;
+        recorder.Call<toy::kToyRecordFrames>(pair / 4, pair % 4, int64_t{1});
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::string text;
+  registry.Render(Format::kText, &text, RenderOptions{.created_series = false});
+  double frames = 0;
+  size_t series = 0;
+  for (size_t at = text.find("vllm_omni:audio_frames_total{"); at != std::string::npos;
+       at = text.find("vllm_omni:audio_frames_total{", at + 1)) {
+    const size_t space = text.find(' ', at);
+    frames += std::stod(text.substr(space + 1, text.find('\n', space) - space - 1));
+    ++series;
+  }
+  EXPECT_EQ(series, static_cast<size_t>(kPairs));
+  EXPECT_EQ(frames, kThreads * kCalls);
 }
 
 }  // namespace
