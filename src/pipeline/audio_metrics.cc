@@ -133,43 +133,32 @@ int64_t CountAudioFrames(const MultimodalAudio& mm) {
 
 // ---- Families ----
 
-base::Status AudioFamilies::Register(Registry& registry, AudioFamilies* out) {
-  AudioFamilies f;
-  // In catalog order: the registry renders in registration order.
-  base::Status status = RegisterOmni<OmniFamily::kAudioTtfpS>(registry, &f.ttfp_s);
-  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioDurationS>(registry, &f.duration_s);
-  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioRtf>(registry, &f.rtf);
-  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioFrames>(registry, &f.frames);
-  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioUnderrunS>(registry, &f.underrun_s);
-  if (status.ok()) {
-    status = RegisterOmni<OmniFamily::kAudioContinuityOk>(registry, &f.continuity_ok);
-  }
-  if (status.ok()) status = RegisterOmni<OmniFamily::kAudioSkippedRequests>(registry, &f.skipped);
-  if (status.ok()) {
-    status = RegisterOmni<OmniFamily::kSpeechStreamAborted>(registry, &f.speech_aborted);
-  }
-  if (status.ok()) {
-    status = RegisterOmni<OmniFamily::kSpeechStreamCompleted>(registry, &f.speech_completed);
-  }
-  if (status.ok()) *out = f;
-  return status;
+namespace {
+
+bool InAudioGroups(const FamilySpec& spec) {
+  return std::find(std::begin(AudioFamilies::kGroups), std::end(AudioFamilies::kGroups),
+                   spec.group) != std::end(AudioFamilies::kGroups);
 }
 
-FamilyTable AudioFamilies::Table() const {
-  FamilyTable table;
-  const auto put = [&table](OmniFamily id, auto* family) {
-    if (family != nullptr) table[static_cast<size_t>(id)] = family;
-  };
-  put(OmniFamily::kAudioTtfpS, ttfp_s);
-  put(OmniFamily::kAudioDurationS, duration_s);
-  put(OmniFamily::kAudioRtf, rtf);
-  put(OmniFamily::kAudioFrames, frames);
-  put(OmniFamily::kAudioUnderrunS, underrun_s);
-  put(OmniFamily::kAudioContinuityOk, continuity_ok);
-  put(OmniFamily::kAudioSkippedRequests, skipped);
-  put(OmniFamily::kSpeechStreamAborted, speech_aborted);
-  put(OmniFamily::kSpeechStreamCompleted, speech_completed);
-  return table;
+}  // namespace
+
+base::Status AudioFamilies::Register(Registry& registry, AudioFamilies* out) {
+  AudioFamilies f;
+  const std::span<const FamilySpec> rows = OmniFamilies();  // catalog order: the render order
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!InAudioGroups(rows[i])) continue;
+    if (base::Status s = RegisterFamily(registry, rows[i], &f.table[i]); !s.ok()) return s;
+  }
+  *out = f;
+  return base::Status::Ok();
+}
+
+bool AudioFamilies::Complete() const {
+  const std::span<const FamilySpec> rows = OmniFamilies();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (InAudioGroups(rows[i]) && std::holds_alternative<std::monostate>(table[i])) return false;
+  }
+  return true;
 }
 
 // ---- AudioMetrics ----
@@ -185,9 +174,7 @@ AudioMetrics::AudioMetrics(Registry& registry, std::string model_name, AudioMetr
 AudioMetrics::AudioMetrics(const Registry& registry, const AudioFamilies& families,
                            std::string model_name, AudioMetricsOptions options)
     : families_(families), model_name_(std::move(model_name)) {
-  ok_ = families_.ttfp_s && families_.duration_s && families_.rtf && families_.frames &&
-        families_.underrun_s && families_.continuity_ok && families_.skipped &&
-        families_.speech_aborted && families_.speech_completed;
+  ok_ = families_.Complete();
   if (!ok_) error_ = "incomplete AudioFamilies";
   Init(registry, std::move(options));
 }
@@ -199,8 +186,8 @@ void AudioMetrics::Init(const Registry& registry, AudioMetricsOptions options) {
   const double t = options.continuity_threshold_s;
   threshold_s_ = (std::isfinite(t) && t >= 0) ? t : kAudioContinuityDefaultThresholdS;
   resolver_ = std::move(options.replica_resolver);
-  recorder_ = std::make_unique<ObserveRecorder>(ok_ ? families_.Table() : FamilyTable{},
-                                                model_name_, live_);
+  recorder_ =
+      std::make_unique<ObserveRecorder>(ok_ ? families_.table : FamilyTable{}, model_name_, live_);
 }
 
 void AudioMetrics::Continuity(int stage, int replica, std::span<const double> arrivals_s,

@@ -119,8 +119,7 @@ AnyHandle MakeChild(const AnyFamily& any, std::span<const std::string_view> valu
 
 }  // namespace
 
-// A made child under its key: the family's index, then each label value ending in 0xff (a byte
-// UTF-8 text never holds).
+// A made child under its ChildKey (the family's index as the prefix).
 struct ObserveRecorder::Entry {
   std::string key;
   AnyHandle handle;
@@ -179,23 +178,9 @@ ObserveRecorder::ObserveRecorder(const FamilyTable& families, std::string model_
 ObserveRecorder::~ObserveRecorder() = default;
 
 AnyHandle ObserveRecorder::Child(OmniFamily family, std::span<const std::string_view> extra) const {
-  // The key on the stack (a heap one only past 256 bytes of label text).
-  std::array<char, 256> buf;
-  std::string spill;
-  size_t size = 1;
-  for (std::string_view v : extra) size += v.size() + 1;
-  char* out = buf.data();
-  if (size > buf.size()) {
-    spill.resize(size);
-    out = spill.data();
-  }
-  char* p = out;
-  *p++ = static_cast<char>(family);
-  for (std::string_view v : extra) {
-    p = std::copy(v.begin(), v.end(), p);
-    *p++ = '\xff';
-  }
-  const std::string_view key(out, static_cast<size_t>(p - out));
+  const char id = static_cast<char>(family);
+  const ChildKey child_key(std::string_view(&id, 1), extra);
+  const std::string_view key = child_key.view();
   const size_t hash = std::hash<std::string_view>{}(key);
   if (const Entry* e = cache_->Find(key, hash)) return e->handle;
 

@@ -31,7 +31,6 @@
 namespace modelmetrics::python::observe_type {
 
 using pipeline::Bind;
-using pipeline::FamilySpec;
 using pipeline::Group;
 using pipeline::Kind;
 using OF = pipeline::OmniFamily;
@@ -62,8 +61,6 @@ struct ClassDef {
   std::span<const Group> groups;
 };
 
-inline const FamilySpec& Row(size_t index) { return pipeline::OmniSpec(static_cast<OF>(index)); }
-
 // LazyHandle's miss: the child made and remembered under `key`.
 const AnyHandle* MakeLazyHandle(MetricsObject* self, size_t index, std::string_view key,
                                 std::span<const std::string_view> extra, bool eager);
@@ -73,21 +70,8 @@ const AnyHandle* MakeLazyHandle(MetricsObject* self, size_t index, std::string_v
 // Inline: a hit is the hot path of every labelled method.
 inline const AnyHandle* LazyHandle(MetricsObject* self, size_t index,
                                    std::span<const std::string_view> extra, bool eager = false) {
-  char buf[256];
-  std::string spill;
-  size_t size = 0;
-  for (std::string_view v : extra) size += v.size() + 1;
-  char* out = buf;
-  if (size > sizeof(buf)) {
-    spill.resize(size);
-    out = spill.data();
-  }
-  char* p = out;
-  for (std::string_view v : extra) {
-    for (char c : v) *p++ = c;
-    *p++ = '\xff';
-  }
-  const std::string_view key(out, static_cast<size_t>(p - out));
+  const pipeline::ChildKey child_key({}, extra);
+  const std::string_view key = child_key.view();
   if (HandleCache* cache = (*self->caches)[index]) {
     if (const AnyHandle* h = cache->Find(key)) return h;
   }

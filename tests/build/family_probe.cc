@@ -6,15 +6,13 @@
 namespace modelmetrics::pipeline {
 
 void ProbeFamilies(Registry& registry) {
+  const FamilySet<OmniFamily> families(registry);
 #if defined(PROBE_RIGHT)
-  Family<Counter>* images = nullptr;
-  (void)RegisterOmni<OmniFamily::kImageCount>(registry, &images);
+  Family<Counter>* images = families.Get<OmniFamily::kImageCount>();
 #elif defined(PROBE_MISSPELT)
-  Family<Counter>* images = nullptr;
-  (void)RegisterOmni<OmniFamily::kImageCont>(registry, &images);
+  Family<Counter>* images = families.Get<OmniFamily::kImageCont>();
 #elif defined(PROBE_WRONG_TYPE)
-  Family<Gauge>* images = nullptr;
-  (void)RegisterOmni<OmniFamily::kImageCount>(registry, &images);
+  Family<Gauge>* images = families.Get<OmniFamily::kImageCount>();
 #endif
 }
 

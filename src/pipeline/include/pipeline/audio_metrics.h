@@ -148,21 +148,17 @@ struct AudioFinalize {
 // The audio (§3.2) and speech (§3.7) families of one registry. A registry takes each name once,
 // so several models (AudioMetrics instances) share one AudioFamilies.
 struct AudioFamilies {
-  Family<Histogram>* ttfp_s = nullptr;
-  Family<Histogram>* duration_s = nullptr;
-  Family<Histogram>* rtf = nullptr;
-  Family<Counter>* frames = nullptr;
-  Family<Histogram>* underrun_s = nullptr;
-  Family<Counter>* continuity_ok = nullptr;
-  Family<Counter>* skipped = nullptr;
-  Family<Counter>* speech_aborted = nullptr;
-  Family<Counter>* speech_completed = nullptr;
+  static constexpr Group kGroups[] = {Group::kAudio, Group::kSpeech};
 
-  // Registers every kAudio and kSpeech family of OmniFamilies() into `*out`; an error when a
-  // name is taken (the families registered before the failure stay registered, `*out` as was).
+  // The families by id (monostate outside the two groups), for an ObserveRecorder.
+  FamilyTable table;
+
+  // Registers every kAudio and kSpeech family of OmniFamilies() into `*out`, in catalog order;
+  // an error when a name is taken (the families registered before the failure stay registered,
+  // `*out` as was).
   static base::Status Register(Registry& registry, AudioFamilies* out);
-  // The families by id, for an ObserveRecorder.
-  FamilyTable Table() const;
+  // Every family of the two groups is there.
+  bool Complete() const;
 };
 
 enum class StreamKind : uint8_t {

@@ -5,7 +5,7 @@
 // (sample-rate defaults, bounded reason sets, the continuity threshold), and the helpers every
 // observe layer shares: OptionsOf (a row as registry options), RegisterFamily (a row into a
 // registry), ApplyGuard (the Guard column as code), and the typed access derived from each list's
-// one definition (omni_families.h, engine_families.h): the family enums, RegisterTyped and
+// one definition (omni_families.h, engine_families.h): the family enums and
 // FamilySet. The observe layers (C++ and the Python extension) register each FamilySpec with the
 // metrics Registry (modelmetrics/metrics.h) and implement the rules the tables name.
 //
@@ -306,7 +306,7 @@ constexpr Guard FirstGuard(Guard guard, const Rest&...) {
 // FamilyGuard(Id) the typed helpers and the observe paths use (at compile time: a row's bind and
 // guard fold into the code that records it). The list's table, `{LIST(MM_FAMILY_ROW)}`, is the rows
 // in id order, so a family's row is table[id] by construction; FamilySpecOf(Id) returns it
-// (RegisterTyped finds it so).
+// (FamilySet finds it so).
 #define MM_FAMILY_ID(id, name, instrument, ...) id,
 #define MM_FAMILY_ONE(id, name, instrument, ...) +1
 #define MM_FAMILY_NAME(id, name, instrument, ...) name,
@@ -383,15 +383,6 @@ Family<FamilyInstrument<F>>* FamilyOf(const AnyFamily& any) {
   return typed != nullptr ? *typed : nullptr;
 }
 
-// Registers family F (of any list: OmniFamily, EngineFamily, a test's own) from its row, found
-// by FamilySpecOf(F), into `*out` (null when the registry refuses it, with its reason).
-template <auto F>
-base::Status RegisterTyped(Registry& registry, Family<FamilyInstrument<F>>** out);
-template <OmniFamily F>
-base::Status RegisterOmni(Registry& registry, Family<OmniInstrument<F>>** out) {
-  return RegisterTyped<F>(registry, out);
-}
-
 // ---- Tables ----
 
 // Every `vllm_omni:*` family: pipeline (6), image/diffusion service (10), diffusion breakdown
@@ -405,14 +396,6 @@ const FamilySpec& EngineSpec(EngineFamily family);
 
 inline const FamilySpec& FamilySpecOf(OmniFamily family) { return OmniSpec(family); }
 inline const FamilySpec& FamilySpecOf(EngineFamily family) { return EngineSpec(family); }
-
-template <auto F>
-base::Status RegisterTyped(Registry& registry, Family<FamilyInstrument<F>>** out) {
-  AnyFamily any;
-  base::Status status = RegisterFamily(registry, FamilySpecOf(F), &any);
-  *out = FamilyOf<F>(any);
-  return status;
-}
 
 // The families of one list (an Id of MM_DEFINE_FAMILY_LIST), registered in a registry, each
 // reached by its id with its typed handle: an observe class holds one and its methods ask it for

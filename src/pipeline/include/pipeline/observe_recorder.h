@@ -23,6 +23,7 @@
 #ifndef MODELMETRICS_PIPELINE_OBSERVE_RECORDER_H_
 #define MODELMETRICS_PIPELINE_OBSERVE_RECORDER_H_
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <concepts>
@@ -89,6 +90,36 @@ struct ObserveAmount {
       break;
   }
 }
+
+// A child's cache key: `prefix`, then each label value followed by 0xff (a byte UTF-8 text never
+// holds, so no two label sets share a key). On the stack; on the heap only past 256 bytes.
+class ChildKey {
+ public:
+  ChildKey(std::string_view prefix, std::span<const std::string_view> values) {
+    size_t size = prefix.size();
+    for (std::string_view v : values) size += v.size() + 1;
+    char* out = buf_.data();
+    if (size > buf_.size()) {
+      spill_.resize(size);
+      out = spill_.data();
+    }
+    char* p = std::copy(prefix.begin(), prefix.end(), out);
+    for (std::string_view v : values) {
+      p = std::copy(v.begin(), v.end(), p);
+      *p++ = '\xff';
+    }
+    view_ = std::string_view(out, size);
+  }
+  ChildKey(const ChildKey&) = delete;
+  ChildKey& operator=(const ChildKey&) = delete;
+
+  std::string_view view() const { return view_; }
+
+ private:
+  std::array<char, 256> buf_;
+  std::string spill_;
+  std::string_view view_;
+};
 
 // The registered omni families of one owner, by OmniFamily (monostate: not registered).
 using FamilyTable = std::array<AnyFamily, kOmniFamilyCount>;
