@@ -130,5 +130,23 @@ TEST(ObserveRecorder, ThreadsShareChildrenWithoutLosingObservations) {
   EXPECT_EQ(frames, kThreads * kCalls);
 }
 
+// A caller inventing label values: past kMaxCached label sets the recorder stops remembering
+// children (its memory stays bounded) and every call still records, through Family::Labels.
+TEST(ObserveRecorder, PastTheCacheBoundEveryCallStillRecords) {
+  Registry registry;
+  FamilySet<OmniFamily> families(registry, IsAudio);
+  const ObserveRecorder recorder(families.table(), "m", true);
+  const int sets = static_cast<int>(ObserveRecorder::kMaxCached) + 500;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < sets; ++i) recorder.Call<toy::kToyRecordFrames>(i, 0, int64_t{1});
+  }
+  std::string text;
+  registry.Render(Format::kText, &text, RenderOptions{.created_series = false});
+  const std::string last = "vllm_omni:audio_frames_total{model_name=\"m\",replica=\"0\",stage=\"" +
+                           std::to_string(sets - 1) + "\"} 2";
+  EXPECT_NE(text.find(last), std::string::npos);
+  EXPECT_NE(text.find("stage=\"0\"} 2"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace modelmetrics::pipeline
