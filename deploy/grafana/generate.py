@@ -148,6 +148,9 @@ DEPLOYMENT = [
              "local {{pod}}"),
             (f"{rate('vllm:external_prefix_cache_hits_total', 'pod', P)} / "
              f"{rate('vllm:external_prefix_cache_queries_total', 'pod', P)}", "external {{pod}}")]),
+        # Each engine (DP rank) has its own cache: a Pod's share is their mean.
+        ("KV-cache usage", "percentunit", [
+            (f"avg by (pod) (vllm:kv_cache_usage_perc{{{P}}})", "{{pod}}")]),
     ]),
     ("SGLang engines", [
         ("Requests running and queued", "short", [
@@ -160,6 +163,8 @@ DEPLOYMENT = [
             (f'sum by (pod, mode) (rate(sglang:prefill_effective_tokens_total{{{P}, mode=~".+_hit"}}[{RATE}])) '
              f'/ on (pod) group_left () sum by (pod) (rate(sglang:prefill_effective_tokens_total{{{P}}}[{RATE}]))',
              "{{mode}} {{pod}}")]),
+        ("KV-cache (token pool) usage", "percentunit", [
+            (f"avg by (pod) (sglang:token_usage{{{P}}})", "{{pod}}")]),
     ]),
     ("Routers", [
         ("llm-d router requests and errors", "reqps", [

@@ -71,6 +71,9 @@ class Scrape {
   // `name`, then `name_total`, taking the first with at least one valid sample. nullopt when no
   // valid sample exists.
   std::optional<double> Sum(std::string_view name, std::span<const LabelMatch> match = {}) const;
+  // Sum()'s series, averaged: for a gauge each series of which is one part's fraction (a data-
+  // parallel rank's share of its own KV cache), or one copy of the same fraction.
+  std::optional<double> Mean(std::string_view name, std::span<const LabelMatch> match = {}) const;
 
   // `_sum`, `_count` and buckets of a histogram summed over the label sets that every `match`
   // selects; nullopt when the family is absent, not a histogram, has no selected `_sum`/`_count`,
@@ -111,7 +114,12 @@ class Scrape {
   // The families a value of `name` may be read from, in order: `name`, `name_total`, and `name`
   // without `_total` (null where absent).
   std::array<const MetricFamily*, 3> Spellings(std::string_view name) const;
-  std::optional<double> SumOf(const MetricFamily& family, std::span<const LabelMatch> match) const;
+  struct Total {
+    double sum = 0;
+    int series = 0;  // valid value series summed
+  };
+  std::optional<Total> SumOf(const MetricFamily& family, std::span<const LabelMatch> match) const;
+  std::optional<Total> TotalOf(std::string_view name, std::span<const LabelMatch> match) const;
 
   std::vector<MetricFamily> families_;
   std::unordered_map<std::string, size_t> index_;

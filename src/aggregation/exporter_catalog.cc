@@ -49,6 +49,11 @@ json Rows(const ExporterProfile& profile) {
     AddDetails(&row, gauge.select, gauge.split, "", gauge.lazy, gauge.older, gauge.known_labels);
     rows.push_back(std::move(row));
   }
+  for (const UtilizationRow& used : profile.utilization) {
+    json row = Row(used.key, "utilization", used.family, "gauge");
+    AddDetails(&row, {}, Split::kNone, "", false, used.older, {});
+    rows.push_back(std::move(row));
+  }
   for (const WindowRow& window : profile.windows) {
     const std::string_view type = window.kind == WindowKind::kHistogram ? "histogram" : "counter";
     json row = Row(window.key, window.from_reader ? "reader" : "window", window.family, type);

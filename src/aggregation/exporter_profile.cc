@@ -21,6 +21,10 @@ std::vector<std::string> ExporterProfile::Families() const {
     add(row.family);
     for (const OlderName& older : row.older) add(older.family);
   }
+  for (const UtilizationRow& row : utilization) {
+    add(row.family);
+    for (const OlderName& older : row.older) add(older.family);
+  }
   for (const CacheRow& row : cache) {
     if (row.from_reader) continue;
     add(row.hits);

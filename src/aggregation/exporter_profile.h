@@ -34,6 +34,9 @@ inline constexpr std::string_view kUnitSeconds = "seconds";
 inline constexpr std::string_view kUnitRequests = "requests";
 inline constexpr std::string_view kUnitRequestsPerSecond = "requests/second";
 inline constexpr std::string_view kUnitErrorsPerSecond = "errors/second";
+inline constexpr std::string_view kUnitFraction = "fraction";
+// The utilization rows' key: the fraction of the engine's KV cache in use.
+inline constexpr std::string_view kKvCacheUsage = "kv-cache-usage";
 
 // The flag name of an argv entry: cut at the first '=' (for profiles' Pod checks).
 std::string_view FlagName(std::string_view entry);
@@ -105,6 +108,17 @@ struct GaugeRow {
   Select select;
   std::vector<OlderName> older;  // unsplit rows only
   KnownLabels known_labels;      // unsplit rows only
+};
+
+// A fraction of a per-Pod resource in use (KV-cache blocks or tokens), reported under
+// `utilization` (a modelmetrics extension beside GPUStack's fields) as the mean and the max over a
+// role's Pods. A Pod's value is the mean of its series: each series is one data-parallel rank's
+// fraction of its own cache (equal in size), or a copy of one. Absent, it is a missing[] entry
+// with a not-partial reason: the GPUStack fields do not depend on it.
+struct UtilizationRow {
+  std::string_view key;     // PodMetrics::utilization key and the snapshot's entry name
+  std::string_view family;  // a gauge in [0, 1]; reported as the source
+  std::vector<OlderName> older;
 };
 
 struct WindowRow {
@@ -212,6 +226,7 @@ struct ExporterProfile {
   DeploymentShape shape = DeploymentShape::kAny;
 
   std::vector<GaugeRow> gauges;
+  std::vector<UtilizationRow> utilization;
   std::vector<FixedMissing> unsupported;
   std::vector<WindowRow> windows;
   // A zero delta of this window marks the Pod's sampling window idle (latency and cache entries

@@ -89,6 +89,7 @@ void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, ReadTime 
   context.key_prefix = md_.metadata.uid + "/" + pod.metadata.uid + "/";
 
   MergeGauges(context, read);
+  MergeUtilization(context, read);
   const bool idle = MergeWindows(context, read);
   if (!profile->cache.empty()) MergeCacheHits(context, read, idle);
 }
@@ -179,6 +180,31 @@ void SnapshotBuilder::AddGauge(const PodContext& pod, const GaugeRow& gauge,
     Gauge& merged = list[it->second.second];
     merged.value += value;
     merged.pod_count += 1;
+    merged.observed_at = std::max(merged.observed_at, pod.at.wall);
+  }
+}
+
+void SnapshotBuilder::MergeUtilization(const PodContext& pod, const PodMetrics& read) {
+  for (const UtilizationRow& row : pod.profile.utilization) {
+    const auto value = read.utilization.find(row.key);
+    if (value == read.utilization.end()) {
+      AddMissing(pod.name, std::string(row.family),
+                 AbsentReason(read, row.key, reason::kUtilizationAbsent));
+      continue;
+    }
+    auto key = std::make_tuple(std::string(row.key), std::string(row.family), pod.scope);
+    auto [it, inserted] =
+        utilization_.try_emplace(std::move(key), snapshot_.utilization.size(), 0.0);
+    if (inserted) {
+      snapshot_.utilization.push_back({std::string(row.key), std::string(row.family), pod.scope,
+                                       std::string(kUnitFraction), 0, value->second, 0,
+                                       pod.at.wall});
+    }
+    Utilization& merged = snapshot_.utilization[it->second.first];
+    it->second.second += value->second;
+    merged.pod_count += 1;
+    merged.mean = it->second.second / merged.pod_count;
+    merged.max = std::max(merged.max, value->second);
     merged.observed_at = std::max(merged.observed_at, pod.at.wall);
   }
 }
@@ -506,6 +532,7 @@ Snapshot SnapshotBuilder::Finish(WallTime timestamp) {
   auto gauge_key = [](const Gauge& g) { return g.name + g.scope; };
   sort_by(snapshot_.processing, gauge_key);
   sort_by(snapshot_.queueing, gauge_key);
+  sort_by(snapshot_.utilization, [](const Utilization& u) { return u.name + u.scope; });
   sort_by(snapshot_.cache_hits, [](const CacheHit& h) { return h.pod + h.scope; });
   // A split row's entries share pod and name; they stay in scope order (stable sort).
   auto window_key = [](const Window& w) { return w.pod + w.name; };
@@ -526,6 +553,7 @@ Snapshot SnapshotBuilder::Finish(WallTime timestamp) {
                                   [](const Missing& m) { return !IsNotPartialReason(m.reason); });
   snapshot_.timestamp = timestamp;
   gauges_.clear();
+  utilization_.clear();
   return std::move(snapshot_);
 }
 

@@ -62,6 +62,7 @@ class SnapshotBuilder {
   using Deltas = std::map<std::pair<std::string, std::string>, Delta>;
   void MergeGauges(const PodContext& pod, const PodMetrics& read);
   void AddGauge(const PodContext& pod, const GaugeRow& row, const std::string& scope, double value);
+  void MergeUtilization(const PodContext& pod, const PodMetrics& read);
   bool MergeWindows(const PodContext& pod, const PodMetrics& read);  // returns idle
   static std::optional<SteadyTime> PreviousRead(const Deltas& deltas, std::string_view idle_key);
   // One window of one scope; true (and its delta in `deltas`) when it has one.
@@ -77,6 +78,9 @@ class SnapshotBuilder {
   bool forced_partial_ = false;
   // (name, source, scope) -> index in processing_ or queueing_.
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<bool, size_t>> gauges_;
+  // (name, source, scope) -> index in utilization and the sum of its Pods' values (for the mean).
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<size_t, double>>
+      utilization_;
 };
 
 }  // namespace modelmetrics::deployment

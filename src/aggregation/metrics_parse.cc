@@ -130,9 +130,21 @@ void ReadWindows(const Scrape& scrape, const ExporterProfile& profile, PodMetric
   }
 }
 
+void ReadUtilization(const Scrape& scrape, const ExporterProfile& profile, PodMetrics* out) {
+  for (const UtilizationRow& row : profile.utilization) {
+    const std::string_view family = NameRead(scrape, row.family, row.older);
+    if (const std::optional<double> value = scrape.Mean(family)) {
+      out->utilization.emplace(row.key, *value);
+    } else if (const std::optional<double> bad = scrape.InvalidValue(family)) {
+      out->invalid.emplace(row.key, *bad);
+    }
+  }
+}
+
 // Each sample is finite, but a sum of huge ones can overflow: such a key reads as absent.
 void EraseOverflows(PodMetrics* out) {
   std::erase_if(out->gauges, [](const auto& g) { return !std::isfinite(g.second); });
+  std::erase_if(out->utilization, [](const auto& g) { return !std::isfinite(g.second); });
   std::erase_if(out->cache, [](const auto& c) {
     return !std::isfinite(c.second.hits) || !std::isfinite(c.second.queries);
   });
@@ -161,6 +173,7 @@ void ReadPodMetrics(const Scrape& scrape, const ExporterProfile& profile, PodMet
   }
   *out = PodMetrics{};
   ReadGauges(scrape, profile, out);
+  ReadUtilization(scrape, profile, out);
   for (const CacheRow& pair : profile.cache) {
     if (pair.from_reader) continue;
     if (const std::optional<CounterPair> counters = ReadCounters(scrape, pair)) {

@@ -57,6 +57,10 @@ SeriesRoles RolesOf(const ExporterProfile* profile) {
     gauge(row.family);
     for (const OlderName& older : row.older) gauge(older.family);
   }
+  for (const UtilizationRow& row : profile->utilization) {
+    gauge(row.family);
+    for (const OlderName& older : row.older) gauge(older.family);
+  }
   for (const WindowRow& row : profile->windows) {
     if (row.from_reader) continue;
     auto add = [&](std::string_view family) {

@@ -93,6 +93,12 @@ inline constexpr std::string_view kLlmdNoStreamingRequest =
     "not exported before the router's first streaming request: a non-streaming request's TTFT is "
     "its whole duration and it records no TPOT, so both are read from streaming requests only";
 
+// Ours: a utilization row's family (UtilizationRow) is not there. The entry is an extension beside
+// GPUStack's fields, which do not depend on it, so it leaves `partial` unset.
+inline constexpr std::string_view kUtilizationAbsent =
+    "utilization metric is absent (a modelmetrics extension: the GPUStack fields do not depend on "
+    "it)";
+
 inline constexpr std::string_view kNotPartialReasons[] = {
     kLabeledCounterUnexported, kLabeledHistogramUnexported,
     kVllmRouterPdNoProcessing, kVllmNoKvConnector,
@@ -100,7 +106,8 @@ inline constexpr std::string_view kNotPartialReasons[] = {
     kSglangNoStorageTier,      kIdleWindow,
     kNotYetObserved,           kOmniIdleWindow,
     kRatioIncomplete,          kNoSpeechStreams,
-    kNoAudioFinished,          kLlmdNoStreamingRequest};
+    kNoAudioFinished,          kLlmdNoStreamingRequest,
+    kUtilizationAbsent};
 }  // namespace reason
 
 // False for every reason that sets `partial` (all but kNotPartialReasons).

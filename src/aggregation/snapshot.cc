@@ -140,6 +140,19 @@ void AppendGauge(std::string* out, const Gauge& gauge) {
   object.Close();
 }
 
+void AppendUtilization(std::string* out, const Utilization& u) {
+  JsonObject object(out);
+  object.String("name", u.name);
+  object.String("source", u.source);
+  object.String("scope", u.scope);
+  object.String("unit", u.unit);
+  object.Number("mean", u.mean);
+  object.Number("max", u.max);
+  object.Integer("podCount", u.pod_count);
+  object.Time("observedAt", u.observed_at);
+  object.Close();
+}
+
 void AppendWindow(std::string* out, const Window& window) {
   JsonObject object(out);
   object.String("name", window.name);
@@ -257,6 +270,17 @@ std::vector<std::pair<std::string, std::string>> GaugeFields(const Gauge& g) {
           {"observedAt", "\"" + FormatTime(g.observed_at) + "\""}};
 }
 
+std::vector<std::pair<std::string, std::string>> UtilizationFields(const Utilization& u) {
+  return {{"name", YamlString(u.name)},
+          {"source", YamlString(u.source)},
+          {"scope", YamlString(u.scope)},
+          {"unit", YamlString(u.unit)},
+          {"mean", FormatNumber(u.mean)},
+          {"max", FormatNumber(u.max)},
+          {"podCount", std::to_string(u.pod_count)},
+          {"observedAt", "\"" + FormatTime(u.observed_at) + "\""}};
+}
+
 std::vector<std::pair<std::string, std::string>> WindowFields(const Window& w) {
   return {{"name", YamlString(w.name)},
           {"pod", YamlString(w.pod)},
@@ -344,10 +368,10 @@ std::string FormatTime(WallTime time) {
 
 std::string SnapshotToJson(const Snapshot& snapshot, std::string_view api_version) {
   std::string out;
-  out.reserve(1024 +
-              256 * (snapshot.processing.size() + snapshot.queueing.size() +
-                     snapshot.cache_hits.size() + snapshot.missing.size() +
-                     snapshot.latency.size() + snapshot.traffic.size() + snapshot.transfer.size()));
+  out.reserve(1024 + 256 * (snapshot.processing.size() + snapshot.queueing.size() +
+                            snapshot.cache_hits.size() + snapshot.missing.size() +
+                            snapshot.latency.size() + snapshot.traffic.size() +
+                            snapshot.transfer.size() + snapshot.utilization.size()));
   JsonObject root(&out);
   root.String("kind", "ModelDeploymentMetrics");
   root.String("apiVersion", api_version);
@@ -368,6 +392,7 @@ std::string SnapshotToJson(const Snapshot& snapshot, std::string_view api_versio
   AppendList(&root, &out, "latency", snapshot.latency, AppendWindow);
   AppendList(&root, &out, "traffic", snapshot.traffic, AppendWindow);
   AppendList(&root, &out, "transfer", snapshot.transfer, AppendWindow);
+  AppendList(&root, &out, "utilization", snapshot.utilization, AppendUtilization);
   root.Close();
   return out;
 }
@@ -406,6 +431,7 @@ std::string SnapshotToYaml(const Snapshot& snapshot) {
   AppendYamlList(&out, "latency", snapshot.latency, WindowFields);
   AppendYamlList(&out, "traffic", snapshot.traffic, WindowFields);
   AppendYamlList(&out, "transfer", snapshot.transfer, WindowFields);
+  AppendYamlList(&out, "utilization", snapshot.utilization, UtilizationFields);
   return out;
 }
 
@@ -415,6 +441,12 @@ std::string SnapshotToTable(const Snapshot& snapshot) {
                   FormatTime(snapshot.timestamp), snapshot.partial ? "   PARTIAL" : "");
   AppendGaugeTable(&out, "PROCESSING", snapshot.processing);
   AppendGaugeTable(&out, "QUEUEING", snapshot.queueing);
+  std::vector<Row> used{{"NAME", "SCOPE", "MEAN", "MAX", "PODS", "SOURCE"}};
+  for (const Utilization& u : snapshot.utilization) {
+    used.push_back({u.name, u.scope, fmt::format("{:.1f}%", u.mean * 100),
+                    fmt::format("{:.1f}%", u.max * 100), std::to_string(u.pod_count), u.source});
+  }
+  AppendTable(&out, "UTILIZATION", used);
   std::vector<Row> hits{{"POD", "SCOPE", "RATE", "HITS", "QUERIES", "WINDOW"}};
   for (const CacheHit& h : snapshot.cache_hits) {
     hits.push_back({h.pod, h.scope, fmt::format("{:.1f}%", h.rate * 100), Human(h.hits),

@@ -107,6 +107,17 @@ void ReadGauge(Reader& r, Gauge* g) {
   r.Time("observedAt", &g->observed_at);
 }
 
+void ReadUtilization(Reader& r, Utilization* u) {
+  r.String("name", &u->name);
+  r.String("source", &u->source);
+  r.String("scope", &u->scope);
+  r.String("unit", &u->unit);
+  r.Number("mean", &u->mean);
+  r.Number("max", &u->max);
+  r.Int32("podCount", &u->pod_count);
+  r.Time("observedAt", &u->observed_at);
+}
+
 void ReadWindow(Reader& r, Window* w) {
   r.String("name", &w->name);
   r.String("pod", &w->pod);
@@ -241,6 +252,7 @@ Status SnapshotFromJson(std::string_view json, Snapshot* out,
   top.List("latency", &snapshot.latency, ReadWindow);
   top.List("traffic", &snapshot.traffic, ReadWindow);
   top.List("transfer", &snapshot.transfer, ReadWindow);
+  top.List("utilization", &snapshot.utilization, ReadUtilization);
   if (!problem.empty()) {
     return Status::InvalidArgument(std::move(problem));
   }

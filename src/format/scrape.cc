@@ -175,25 +175,35 @@ const MetricFamily* Scrape::Find(std::string_view name) const {
   return nullptr;
 }
 
-std::optional<double> Scrape::SumOf(const MetricFamily& family,
-                                    std::span<const LabelMatch> match) const {
+std::optional<Scrape::Total> Scrape::SumOf(const MetricFamily& family,
+                                           std::span<const LabelMatch> match) const {
   if (family.type != MetricType::kGauge && family.type != MetricType::kCounter) return std::nullopt;
-  double sum = 0;
-  bool found = false;
+  Total total;
   for (const MetricSample& s : family.samples) {
     if (!IsValueSeries(family, s) || !Valid(s.value) || !Matches(s, match)) continue;
-    sum += s.value;
-    found = true;
+    total.sum += s.value;
+    total.series += 1;
   }
-  return found ? std::optional<double>(sum) : std::nullopt;
+  return total.series > 0 ? std::optional<Total>(total) : std::nullopt;
+}
+
+std::optional<Scrape::Total> Scrape::TotalOf(std::string_view name,
+                                             std::span<const LabelMatch> match) const {
+  for (const MetricFamily* f : Spellings(name)) {
+    if (f == nullptr) continue;
+    if (auto total = SumOf(*f, match)) return total;
+  }
+  return std::nullopt;
 }
 
 std::optional<double> Scrape::Sum(std::string_view name, std::span<const LabelMatch> match) const {
-  for (const MetricFamily* f : Spellings(name)) {
-    if (f == nullptr) continue;
-    if (auto sum = SumOf(*f, match)) return sum;
-  }
-  return std::nullopt;
+  const std::optional<Total> total = TotalOf(name, match);
+  return total ? std::optional<double>(total->sum) : std::nullopt;
+}
+
+std::optional<double> Scrape::Mean(std::string_view name, std::span<const LabelMatch> match) const {
+  const std::optional<Total> total = TotalOf(name, match);
+  return total ? std::optional<double>(total->sum / total->series) : std::nullopt;
 }
 
 std::optional<double> Scrape::InvalidValue(std::string_view name,

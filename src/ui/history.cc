@@ -35,6 +35,10 @@ void DeploymentHistory::Add(const deployment::Snapshot& s) {
        {std::pair{"processing", &s.processing}, std::pair{"queueing", &s.queueing}}) {
     for (const deployment::Gauge& g : *list) Point(area, g.name, g.scope, "", g.unit, at, g.value);
   }
+  for (const deployment::Utilization& u : s.utilization) {
+    Point("utilization", u.name, u.scope, "", u.unit, at, u.mean);
+    Point("utilization", u.name + " (max)", u.scope, "", u.unit, at, u.max);
+  }
   for (const deployment::CacheHit& h : s.cache_hits) {
     Point("cacheHits", "hit-rate", h.scope, h.pod, "fraction", at, h.rate);
   }

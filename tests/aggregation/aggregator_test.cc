@@ -35,6 +35,7 @@ using testing::FindCacheHit;
 using testing::FindGauge;
 using testing::FindWindow;
 using testing::Fixture;
+using testing::GpuStackMissing;
 using testing::M;
 using testing::MetricsEnginePod;
 using testing::MetricsModelDeployment;
@@ -359,8 +360,8 @@ TEST(SnapshotUpstream, EngineSnapshot) {
   EXPECT_EQ(first.queueing[0].name, "waiting");
   EXPECT_EQ(first.queueing[0].value, 0);  // a measured zero, kept
   EXPECT_TRUE(first.cache_hits.empty());
-  ASSERT_EQ(first.missing.size(), 8u);
-  for (const Missing& m : first.missing) {
+  ASSERT_EQ(GpuStackMissing(first).size(), 8u);
+  for (const Missing& m : GpuStackMissing(first)) {
     EXPECT_EQ(m.reason, "awaiting a second counter sample") << m.pod << " " << m.source;
     EXPECT_NE(m.pod, "other-owner");
   }
@@ -372,7 +373,7 @@ TEST(SnapshotUpstream, EngineSnapshot) {
   Snapshot second;
   ASSERT_TRUE(h.Get(aggregator, &second).ok());
   EXPECT_FALSE(second.partial);
-  EXPECT_TRUE(second.missing.empty());
+  EXPECT_TRUE(GpuStackMissing(second).empty());
   ASSERT_EQ(second.latency.size(), 6u);
   for (const Window& w : second.latency) {
     EXPECT_EQ(w.samples, 2) << w.pod << "/" << w.name;
@@ -731,7 +732,7 @@ TEST(SnapshotUpstream, ReportsMissingRoleReplica) {
   server->Set(MetricsVLLMResponse(10, 20, 4));
   ASSERT_TRUE(h.Get(aggregator, &snapshot).ok());
   EXPECT_TRUE(snapshot.partial);
-  EXPECT_EQ(snapshot.missing,
+  EXPECT_EQ(GpuStackMissing(snapshot),
             (Missings{M("", "engine/server", "1 of 2 owned metrics Pods present")}));
 }
 
@@ -759,7 +760,7 @@ TEST(SnapshotUpstream, RoutedServersWithOneIdleAreComplete) {
   Snapshot second;
   ASSERT_TRUE(h.Get(aggregator, &second).ok());
   EXPECT_EQ(
-      second.missing,
+      GpuStackMissing(second),
       (Missings{
           M("chat-router-pod", "vllm_router_request_errors_total",
             reason::kLabeledCounterUnexported),
@@ -820,7 +821,7 @@ TEST(SnapshotUpstream, VllmRustFrontendServesOpenMetricsWhateverAcceptSays) {
   pod->Set(UpstreamBody("vllm_rust_frontend_second.om"));
   Snapshot second;
   ASSERT_TRUE(h.Get(aggregator, &second).ok());
-  EXPECT_TRUE(second.missing.empty()) << SnapshotToJson(second);
+  EXPECT_TRUE(GpuStackMissing(second).empty()) << SnapshotToJson(second);
   EXPECT_FALSE(second.partial);
   EXPECT_EQ(FindWindow(second.latency, "chat-server-0", "ttft")->value, 0.01955626391563095);
   EXPECT_EQ(FindWindow(second.latency, "chat-server-0", "itl")->samples, 11210);
@@ -1126,7 +1127,7 @@ TEST(Aggregator, BaselinesAreSharedBetweenCallers) {
   // A GET at the same instant has no valid window (age 0) and restarts the baselines.
   ASSERT_TRUE(h.Get(one, &snapshot).ok());
   EXPECT_TRUE(snapshot.partial);
-  for (const Missing& m : snapshot.missing) EXPECT_EQ(m.reason, reason::kAwaiting);
+  for (const Missing& m : GpuStackMissing(snapshot)) EXPECT_EQ(m.reason, reason::kAwaiting);
 }
 
 }  // namespace

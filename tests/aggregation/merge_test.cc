@@ -26,6 +26,7 @@ using testing::FindCacheHit;
 using testing::FindGauge;
 using testing::FindWindow;
 using testing::Fixture;
+using testing::GpuStackMissing;
 using testing::M;
 using testing::MergeMetricsWindow;
 using testing::MergeOnce;
@@ -205,7 +206,7 @@ TEST(SnapshotUpstream, PDPrefillDoesNotExpectInterTokenLatency) {
   read(T0(), MetricsVLLMResponseITL(5, 10, 2, 0, 0), MetricsVLLMResponse(5, 10, 2));
   const Snapshot second =
       read(T0() + 30s, MetricsVLLMResponseITL(10, 20, 4, 0, 0), MetricsVLLMResponse(10, 20, 4));
-  EXPECT_TRUE(second.missing.empty());
+  EXPECT_TRUE(GpuStackMissing(second).empty());
   EXPECT_FALSE(second.partial);
   std::vector<const Window*> itl;
   for (const Window& w : second.latency) {
@@ -219,8 +220,9 @@ TEST(SnapshotUpstream, PDPrefillDoesNotExpectInterTokenLatency) {
   const Snapshot third = read(T0() + 60s, MetricsVLLMResponseITL(15, 30, 6, 0, 0),
                               MetricsVLLMResponseITL(15, 30, 6, 12, 4));
   EXPECT_TRUE(third.partial);
-  EXPECT_EQ(third.missing, (Missings{M("generation-pod", "vllm:inter_token_latency_seconds",
-                                       "no observations in the sampling window")}));
+  EXPECT_EQ(GpuStackMissing(third),
+            (Missings{M("generation-pod", "vllm:inter_token_latency_seconds",
+                        "no observations in the sampling window")}));
 }
 
 // §4.1 case 23.
@@ -346,10 +348,10 @@ TEST(SnapshotUpstream, SGLangPDReadsEachSeriesFromItsHalf) {
       EXPECT_EQ(FindCacheHit(snapshot.cache_hits, "prompt-pod", "host-prefix")->rate, 0.15);
       EXPECT_EQ(FindCacheHit(snapshot.cache_hits, "prompt-pod", "storage-prefix")->hits, 2);
       EXPECT_EQ(FindCacheHit(snapshot.cache_hits, "prompt-pod", "storage-prefix")->queries, 40);
-      EXPECT_EQ(snapshot.missing, (Missings{failures}));
+      EXPECT_EQ(GpuStackMissing(snapshot), (Missings{failures}));
     } else {
       ASSERT_EQ(snapshot.cache_hits.size(), 1u);
-      EXPECT_EQ(snapshot.missing,
+      EXPECT_EQ(GpuStackMissing(snapshot),
                 (Missings{M("prompt-pod", "host-prefix", reason::kSglangNoHostTier), failures,
                           M("prompt-pod", "storage-prefix", reason::kSglangNoStorageTier)}));
     }
@@ -413,8 +415,9 @@ TEST(SnapshotUpstream, VLLMExternalStoreNeedsAKVConnector) {
 
   const Snapshot plain =
       MergeMetricsWindow(md, MetricsServerPod("server", {"vllm", "serve"}), first, second);
-  EXPECT_EQ(plain.missing, (Missings{M("server", "external-store", reason::kVllmNoKvConnector)}));
-  EXPECT_EQ(plain.missing[0].reason,
+  EXPECT_EQ(GpuStackMissing(plain),
+            (Missings{M("server", "external-store", reason::kVllmNoKvConnector)}));
+  EXPECT_EQ(GpuStackMissing(plain)[0].reason,
             "unsupported source: the Pod renders no KV connector, so vLLM queries no external "
             "prefix cache");
   EXPECT_FALSE(plain.partial);
@@ -428,7 +431,7 @@ TEST(SnapshotUpstream, VLLMExternalStoreNeedsAKVConnector) {
     SCOPED_TRACE(command.back());
     const Snapshot connector =
         MergeMetricsWindow(md, MetricsServerPod("server", command), first, second);
-    EXPECT_EQ(connector.missing,
+    EXPECT_EQ(GpuStackMissing(connector),
               (Missings{M("server", "external-store", "no queries in the sampling window")}));
     EXPECT_TRUE(connector.partial);
     ASSERT_EQ(connector.cache_hits.size(), 1u);
@@ -440,7 +443,7 @@ TEST(SnapshotUpstream, VLLMExternalStoreNeedsAKVConnector) {
   const Snapshot moving = MergeMetricsWindow(md, MetricsServerPod("server", {"vllm", "serve"}),
                                              Parse(moving_first, exporters::kVllm),
                                              Parse(moving_second, exporters::kVllm));
-  EXPECT_TRUE(moving.missing.empty());
+  EXPECT_TRUE(GpuStackMissing(moving).empty());
   EXPECT_FALSE(moving.partial);
   ASSERT_EQ(moving.cache_hits.size(), 2u);
   const CacheHit* external = FindCacheHit(moving.cache_hits, "server", "external-store");
@@ -480,12 +483,12 @@ TEST(SnapshotUpstream, VLLMExternalStoreIsReadOnlyFromAStore) {
     const Snapshot snapshot = MergeMetricsWindow(md, pod, first, second);
     EXPECT_FALSE(snapshot.partial);
     if (c.read) {
-      EXPECT_TRUE(snapshot.missing.empty());
+      EXPECT_TRUE(GpuStackMissing(snapshot).empty());
       ASSERT_EQ(snapshot.cache_hits.size(), 2u);
       EXPECT_EQ(FindCacheHit(snapshot.cache_hits, "pod", "local-prefix")->queries, 37842);
       EXPECT_EQ(FindCacheHit(snapshot.cache_hits, "pod", "external-store")->queries, 8);
     } else {
-      EXPECT_EQ(snapshot.missing,
+      EXPECT_EQ(GpuStackMissing(snapshot),
                 (Missings{M("pod", "external-store", reason::kVllmExternalNotStore)}));
       ASSERT_EQ(snapshot.cache_hits.size(), 1u);
       EXPECT_EQ(snapshot.cache_hits[0].scope, "local-prefix");
@@ -585,7 +588,7 @@ TEST(SnapshotUpstream, IdleServerHasNoNewSample) {
     SCOPED_TRACE("vLLM idle");
     const Snapshot s = vllm_window(vllm_idle_first, vllm_idle_second);
     EXPECT_EQ(
-        s.missing,
+        GpuStackMissing(s),
         (Missings{no_connector, M("server", "local-prefix", reason::kIdleWindow),
                   M("server", "vllm:inter_token_latency_seconds", reason::kIdleWindow),
                   M("server", "vllm:request_time_per_output_token_seconds", reason::kIdleWindow),
@@ -600,7 +603,7 @@ TEST(SnapshotUpstream, IdleServerHasNoNewSample) {
   {
     SCOPED_TRACE("SGLang idle, no tier args (fa9b16c1)");
     const Snapshot s = sglang_window(pod, sglang_idle_first, sglang_idle_second);
-    EXPECT_EQ(s.missing,
+    EXPECT_EQ(GpuStackMissing(s),
               (Missings{M("server", "host-prefix", reason::kSglangNoHostTier),
                         M("server", "sglang:inter_token_latency_seconds",
                           reason::kLabeledHistogramUnexported),
@@ -618,7 +621,7 @@ TEST(SnapshotUpstream, IdleServerHasNoNewSample) {
     const Pod tiered = MetricsServerPod(
         "server", {"serve", "--enable-hierarchical-cache", "--hicache-storage-backend", "file"});
     const Snapshot s = sglang_window(tiered, sglang_idle_first, sglang_idle_second);
-    EXPECT_EQ(s.missing,
+    EXPECT_EQ(GpuStackMissing(s),
               (Missings{M("server", "sglang:inter_token_latency_seconds",
                           reason::kLabeledHistogramUnexported),
                         M("server", "sglang:time_to_first_token_seconds", reason::kIdleWindow)}));
@@ -633,22 +636,24 @@ TEST(SnapshotUpstream, IdleServerHasNoNewSample) {
     SCOPED_TRACE("vLLM busy with ITL frozen");
     const Snapshot s = vllm_window(vllm_busy_first, CopySeries(vllm_busy_second, vllm_busy_first,
                                                                "vllm:inter_token_latency_seconds"));
-    EXPECT_EQ(s.missing, (Missings{no_connector, M("server", "vllm:inter_token_latency_seconds",
-                                                   reason::kNoObservations)}));
+    EXPECT_EQ(GpuStackMissing(s),
+              (Missings{no_connector,
+                        M("server", "vllm:inter_token_latency_seconds", reason::kNoObservations)}));
     EXPECT_TRUE(s.partial);
   }
   {
     SCOPED_TRACE("vLLM busy with local-prefix frozen");
     const Snapshot s = vllm_window(
         vllm_busy_first, CopySeries(vllm_busy_second, vllm_busy_first, "vllm:prefix_cache_"));
-    EXPECT_EQ(s.missing, (Missings{no_connector, M("server", "local-prefix", reason::kNoQueries)}));
+    EXPECT_EQ(GpuStackMissing(s),
+              (Missings{no_connector, M("server", "local-prefix", reason::kNoQueries)}));
     EXPECT_TRUE(s.partial);
   }
   {
     SCOPED_TRACE("vLLM idle with ttft removed");
     const Snapshot s = vllm_window(DropLines(vllm_idle_first, "vllm:time_to_first_token_seconds"),
                                    DropLines(vllm_idle_second, "vllm:time_to_first_token_seconds"));
-    EXPECT_EQ(s.missing,
+    EXPECT_EQ(GpuStackMissing(s),
               (Missings{no_connector, M("server", "local-prefix", reason::kNoQueries),
                         M("server", "vllm:inter_token_latency_seconds", reason::kNoObservations),
                         M("server", "vllm:request_time_per_output_token_seconds",
@@ -661,7 +666,7 @@ TEST(SnapshotUpstream, IdleServerHasNoNewSample) {
     const Snapshot s =
         sglang_window(pod, DropLines(sglang_busy_first, "sglang:inter_token_latency_seconds"),
                       DropLines(sglang_busy_second, "sglang:inter_token_latency_seconds"));
-    EXPECT_EQ(s.missing,
+    EXPECT_EQ(GpuStackMissing(s),
               (Missings{M("server", "host-prefix", reason::kSglangNoHostTier),
                         M("server", "sglang:inter_token_latency_seconds", reason::kAbsent),
                         M("server", "storage-prefix", reason::kSglangNoStorageTier)}));
@@ -744,12 +749,13 @@ TEST(SnapshotGolden, SGLangBusyFirstToSecond) {
         EXPECT_EQ(hit->queries, 46111);
         EXPECT_EQ(hit->rate, 0);
       }
-      EXPECT_TRUE(s.missing.empty());
+      EXPECT_TRUE(GpuStackMissing(s).empty());
       EXPECT_FALSE(s.partial);
     } else {
       EXPECT_EQ(s.cache_hits.size(), 1u);
-      EXPECT_EQ(s.missing, (Missings{M("server", "host-prefix", reason::kSglangNoHostTier),
-                                     M("server", "storage-prefix", reason::kSglangNoStorageTier)}));
+      EXPECT_EQ(GpuStackMissing(s),
+                (Missings{M("server", "host-prefix", reason::kSglangNoHostTier),
+                          M("server", "storage-prefix", reason::kSglangNoStorageTier)}));
       EXPECT_FALSE(s.partial);
     }
   }
@@ -967,7 +973,7 @@ TEST(BaselineStore, ResetShowsOnceThenWorks) {
   BaselineStore store;
   const Snapshot first =
       MergeOnce(md, &store, T0(), pod, Parse(MetricsVLLMResponse(10, 20, 4), exporters::kVllm));
-  EXPECT_EQ(first.missing,
+  EXPECT_EQ(GpuStackMissing(first),
             (Missings{M("server", "local-prefix", reason::kAwaiting),
                       M("server", "vllm:inter_token_latency_seconds", reason::kAwaiting),
                       M("server", "vllm:request_time_per_output_token_seconds", reason::kAwaiting),
@@ -977,7 +983,7 @@ TEST(BaselineStore, ResetShowsOnceThenWorks) {
 
   const Snapshot reset =
       MergeOnce(md, &store, T0() + 30s, pod, Parse(MetricsVLLMResponse(1, 2, 1), exporters::kVllm));
-  EXPECT_EQ(reset.missing,
+  EXPECT_EQ(GpuStackMissing(reset),
             (Missings{M("server", "local-prefix", "counter reset or incompatible denominator"),
                       M("server", "vllm:inter_token_latency_seconds", "counter reset"),
                       M("server", "vllm:request_time_per_output_token_seconds", "counter reset"),
@@ -986,7 +992,7 @@ TEST(BaselineStore, ResetShowsOnceThenWorks) {
 
   const Snapshot after = MergeOnce(md, &store, T0() + 60s, pod,
                                    Parse(MetricsVLLMResponse(6, 12, 3), exporters::kVllm));
-  EXPECT_TRUE(after.missing.empty());
+  EXPECT_TRUE(GpuStackMissing(after).empty());
   EXPECT_FALSE(after.partial);
   EXPECT_EQ(after.cache_hits.at(0).hits, 5);
   EXPECT_EQ(after.cache_hits.at(0).queries, 10);
@@ -998,7 +1004,7 @@ TEST(BaselineStore, HitsAboveQueriesIsIncompatible) {
   const Snapshot s = MergeMetricsWindow(MetricsModelDeployment(), MetricsServerPod("server"),
                                         Parse(MetricsVLLMResponse(0, 10, 1), exporters::kVllm),
                                         Parse(MetricsVLLMResponse(9, 15, 2), exporters::kVllm));
-  EXPECT_EQ(s.missing, (Missings{M("server", "local-prefix", reason::kCacheReset)}));
+  EXPECT_EQ(GpuStackMissing(s), (Missings{M("server", "local-prefix", reason::kCacheReset)}));
 }
 
 TEST(BaselineStore, NewPodUIDStartsFresh) {
@@ -1008,19 +1014,20 @@ TEST(BaselineStore, NewPodUIDStartsFresh) {
             Parse(MetricsVLLMResponse(5, 10, 2), exporters::kVllm));
   const Snapshot restarted = MergeOnce(md, &store, T0() + 30s, MetricsEnginePod("server", "uid-2"),
                                        Parse(MetricsVLLMResponse(10, 20, 4), exporters::kVllm));
-  ASSERT_EQ(restarted.missing.size(), 4u);
-  for (const Missing& m : restarted.missing) EXPECT_EQ(m.reason, reason::kAwaiting) << m.source;
+  ASSERT_EQ(GpuStackMissing(restarted).size(), 4u);
+  for (const Missing& m : GpuStackMissing(restarted))
+    EXPECT_EQ(m.reason, reason::kAwaiting) << m.source;
   // A different deployment UID does not share baselines either.
   ModelDeployment other = md;
   other.metadata.uid = "md-two";
   const Snapshot other_md =
       MergeOnce(other, &store, T0() + 60s, MetricsEnginePod("server", "uid-2"),
                 Parse(MetricsVLLMResponse(15, 30, 6), exporters::kVllm));
-  ASSERT_EQ(other_md.missing.size(), 4u);
+  ASSERT_EQ(GpuStackMissing(other_md).size(), 4u);
   // The first UID's baseline is still there (60 s old).
   const Snapshot back = MergeOnce(md, &store, T0() + 60s, MetricsEnginePod("server", "uid-1"),
                                   Parse(MetricsVLLMResponse(15, 30, 6), exporters::kVllm));
-  EXPECT_TRUE(back.missing.empty());
+  EXPECT_TRUE(GpuStackMissing(back).empty());
   EXPECT_EQ(FindWindow(back.latency, "server", "ttft")->window_seconds, 60);
 }
 
@@ -1031,11 +1038,11 @@ TEST(BaselineStore, OlderThanFiveMinutesAwaitsAgain) {
   MergeOnce(md, &store, T0(), pod, Parse(MetricsVLLMResponse(5, 10, 2), exporters::kVllm));
   const Snapshot stale = MergeOnce(md, &store, T0() + 5min + 1s, pod,
                                    Parse(MetricsVLLMResponse(10, 20, 4), exporters::kVllm));
-  ASSERT_EQ(stale.missing.size(), 4u);
-  for (const Missing& m : stale.missing) EXPECT_EQ(m.reason, reason::kAwaiting);
+  ASSERT_EQ(GpuStackMissing(stale).size(), 4u);
+  for (const Missing& m : GpuStackMissing(stale)) EXPECT_EQ(m.reason, reason::kAwaiting);
   const Snapshot edge = MergeOnce(md, &store, T0() + 10min + 1s, pod,
                                   Parse(MetricsVLLMResponse(15, 30, 6), exporters::kVllm));
-  EXPECT_TRUE(edge.missing.empty());
+  EXPECT_TRUE(GpuStackMissing(edge).empty());
   EXPECT_EQ(FindWindow(edge.latency, "server", "ttft")->window_seconds, 300);
 }
 
@@ -1178,7 +1185,7 @@ TEST(SnapshotMerge, UnsupportedScopesStillStoreTheirBaseline) {
   }
   EXPECT_TRUE(no_connector);
   const Snapshot moving = MergeOnce(md, &store, T0() + 30s, pod, Parse(second, exporters::kVllm));
-  EXPECT_TRUE(moving.missing.empty());
+  EXPECT_TRUE(GpuStackMissing(moving).empty());
   const CacheHit* external = FindCacheHit(moving.cache_hits, "server", "external-store");
   ASSERT_NE(external, nullptr);
   EXPECT_EQ(external->hits, 2);
@@ -1242,16 +1249,19 @@ TEST(SnapshotMerge, SortsByConcatenatedKeyBytewise) {
                       "|Router",
                       "chat-a|local-prefix",
                       "chat-a|vllm:inter_token_latency_seconds",
+                      "chat-a|vllm:kv_cache_usage_perc",
                       "chat-a|vllm:request_time_per_output_token_seconds",
                       "chat-a|vllm:time_to_first_token_seconds",
                       "chat-b|scrape",
                       "|engine/server",
                       "pa|local-prefix",
                       "pa|vllm:inter_token_latency_seconds",
+                      "pa|vllm:kv_cache_usage_perc",
                       "pa|vllm:request_time_per_output_token_seconds",
                       "pa|vllm:time_to_first_token_seconds",
                       "p|local-prefix",
                       "p|vllm:inter_token_latency_seconds",
+                      "p|vllm:kv_cache_usage_perc",
                       "p|vllm:request_time_per_output_token_seconds",
                       "p|vllm:time_to_first_token_seconds",
                       "|scrape",
@@ -1370,6 +1380,9 @@ TEST(SnapshotMerge, ReasonStringsAreByteExact) {
       "not exported before the router's first streaming request: a non-streaming request's TTFT "
       "is its whole duration and it records no TPOT, so both are read from streaming requests "
       "only",
+      // The utilization extension's (not upstream's).
+      "utilization metric is absent (a modelmetrics extension: the GPUStack fields do not depend "
+      "on it)",
   };
   ASSERT_EQ(std::size(reason::kNotPartialReasons), std::size(kExempt));
   for (size_t i = 0; i < std::size(kExempt); ++i) {

@@ -22,6 +22,7 @@
 #include "aggregation/exporters/builtin.h"
 #include "aggregation/merge.h"
 #include "aggregation/metrics_parse.h"
+#include "aggregation/reasons.h"
 #include "aggregation/snapshot.h"
 #include "kube/objects.h"
 #include "status_matchers.h"
@@ -35,6 +36,17 @@ inline void PrintTo(const Missing& m, std::ostream* os) {
 }
 
 namespace testing {
+
+// A snapshot's missing[] as GPUStack writes it: without the entries of the utilization extension
+// (reason::kUtilizationAbsent, not partial), which GPUStack's trimmed fixtures and the bodies
+// transcribed from its tests produce for every engine Pod, as they carry no KV-cache gauge.
+inline std::vector<Missing> GpuStackMissing(const Snapshot& snapshot) {
+  std::vector<Missing> out;
+  for (const Missing& m : snapshot.missing) {
+    if (m.reason != reason::kUtilizationAbsent) out.push_back(m);
+  }
+  return out;
+}
 
 // 2026-11-29T16:13:15Z: the start of every test's fake clock.
 inline WallTime T0() {

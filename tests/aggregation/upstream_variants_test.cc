@@ -22,6 +22,7 @@ using namespace std::chrono_literals;
 using testing::CurrentLlmdRouterBody;
 using testing::FindGauge;
 using testing::FindWindow;
+using testing::GpuStackMissing;
 using testing::LlmdTraffic;
 using testing::M;
 using testing::MergeMetricsWindow;
@@ -369,7 +370,7 @@ TEST(OlderNames, NeitherNameIsReportedByEveryNameLookedFor) {
   const Snapshot s = MergeMetricsWindow(
       MetricsModelDeployment(), pod, Parse(body("vllm_server_busy_first.prom"), exporters::kVllm),
       Parse(body("vllm_server_busy_second.prom"), exporters::kVllm));
-  EXPECT_EQ(s.missing,
+  EXPECT_EQ(GpuStackMissing(s),
             (std::vector<Missing>{M("server", "external-store", reason::kVllmNoKvConnector),
                                   M("server", "vllm:inter_token_latency_seconds",
                                     "metric is absent: looked for "

@@ -41,9 +41,11 @@ using ::testing::StartsWith;
 using Json = nlohmann::ordered_json;
 
 // The field orders of the API types (the Go structs' declaration order).
-const std::vector<std::string> kTopLevelKeys = {
-    "kind",      "apiVersion", "metadata", "timestamp", "processing", "queueing",
-    "cacheHits", "missing",    "partial",  "latency",   "traffic",    "transfer"};
+const std::vector<std::string> kTopLevelKeys = {"kind",       "apiVersion", "metadata",
+                                                "timestamp",  "processing", "queueing",
+                                                "cacheHits",  "missing",    "partial",
+                                                "latency",    "traffic",    "transfer",
+                                                "utilization"};  // ours, after GPUStack's
 const std::vector<std::string> kMetadataKeys = {"name", "namespace", "creationTimestamp"};
 const std::vector<std::string> kGaugeKeys = {"name",  "source",   "scope",     "unit",
                                              "value", "podCount", "observedAt"};
@@ -53,6 +55,8 @@ const std::vector<std::string> kCacheHitKeys = {"pod",      "source",    "scope"
                                                 "hits",     "queries",   "rate",  "windowSeconds",
                                                 "podCount", "observedAt"};
 const std::vector<std::string> kMissingKeys = {"pod", "source", "reason"};
+const std::vector<std::string> kUtilizationKeys = {"name", "source", "scope",    "unit",
+                                                   "mean", "max",    "podCount", "observedAt"};
 
 std::vector<std::string> Keys(const Json& object) {
   std::vector<std::string> keys;
@@ -128,8 +132,8 @@ deployment::Snapshot ParseSnapshot(const Json& doc) {
   s.namespace_ = Str(doc.at("metadata"), "namespace");
   s.timestamp = ParseTime(Str(doc, "timestamp"));
   s.partial = doc.at("partial").get<bool>();
-  for (const char* list :
-       {"processing", "queueing", "cacheHits", "missing", "latency", "traffic", "transfer"}) {
+  for (const char* list : {"processing", "queueing", "cacheHits", "missing", "latency", "traffic",
+                           "transfer", "utilization"}) {
     if (doc.contains(list)) {
       EXPECT_TRUE(doc[list].is_array()) << list;
       EXPECT_FALSE(doc[list].empty()) << list << ": empty lists are omitted";
@@ -159,6 +163,12 @@ deployment::Snapshot ParseSnapshot(const Json& doc) {
                                         : s.transfer)
           .push_back(ParseWindow(w));
     }
+  }
+  for (const Json& u : doc.value("utilization", Json::array())) {
+    EXPECT_THAT(Keys(u), ElementsAreArray(kUtilizationKeys));
+    s.utilization.push_back({Str(u, "name"), Str(u, "source"), Str(u, "scope"), Str(u, "unit"),
+                             Num(u, "mean"), Num(u, "max"), u.at("podCount").get<int32_t>(),
+                             ParseTime(Str(u, "observedAt"))});
   }
   return s;
 }

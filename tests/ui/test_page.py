@@ -121,6 +121,9 @@ def api_values(snapshot):
             values[f"{kind}|{g['name']}|{g['scope']}"] = g["value"]
     for h in snapshot.get("cacheHits", []):
         values[f"cache|{h['pod']}|{h['scope']}"] = h["rate"]
+    for u in snapshot.get("utilization", []):
+        values[f"utilization|{u['name']}|{u['scope']}|mean"] = u["mean"]
+        values[f"utilization|{u['name']}|{u['scope']}|max"] = u["max"]
     for area in ("latency", "traffic", "transfer"):
         for w in snapshot.get(area, []):
             values[f"{w['pod']}|{w['name']}|{w['scope']}"] = w["value"]
@@ -156,6 +159,8 @@ def test_the_numbers_on_the_page_equal_the_json_api_for_the_same_read(browser, d
                               what="the page and the API to show the same read")
     expected = api_values(detail["snapshot"])
     assert expected, "the read has numbers"
+    if name != "voice":  # the vLLM and SGLang engines' KV-cache use, per role
+        assert any(key.startswith("utilization|kv-cache-usage|engine/") for key in expected)
     assert set(page["values"]) == set(expected)
     for key, value in expected.items():
         assert float(page["values"][key]) == value, key

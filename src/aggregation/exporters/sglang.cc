@@ -137,6 +137,8 @@ const ExporterProfile exporters::kSglang{
                 .applies = Applies::kPdDecodeOnly,
                 .select = kPriorityTotal,
                 .known_labels = kSchedulerLabels}},
+    // The share of the token pool in use (each DP rank's own pool; rank copies read once).
+    .utilization = {{.key = kKvCacheUsage, .family = "sglang:token_usage"}},
     .windows =
         {
             {"ttft", "sglang:time_to_first_token_seconds", WindowKind::kHistogram, Area::kLatency,

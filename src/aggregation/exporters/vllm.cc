@@ -4,7 +4,8 @@
 // Older names (vllm/v1/metrics/loggers.py): the ITL histogram was
 // vllm:time_per_output_token_seconds until 0.11 renamed it (written beside the new name in 0.11,
 // hidden in 0.12, removed after), and the prefix cache counters carried a gpu_ prefix before 0.9.2.
-// vllm:gpu_cache_usage_perc (now kv_cache_usage_perc) is not read.
+// The KV-cache usage gauge was vllm:gpu_cache_usage_perc until 0.10 named it kv_cache_usage_perc
+// (the old name written beside it, then hidden from 0.11).
 // Section numbers (§n) cite docs/deployment-behaviour.md.
 #include "exporters/builtin.h"
 #include "kube/objects.h"
@@ -34,6 +35,10 @@ const ExporterProfile exporters::kVllm{
     .role = PodRole::kEngine,
     .gauges = {{"running", "vllm:num_requests_running", kUnitRequests},
                {"waiting", "vllm:num_requests_waiting", kUnitRequests, true}},
+    // One series per engine (data-parallel rank): the Pod's value is their mean.
+    .utilization = {{.key = kKvCacheUsage,
+                     .family = "vllm:kv_cache_usage_perc",
+                     .older = {{"vllm:gpu_cache_usage_perc", "vLLM before 0.10"}}}},
     .windows =
         {
             {"ttft", "vllm:time_to_first_token_seconds", WindowKind::kHistogram, Area::kLatency,

@@ -253,6 +253,15 @@ function renderDeployment(target, detail) {
   parts.push(el('section', { id: 'gauges' }, el('h2', {}, 'Gauges by scope'),
     gaugeRows.length ? table(['', 'name', 'scope', 'value', 'pods', 'source'], gaugeRows) : el('p', { class: 'novalue' }, 'no gauge reported')));
 
+  // A modelmetrics extension: the share of each role's KV cache in use, over its readable Pods.
+  const usedRows = (s.utilization || []).map((u) => el('tr', {},
+    el('td', { text: u.name }), el('td', { text: u.scope }),
+    numCell(u.mean, u.unit, `utilization|${u.name}|${u.scope}|mean`),
+    numCell(u.max, u.unit, `utilization|${u.name}|${u.scope}|max`),
+    el('td', { class: 'num', text: String(u.podCount) }), el('td', { text: u.source })));
+  parts.push(el('section', { id: 'utilization' }, el('h2', {}, 'KV-cache utilization by role'),
+    usedRows.length ? table(['name', 'scope', 'mean', 'max', 'pods', 'source'], usedRows) : el('p', { class: 'novalue' }, 'no utilization reported')));
+
   const cacheRows = (s.cacheHits || []).map((h) => el('tr', {},
     el('td', { text: h.pod }), el('td', { text: h.scope }), numCell(h.rate, 'fraction', `cache|${h.pod}|${h.scope}`),
     el('td', { class: 'num', text: `${h.hits} / ${h.queries}` }), el('td', { text: h.source })));

@@ -14,7 +14,7 @@
 namespace modelmetrics::deployment {
 
 // [{"name", "role": "engine"|"router", "shape": "any"|"aggregated"|"prefill-decode",
-//   "rows": [{"key", "kind": "gauge"|"window"|"cache"|"reader", "family", "type":
+//   "rows": [{"key", "kind": "gauge"|"utilization"|"window"|"cache"|"reader", "family", "type":
 //   "gauge"|"counter"|"histogram", "select": "{a=\"b\"}" (when set), "known_labels": [labels] (when
 //   set: the row is strict), "split": [labels] (when
 //   split), "lazy": bool, "older": [{"family", "until"}]}],

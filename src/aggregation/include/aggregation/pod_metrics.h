@@ -29,13 +29,15 @@ struct WindowValue {
 
 struct PodMetrics {
   std::map<std::string, double, std::less<>> gauges;
+  std::map<std::string, double, std::less<>> utilization;  // by UtilizationRow key
   std::map<std::string, CounterPair, std::less<>> cache;
   std::map<std::string, WindowValue, std::less<>> windows;
   // Split rows (exporter_profile.h): by row key, then by scope (`stage/0`, `edge/0.1->1.0`, ...).
   std::map<std::string, std::map<std::string, double>, std::less<>> scoped_gauges;
   std::map<std::string, std::map<std::string, WindowValue>, std::less<>> scoped_windows;
-  // Unsplit gauge and window keys that are absent because their series hold no valid value: the
-  // first such value (NaN, an infinity, a negative number), so the reason can say what it is.
+  // Unsplit gauge, utilization and window keys that are absent because their series hold no valid
+  // value: the first such value (NaN, an infinity, a negative number), so the reason can say what
+  // it is.
   std::map<std::string, double, std::less<>> invalid;
   // Unsplit gauge and window keys not read because a label their row does not know splits their
   // series (GaugeRow::known_labels): the label.

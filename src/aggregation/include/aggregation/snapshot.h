@@ -79,6 +79,20 @@ struct CacheHit {
   WallTime observed_at;
 };
 
+// A modelmetrics extension beside GPUStack's fields (clients of the GPUStack shape ignore it): the
+// fraction of a per-Pod resource in use over one role's readable Pods (exporter_profile.h,
+// UtilizationRow).
+struct Utilization {
+  std::string name;  // kv-cache-usage
+  std::string source;
+  std::string scope;  // "engine/<role>"
+  std::string unit;   // fraction
+  double mean = 0;
+  double max = 0;
+  int32_t pod_count = 0;
+  WallTime observed_at;
+};
+
 struct Missing {
   std::string pod;  // "" for deployment-level entries
   std::string source;
@@ -99,6 +113,7 @@ struct Snapshot {
   std::vector<Window> latency;
   std::vector<Window> traffic;
   std::vector<Window> transfer;
+  std::vector<Utilization> utilization;  // ours: after GPUStack's fields
 };
 
 // RFC 3339 UTC at second precision, e.g. 2026-11-29T16:13:15Z.
@@ -111,8 +126,8 @@ bool ParseTime(std::string_view text, WallTime* out);
 std::string SnapshotToJson(const Snapshot& snapshot,
                            std::string_view api_version = kDefaultMetricsApiVersion);
 std::string SnapshotToYaml(const Snapshot& snapshot);
-// `kubectl top`-like sections: processing, queueing, cache hits, latency, traffic, transfer,
-// then missing and PARTIAL when set.
+// `kubectl top`-like sections: processing, queueing, utilization, cache hits, latency, traffic,
+// transfer, then missing and PARTIAL when set.
 std::string SnapshotToTable(const Snapshot& snapshot);
 
 // The API's JSON read back, as a Go client of the type would (snapshot_decode.cc): members it
