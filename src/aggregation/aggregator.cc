@@ -224,7 +224,7 @@ Status Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* out
   size_t readable = 0;
   for (size_t i = 0; i < owned.size(); ++i) {
     if (!reads[i].metrics) {
-      builder.AddMissing(owned[i].metadata.name, "scrape", reads[i].error);
+      builder.AddFailedPod(owned[i], reads[i].error);
       continue;
     }
     ++readable;

@@ -63,9 +63,31 @@ void SnapshotBuilder::AddMissing(std::string pod, std::string source, Reason rea
   snapshot_.missing.push_back({std::move(pod), std::move(source), std::move(reason)});
 }
 
+namespace {
+
+// The scope a Pod's gauges report under: "router", or "engine/<component>".
+std::string PodScope(const Pod& pod) {
+  if (!pod.metadata.Label(kLabelRouter).empty()) return "router";
+  return "engine/" + std::string(pod.metadata.Label(kLabelComponent));
+}
+
+}  // namespace
+
+PodReport& SnapshotBuilder::Report(const Pod& pod) {
+  auto [it, inserted] = pod_reports_.try_emplace(pod.metadata.name, snapshot_.pods.size());
+  if (inserted) snapshot_.pods.push_back({pod.metadata.name, PodScope(pod), {}});
+  return snapshot_.pods[it->second];
+}
+
+void SnapshotBuilder::AddFailedPod(const Pod& pod, Reason reason) {
+  Report(pod);
+  AddMissing(pod.metadata.name, "scrape", std::move(reason));
+}
+
 void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, ReadTime at,
                                Baselines* baselines) {
   const bool router = !pod.metadata.Label(kLabelRouter).empty();
+  Report(pod).observed_at = at.wall;
   const ExporterProfile* profile = SelectExporter(md_, router);
   if (profile == nullptr) {
     if (router) {
@@ -79,7 +101,7 @@ void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, ReadTime 
                      .profile = *profile,
                      .baselines = baselines != nullptr ? baselines : store_,
                      .name = pod.metadata.name,
-                     .scope = router ? "router" : "engine/" + std::string(component),
+                     .scope = PodScope(pod),
                      .at = at,
                      .pd = md_.IsPrefillDecode()};
   if (const Role* role = router ? nullptr : md_.FindRole(component)) {
@@ -164,6 +186,7 @@ void SnapshotBuilder::MergeGauges(const PodContext& pod, const PodMetrics& read)
       continue;
     }
     AddGauge(pod, gauge, pod.scope, value->second);
+    Report(pod.pod).values[std::string(gauge.key)] = value->second;
   }
 }
 
@@ -200,6 +223,7 @@ void SnapshotBuilder::MergeUtilization(const PodContext& pod, const PodMetrics& 
                                        std::string(kUnitFraction), 0, value->second, 0,
                                        pod.at.wall});
     }
+    Report(pod.pod).values[std::string(row.key)] = value->second;
     Utilization& merged = snapshot_.utilization[it->second.first];
     it->second.second += value->second;
     merged.pod_count += 1;
@@ -552,8 +576,10 @@ Snapshot SnapshotBuilder::Finish(WallTime timestamp) {
                       std::any_of(snapshot_.missing.begin(), snapshot_.missing.end(),
                                   [](const Missing& m) { return !IsNotPartialReason(m.reason); });
   snapshot_.timestamp = timestamp;
+  sort_by(snapshot_.pods, [](const PodReport& p) { return p.pod; });
   gauges_.clear();
   utilization_.clear();
+  pod_reports_.clear();
   return std::move(snapshot_);
 }
 

@@ -45,6 +45,8 @@ class SnapshotBuilder {
   SnapshotBuilder(const ModelDeployment& md, Baselines* store);
 
   void AddMissing(std::string pod, std::string source, Reason reason);
+  // A Pod whose read failed: its missing[] entry (source "scrape") and its scope in `pods`.
+  void AddFailedPod(const Pod& pod, Reason reason);
   void ForcePartial() { forced_partial_ = true; }
 
   // Merges one successful read of `pod`, taken at `at` (after its body was read and parsed),
@@ -57,6 +59,8 @@ class SnapshotBuilder {
 
  private:
   struct PodContext;
+  // The Pod's entry in the snapshot's `pods`, added at its first mention.
+  PodReport& Report(const Pod& pod);
   struct Delta;
   // (window key, scope; "" for a row that is not split) -> the window's delta.
   using Deltas = std::map<std::pair<std::string, std::string>, Delta>;
@@ -81,6 +85,7 @@ class SnapshotBuilder {
   // (name, source, scope) -> index in utilization and the sum of its Pods' values (for the mean).
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<size_t, double>>
       utilization_;
+  std::map<std::string, size_t> pod_reports_;  // Pod name -> index in pods
 };
 
 }  // namespace modelmetrics::deployment

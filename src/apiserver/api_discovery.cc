@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text.h"
+#include "custom_metrics_api.h"
 #include "json_dump.h"
 
 namespace modelmetrics::deployment {
@@ -131,16 +132,20 @@ std::string DiscoveryContentType(DiscoveryForm form) {
                      kDiscoveryList);
 }
 
-std::string ApisJson(const MetricsApi& api, DiscoveryForm form) {
-  if (form == DiscoveryForm::kLegacy) {
+std::string ApisJson(const MetricsApi& api, DiscoveryForm form, bool custom_metrics) {
+  const bool aggregated = form != DiscoveryForm::kLegacy;
+  OrderedJson groups = OrderedJson::array(
+      {aggregated ? AggregatedGroupJson(api) : GroupJson(api, /*with_type=*/false)});
+  if (custom_metrics) groups.push_back(CustomMetricsApisGroupJson(aggregated));
+  if (!aggregated) {
     OrderedJson list{{"kind", "APIGroupList"}, {"apiVersion", "v1"}};
-    list["groups"] = OrderedJson::array({GroupJson(api, /*with_type=*/false)});
+    list["groups"] = std::move(groups);
     return DumpJson(list);
   }
   OrderedJson list{{"kind", kDiscoveryList},
                    {"apiVersion", fmt::format("{}/{}", kDiscoveryGroup, DiscoveryVersion(form))},
                    {"metadata", OrderedJson::object()}};
-  list["items"] = OrderedJson::array({AggregatedGroupJson(api)});
+  list["items"] = std::move(groups);
   return DumpJson(list);
 }
 

@@ -30,8 +30,8 @@ DiscoveryForm NegotiateDiscovery(std::string_view accept);
 // `application/json`, or the aggregated form's media type with its g, v and as parameters.
 std::string DiscoveryContentType(DiscoveryForm form);
 
-// /apis in `form`.
-std::string ApisJson(const MetricsApi& api, DiscoveryForm form);
+// /apis in `form`; with `custom_metrics`, custom.metrics.k8s.io's group after the API's own.
+std::string ApisJson(const MetricsApi& api, DiscoveryForm form, bool custom_metrics = false);
 // /apis/GROUP
 std::string ApiGroupJson(const MetricsApi& api);
 // /apis/GROUP/VERSION

@@ -19,10 +19,14 @@
 #include <nlohmann/json.hpp>
 
 #include "api_discovery.h"
+#include "api_responses.h"
 #include "base/duration.h"
 #include "base/file.h"
 #include "base/mutex.h"
+#include "base/text.h"
 #include "base/worker_pool.h"
+#include "custom_metric_reads.h"
+#include "custom_metrics_api.h"
 #include "json_dump.h"
 #include "kube/kube_names.h"
 #include "kube/yaml.h"
@@ -31,28 +35,6 @@ namespace modelmetrics::deployment {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-net::HttpResponse JsonResponse(int code, std::string body) {
-  net::HttpResponse response;
-  response.status = code;
-  response.content_type = "application/json";
-  response.body = std::move(body);
-  return response;
-}
-
-// An error code as sent: a status that is not an HTTP error (a source's bug) is a 500.
-int ErrorCode(int code) { return code >= 400 && code <= 599 ? code : 500; }
-
-// Errors: the deployment named in details; 401 without details, as Kubernetes sends it.
-net::HttpResponse StatusResponse(const Status& status, const StatusDetails* details,
-                                 bool with_details = true, int retry_after_seconds = 0) {
-  net::HttpResponse response = JsonResponse(
-      ErrorCode(status.code()), StatusJson(status, details, with_details, retry_after_seconds));
-  if (retry_after_seconds > 0) {
-    response.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds));
-  }
-  return response;
-}
 
 net::HttpResponse Unauthorized() {
   return StatusResponse({401, "Unauthorized", "Unauthorized"}, nullptr, /*with_details=*/false);
@@ -172,6 +154,7 @@ struct ApiServer::Impl {
   std::unique_ptr<base::WorkerPool> reviewing;     // requests waiting for a TokenReview or SAR
   std::atomic<int64_t> last_review_refusal_ms{0};  // steady ms of the last review refused
   std::unique_ptr<SharedReads> reads;
+  std::unique_ptr<CustomMetricReads> custom;  // with options.custom_metrics
   std::unique_ptr<OpenApiDocuments> openapi;
   std::shared_ptr<ServerMetrics> metrics;
   HealthChecks livez{"livez"}, readyz{"readyz"}, healthz{"healthz"};
@@ -221,6 +204,10 @@ struct ApiServer::Impl {
                      const StatusDetails& details, SteadyTime deadline,
                      const net::Responder& respond);
   SharedReads::Result Read(const std::string& ns, const std::string& name, SteadyTime deadline);
+  // A custom metrics API metric path (custom_metrics_api.h), authorised as `get` on
+  // RESOURCE/METRIC in custom.metrics.k8s.io, as kube-apiserver's RBAC sees it.
+  void ServeCustomMetric(const net::HttpRequest& request, bool reviewing, UserInfo user,
+                         CustomMetricsRequest custom_request, const net::Responder& respond);
 };
 
 namespace {
@@ -242,16 +229,27 @@ net::HttpResponse ServerBusy() {
                         /*with_details=*/true, /*retry_after_seconds=*/1);
 }
 
-net::HttpResponse TooManyRequests(const StatusDetails* details) {
-  return StatusResponse({429, "TooManyRequests", "Too many requests, please try again later."},
-                        details, /*with_details=*/true, /*retry_after_seconds=*/1);
-}
-
 net::HttpResponse ReadResponse(const SharedReads::Result& result, const StatusDetails& details) {
   if (!result.status.ok() || result.body == nullptr) {
     return StatusResponse(result.status, &details, /*with_details=*/true, result.retry ? 1 : 0);
   }
   return JsonResponse(200, *result.body);
+}
+
+// A resource request the authoriser did not allow: 500 when it could not decide, else 403 with
+// Kubernetes' message; nullopt when allowed.
+std::optional<net::HttpResponse> Refusal(const AuthorizationRequest& access,
+                                         const AuthorizationDecision& decision,
+                                         const StatusDetails& details) {
+  if (!decision.error.ok()) {
+    return StatusResponse(
+        Status::Internal(fmt::format("Internal error occurred: {}", decision.error.message())),
+        &details);
+  }
+  if (!decision.allowed) {
+    return StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)}, &details);
+  }
+  return std::nullopt;
 }
 
 net::HttpResponse NotStartedInTime(const StatusDetails& details) {
@@ -342,8 +340,20 @@ void ApiServer::Impl::Dispatch(const net::HttpRequest& request, const net::Respo
 
   std::string_view path = request.path;
   if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
-  const bool discovery =
-      path == "/apis" || path == options.api.GroupPath() || path == options.api.VersionPath();
+  CustomMetricsRequest custom_request;
+  if (options.custom_metrics) {
+    if (Status parsed = ParseCustomMetricsPath(path, &custom_request); !parsed.ok()) {
+      return respond(StatusResponse(parsed, nullptr));
+    }
+    if (custom_request.kind == CustomMetricsPath::kObjectMetric ||
+        custom_request.kind == CustomMetricsPath::kPodsMetric) {
+      return ServeCustomMetric(request, known == nullptr, std::move(user),
+                               std::move(custom_request), respond);
+    }
+  }
+  const bool discovery = path == "/apis" || path == options.api.GroupPath() ||
+                         path == options.api.VersionPath() ||
+                         custom_request.kind != CustomMetricsPath::kNone;
   const bool document = path.starts_with("/openapi/") && openapi->Serve(request).has_value();
   if (discovery || document || path == "/metrics") {
     if (request.method != "GET") return respond(MethodNotAllowed(nullptr));
@@ -384,10 +394,16 @@ net::HttpResponse ApiServer::Impl::NonResource(const net::HttpRequest& request) 
   }
   // Discovery, with an ETag as kube-apiserver's: kube-aggregator re-fetches /apis every minute.
   net::HttpResponse response = JsonResponse(200, "");
+  CustomMetricsRequest custom_request;
+  if (options.custom_metrics) (void)ParseCustomMetricsPath(path, &custom_request);
   if (path == "/apis") {
     const DiscoveryForm form = NegotiateDiscovery(request.headers.Get("Accept"));
-    response.body = ApisJson(options.api, form);
+    response.body = ApisJson(options.api, form, options.custom_metrics);
     response.content_type = DiscoveryContentType(form);
+  } else if (custom_request.kind == CustomMetricsPath::kGroup) {
+    response.body = CustomMetricsGroupJson();
+  } else if (custom_request.kind == CustomMetricsPath::kResourceList) {
+    response.body = CustomMetricsResourceListJson(custom_request.version);
   } else {
     response.body = path == options.api.GroupPath() ? ApiGroupJson(options.api)
                                                     : ApiResourceListJson(options.api);
@@ -464,18 +480,59 @@ void ApiServer::Impl::ServeMetrics(const net::HttpRequest& request, bool reviewi
   Decide(request, reviewing, std::move(access), std::move(then), respond, &details);
 }
 
+void ApiServer::Impl::ServeCustomMetric(const net::HttpRequest& request, bool reviewing,
+                                        UserInfo user, CustomMetricsRequest custom_request,
+                                        const net::Responder& respond) {
+  const StatusDetails details{.name = custom_request.name,
+                              .group = std::string(kCustomMetricsGroup),
+                              .kind = custom_request.resource};
+  if (request.method != "GET") return respond(MethodNotAllowed(&details));
+  const std::string& ns = custom_request.ns;
+  const std::string& name = custom_request.name;
+  std::string problem = ValidateDns1123Label(ns);
+  if (problem.empty() && name != "*") problem = ValidateDns1123Subdomain(name);
+  MetricScope scope;
+  std::vector<std::string> selectors = base::QueryValues(request.query, "metricLabelSelector");
+  Status bad = problem.empty()
+                   ? Status::Ok()
+                   : Status::BadRequest(fmt::format("invalid namespace or name \"{}/{}\": {}",
+                                                    Echo(ns), Echo(name), problem));
+  if (bad.ok() && selectors.size() > 1) bad = Status::BadRequest("metricLabelSelector given twice");
+  if (bad.ok() && !selectors.empty()) bad = MetricSelector(selectors.front(), &scope);
+  if (!bad.ok()) return respond(StatusResponse(bad, &details));
+  const std::vector<std::string> pods = base::QueryValues(request.query, "labelSelector");
+  std::string label_selector = pods.empty() ? "" : pods.front();
+  const SteadyTime arrived =
+      request.received_at == SteadyTime() ? SteadyClock::now() : request.received_at;
+  const SteadyTime deadline = arrived + options.request_timeout;
+  if (deadline - SteadyClock::now() < options.min_read_budget) {
+    return respond(NotStartedInTime(details));
+  }
+  AuthorizationRequest access{.user = std::move(user),
+                              .verb = "get",
+                              .api_group = std::string(kCustomMetricsGroup),
+                              .api_version = std::string(VersionName(custom_request.version)),
+                              .resource = custom_request.resource,
+                              .subresource = custom_request.metric,
+                              .ns = ns,
+                              .name = name};
+  auto then = [this, custom_request = std::move(custom_request), scope = std::move(scope),
+               label_selector = std::move(label_selector), details, deadline,
+               respond](const AuthorizationRequest& access, const AuthorizationDecision& decision) {
+    if (std::optional<net::HttpResponse> refused = Refusal(access, decision, details)) {
+      return respond(std::move(*refused));
+    }
+    custom->Serve(custom_request, scope, label_selector, deadline, respond);
+  };
+  Decide(request, reviewing, std::move(access), std::move(then), respond, &details);
+}
+
 void ApiServer::Impl::ReadIfAllowed(const AuthorizationRequest& access,
                                     const AuthorizationDecision& decision,
                                     const StatusDetails& details, SteadyTime deadline,
                                     const net::Responder& respond) {
-  if (!decision.error.ok()) {
-    return respond(StatusResponse(
-        Status::Internal(fmt::format("Internal error occurred: {}", decision.error.message())),
-        &details));
-  }
-  if (!decision.allowed) {
-    return respond(
-        StatusResponse({403, "Forbidden", ForbiddenMessage(access, decision.reason)}, &details));
+  if (std::optional<net::HttpResponse> refused = Refusal(access, decision, details)) {
+    return respond(std::move(*refused));
   }
   // A slow review may have used the budget up.
   if (deadline - SteadyClock::now() < options.min_read_budget) {
@@ -501,9 +558,11 @@ SharedReads::Result ApiServer::Impl::Read(const std::string& ns, const std::stri
                         std::chrono::duration<double>(SteadyClock::now() - started).count());
   if (!status.ok()) return {.status = status};
   // Rendered once per read: every request sharing it gets the same bytes.
+  auto body =
+      std::make_shared<const std::string>(SnapshotToJson(result, options.api.GroupVersion()));
   return {.status = status,
-          .body = std::make_shared<const std::string>(
-              SnapshotToJson(result, options.api.GroupVersion()))};
+          .body = std::move(body),
+          .snapshot = std::make_shared<const Snapshot>(std::move(result))};
 }
 
 ApiServer::ApiServer(ApiServerOptions options, SnapshotFunction snapshot,
@@ -551,10 +610,18 @@ Status ApiServer::Start() {
   reads.max_waiters = impl.options.max_waiting;
   reads.reuse_for = impl.options.reuse_for;
   reads.min_read_budget = impl.options.min_read_budget;
+  if (impl.options.custom_metrics) reads.keep_for = impl.options.metrics_reuse_for;
   impl.reads = std::make_unique<SharedReads>(
       reads, [&impl](const std::string& ns, const std::string& name, SteadyTime deadline) {
         return impl.Read(ns, name, deadline);
       });
+  if (impl.options.custom_metrics) {
+    impl.custom = std::make_unique<CustomMetricReads>(
+        impl.reads.get(), impl.options.objects, impl.options.metrics_reuse_for,
+        [metrics = impl.metrics](SharedReads::Admission admission) {
+          metrics->SharedRead(SharedReads::AdmissionName(admission));
+        });
+  }
   if (Status started = impl.http->Start(); !started.ok()) {
     impl.authorizing->Shutdown();
     impl.reviewing->Shutdown();

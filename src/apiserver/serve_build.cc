@@ -86,6 +86,8 @@ ApiServerOptions BuildApiServerOptions(const ServeConfig& config,
   options.http.tls = std::move(tls);
   options.max_in_flight = config.server.max_in_flight;
   options.reuse_for = std::chrono::milliseconds(config.server.snapshot_reuse_ms);
+  options.custom_metrics = config.autoscaling.custom_metrics;
+  options.metrics_reuse_for = std::chrono::milliseconds(config.autoscaling.metrics_reuse_ms);
   options.http.max_connections_per_address = config.server.max_connections_per_address;
   options.worker_threads = config.server.workers;
   options.request_timeout = config.reads.request_timeout;

@@ -297,6 +297,11 @@ std::vector<Setting> ServerSettings() {
        Integer(MM_FIELD(server.snapshot_reuse_ms), 0, 60000)},
       {{"max_connections_per_address", "0", "0: none (behind kube-apiserver all comes from one)"},
        Integer(MM_FIELD(server.max_connections_per_address), 0, 100000)},
+      {{"custom_metrics_api", "false",
+        "true: also serve custom.metrics.k8s.io (docs/autoscaling.md; one owner per cluster)"},
+       Flag(MM_FIELD(autoscaling.custom_metrics))},
+      {{"metrics_reuse_ms", "5000", "    a metric call accepts a read this old (Pods read once)"},
+       Integer(MM_FIELD(autoscaling.metrics_reuse_ms), 0, 60000)},
   };
 }
 

@@ -63,7 +63,7 @@ struct SharedReads::Impl {
   std::condition_variable reaper_cv;  // reaper: a flight was queued, or stopping
   std::map<std::string, std::shared_ptr<Flight>> flights GUARDED_BY(mu);  // running or queued
   std::deque<std::shared_ptr<Flight>> queue GUARDED_BY(mu);               // queued, oldest first
-  std::map<std::string, Finished> recent GUARDED_BY(mu);  // within reuse_for of their end
+  std::map<std::string, Finished> recent GUARDED_BY(mu);  // within KeepFor() of their end
   size_t waiters GUARDED_BY(mu) = 0;
   bool stopping GUARDED_BY(mu) = false;
   std::vector<std::thread> workers;
@@ -99,9 +99,13 @@ struct SharedReads::Impl {
     for (Waiter& waiter : late) waiter.done(result);
   }
 
+  std::chrono::milliseconds KeepFor() const {
+    return std::max(options.reuse_for, options.keep_for);
+  }
+
   void PurgeRecent(SteadyTime now) REQUIRES(mu) {
     for (auto it = recent.begin(); it != recent.end();) {
-      it = now - it->second.at >= options.reuse_for ? recent.erase(it) : std::next(it);
+      it = now - it->second.at >= KeepFor() ? recent.erase(it) : std::next(it);
     }
   }
 
@@ -137,7 +141,7 @@ struct SharedReads::Impl {
       const SteadyTime now = SteadyClock::now();
       const std::string key = Key(flight->ns, flight->name);
       flights.erase(key);
-      if (options.reuse_for.count() > 0) {
+      if (KeepFor().count() > 0) {
         PurgeRecent(now);
         recent[key] = Finished{result, now};
       }
@@ -197,20 +201,23 @@ SharedReads::SharedReads(Options options, ReadFunction read) : impl_(std::make_u
 SharedReads::~SharedReads() { Shutdown(); }
 
 SharedReads::Admission SharedReads::Submit(const std::string& ns, const std::string& name,
-                                           SteadyTime deadline, Callback done) {
+                                           SteadyTime deadline, Callback done,
+                                           std::optional<std::chrono::milliseconds> reuse) {
   Impl& impl = *impl_;
   const std::string key = Key(ns, name);
+  const std::chrono::milliseconds accepted =
+      std::min(reuse.value_or(impl.options.reuse_for), impl.KeepFor());
   base::MutexLock lock(&impl.mu);
   if (impl.stopping) return Admission::kBusy;
   const SteadyTime now = SteadyClock::now();
   if (auto it = impl.recent.find(key); it != impl.recent.end()) {
-    if (now - it->second.at < impl.options.reuse_for) {
+    if (now - it->second.at < accepted) {
       const Result result = it->second.result;
       lock.Unlock();
       done(result);
       return Admission::kReused;
     }
-    impl.recent.erase(it);
+    if (now - it->second.at >= impl.KeepFor()) impl.recent.erase(it);
   }
   if (impl.waiters >= impl.options.max_waiters) return Admission::kBusy;
   auto it = impl.flights.find(key);

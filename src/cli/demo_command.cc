@@ -205,6 +205,19 @@ int PrintRound(int round, const std::vector<std::unique_ptr<sim::DeploymentSim>>
   return failures;
 }
 
+// The two APIs' curl lines: the snapshot, and the custom metrics an HPA reads.
+void PrintApiLines(const sim::LoopbackApi& api) {
+  const std::string curl = "  curl -H 'Authorization: Bearer " + api.token() + "' '" + api.url();
+  std::cout << "aggregated API: " << api.url() << " (bearer token " << api.token() << ")\n"
+            << curl
+            << "/apis/worker.gpustack.ai/v1/namespaces/demo/modeldeployments/chat/metrics'\n"
+            << "custom metrics API (what an HPA reads; docs/autoscaling.md):\n"
+            << curl
+            << "/apis/custom.metrics.k8s.io/v1beta2/namespaces/demo/"
+               "modeldeployments.worker.gpustack.ai/chat/"
+               "waiting?metricLabelSelector=role%3Dgeneration'\n";
+}
+
 }  // namespace
 
 int RunDemo(const DemoArgs& args) {
@@ -226,9 +239,9 @@ int RunDemo(const DemoArgs& args) {
   // The aggregated API, for curl or kubectl on the side; its aggregator also prints the rounds.
   sim::LoopbackApiOptions api_options;
   api_options.namespaces = {"demo"};
+  api_options.api.custom_metrics = true;  // its own API server: no other owner of the group here
   sim::LoopbackApi api(&source, api_options);
   deployment::Aggregator& aggregator = api.aggregator();
-  const std::string& token = api.token();
   if (const base::Status started = api.Start(); !started.ok()) {
     std::cerr << "modelmetrics demo: API server: " << started.message() << "\n";
     return 1;
@@ -256,9 +269,7 @@ int RunDemo(const DemoArgs& args) {
       return 1;
     }
   }
-  std::cout << "aggregated API: " << api.url() << " (bearer token " << token << ")\n"
-            << "  curl -H 'Authorization: Bearer " << token << "' " << api.url()
-            << "/apis/worker.gpustack.ai/v1/namespaces/demo/modeldeployments/chat/metrics\n";
+  PrintApiLines(api);
   if (page) std::cout << "web page: " << page->url() << "\n";
 
   // The pipeline half, serving its /metrics beside the deployments for the same duration, or

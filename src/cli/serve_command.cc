@@ -206,6 +206,7 @@ int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLim
                                                    [watch_cache] { return watch_cache->Ready(); });
     }
     server_options.metrics = metrics;
+    server_options.objects = source.get();
     deployment::ApiServer server(
         std::move(server_options),
         [&aggregator](std::string_view ns, std::string_view name, deployment::SteadyTime deadline,
@@ -219,6 +220,12 @@ int Serve(const std::string& config_path, size_t max_config_bytes, const ReadLim
       std::printf("serving ModelDeploymentMetrics on %s\n", server.url().c_str());
       std::printf("  GET %s%s\n", server.url().c_str(),
                   config.api.MetricsPath("NS", "NAME").c_str());
+      if (config.autoscaling.custom_metrics) {
+        std::printf(
+            "  GET %s/apis/custom.metrics.k8s.io/v1beta2/namespaces/NS/"
+            "modeldeployments.worker.gpustack.ai/NAME/METRIC\n",
+            server.url().c_str());
+      }
       std::fflush(stdout);
       WaitForStop(signals, duration, "serve");
       server.Stop();

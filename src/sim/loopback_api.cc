@@ -11,7 +11,8 @@
 namespace modelmetrics::sim {
 
 LoopbackApi::LoopbackApi(deployment::ObjectSource* source, LoopbackApiOptions options)
-    : options_(std::move(options)),
+    : source_(source),
+      options_(std::move(options)),
       token_(options_.token.empty() ? base::RandomToken() : options_.token),
       aggregator_(std::make_unique<deployment::Aggregator>(source, options_.aggregator)) {}
 
@@ -34,8 +35,16 @@ Status LoopbackApi::Start() {
   metrics_rule.users = {"loopback"};
   metrics_rule.verbs = {"get"};
   metrics_rule.non_resource_urls = {"/metrics"};
+  // The custom metrics API, when served: every metric of a deployment or of its Pods.
+  deployment::PolicyRule custom_rule;
+  custom_rule.users = {"loopback"};
+  custom_rule.namespaces = options_.namespaces;
+  custom_rule.verbs = {"get"};
+  custom_rule.api_groups = {"custom.metrics.k8s.io"};
+  custom_rule.resources = {"*"};
   deployment::ApiServerOptions api = options_.api;
   api.http.address = "127.0.0.1";
+  if (api.objects == nullptr) api.objects = source_;
   if (!options_.tls_cert_file.empty() && !options_.tls_key_file.empty()) {
     net::TlsOptions tls;
     tls.cert_file = options_.tls_cert_file;
@@ -49,7 +58,7 @@ Status LoopbackApi::Start() {
                    deployment::Snapshot* out) { return aggregator->Get(ns, name, out, deadline); },
       std::move(authenticator),
       std::make_unique<deployment::PolicyAuthorizer>(
-          std::vector<deployment::PolicyRule>{rule, metrics_rule}));
+          std::vector<deployment::PolicyRule>{rule, metrics_rule, custom_rule}));
   return server_->Start();
 }
 

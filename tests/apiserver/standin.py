@@ -44,6 +44,8 @@ TOKENS = {
     "nobody-sa-token": ("system:serviceaccount:team:nobody", ["system:serviceaccounts"]),
     "serve-sa-token": ("system:serviceaccount:modelmetrics-system:modelmetrics",
                        ["system:serviceaccounts"]),
+    "hpa-token": ("system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+                  ["system:serviceaccounts"]),
 }
 # (subjects, verbs, api groups, resources, non-resource URLs); "*" matches anything.
 RULES = [
@@ -56,6 +58,9 @@ RULES = [
     ({"user:system:serviceaccount:modelmetrics-system:modelmetrics"}, {"get", "list", "watch"},
      {"", "apps", "worker.gpustack.ai"},
      {"pods", "replicasets", "deployments", "modeldeployments", "configmaps"}, set()),
+    # system:controller:horizontal-pod-autoscaler's rule on the custom metrics API.
+    ({"user:system:serviceaccount:kube-system:horizontal-pod-autoscaler"},
+     {"get", "list", "watch"}, {"custom.metrics.k8s.io"}, {"*"}, set()),
     ({"user:system:serviceaccount:modelmetrics-system:modelmetrics"}, {"create"},
      {"authentication.k8s.io", "authorization.k8s.io"},
      {"tokenreviews", "subjectaccessreviews"}, set()),
@@ -308,9 +313,18 @@ current-context: standin
             return True, "all checks passed"
         return False, f"failing or missing response from {path}: bad status from {path}: {code}"
 
+    def groups(self):
+        """The registered groups with their versions, the first registered preferred (as the
+        highest versionPriority is)."""
+        out = {}
+        for (group, version) in self.apiservices:
+            out.setdefault(group, []).append(version)
+        return out
+
     def aggregated_items(self):
         items = []
-        for (group, version) in self.apiservices:
+        for group, versions in self.groups().items():
+            version = versions[0]
             code, content_type, body = self.call_service(
                 group, version, "GET", "/apis", "system:kube-aggregator", ["system:masters"],
                 accept=f"{AGGREGATED_V2},{AGGREGATED_V2BETA1}")
@@ -400,9 +414,13 @@ class _Handler(BaseHTTPRequestHandler):
     def discovery(self):
         accept = self.headers.get("Accept", "")
         if "as=APIGroupDiscoveryList" not in accept:
-            groups = [{"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}],
-                       "preferredVersion": {"groupVersion": f"{g}/{v}", "version": v}}
-                      for g, v in OWN_GROUPS + list(self.standin.apiservices)]
+            versions = {g: [v] for g, v in OWN_GROUPS}
+            for g, vs in self.standin.groups().items():
+                versions[g] = vs + [v for v in versions.get(g, []) if v not in vs]
+            groups = [{"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}
+                                               for v in vs],
+                       "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}}
+                      for g, vs in versions.items()]
             return self.reply(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
         own = [own_discovery_item(g, v) for g, v in OWN_GROUPS]
         items = self.standin.aggregated_items()

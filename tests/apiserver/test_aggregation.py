@@ -41,7 +41,7 @@ def pods(tmp_path_factory):
     sim.stop()
 
 
-def start_serve(work, standin, group="worker.gpustack.ai"):
+def start_serve(work, standin, group="worker.gpustack.ai", extra=""):
     kubeconfig = standin.kubeconfig(work / "serve-kubeconfig", "serve-sa-token")
     config = work / "serve.yaml"
     config.write_text(f"""address: 127.0.0.1
@@ -55,7 +55,7 @@ authentication_refresh: 200ms
 authorization: subjectaccessreview
 snapshot_reuse_ms: 0
 watch_objects: true
-""")
+{extra}""")
     serve = Process([BIN, "serve", "--config", str(config), "--duration", "300s"])
     port = int(serve.match(r"serving ModelDeploymentMetrics on https://127\.0\.0\.1:(\d+)").group(1))
     standin.register(group, "v1", port)

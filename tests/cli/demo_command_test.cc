@@ -98,6 +98,8 @@ TEST(DemoCommandTest, SecondAndLaterRoundsHaveWindowsAndAreNotPartial) {
   const std::vector<Block> blocks = SplitRounds(r.out, &preamble);
   EXPECT_THAT(preamble, HasSubstr("modelmetrics demo: simulated Pods"));
   EXPECT_THAT(preamble, HasSubstr("aggregated API: http://127.0.0.1:"));
+  EXPECT_THAT(preamble, HasSubstr("/apis/custom.metrics.k8s.io/v1beta2/namespaces/demo/"
+                                  "modeldeployments.worker.gpustack.ai/chat/waiting"));
   // The pipeline simulator's listening line is in the banner, not in the middle of the rounds.
   EXPECT_THAT(preamble, HasSubstr("pipeline simulator: serving /metrics on http://127.0.0.1:"));
   EXPECT_THAT(preamble, HasSubstr("demo/chat-prompt-"));

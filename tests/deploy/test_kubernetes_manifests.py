@@ -18,6 +18,8 @@ KUSTOMIZE = ROOT / "deploy" / "kubernetes"
 SCHEMAS = pathlib.Path(os.environ.get("MODELMETRICS_MANIFEST_SCHEMAS",
                                       ROOT / "build" / "manifest-schemas"))
 TREES = ["base", "overlays/second-group", "overlays/cert-manager", "overlays/monitoring"]
+AUTOSCALING = "overlays/autoscaling"
+EXAMPLES = KUSTOMIZE / AUTOSCALING / "examples"
 
 
 def render(tree):
@@ -37,15 +39,22 @@ def one(objs, kind, name=None):
     return found[0]
 
 
-@pytest.mark.parametrize("tree", TREES)
-def test_renders_and_passes_the_schemas(tree):
+def validate(text):
     assert (SCHEMAS / "node_modules" / "kubernetes-models").is_dir(), \
         f"no schema packages in {SCHEMAS}: run scripts/setup.sh"
     out = subprocess.run(["node", str(ROOT / "tests/deploy/kubernetes/validate.mjs")],
-                         input=render(tree), capture_output=True, text=True, cwd=SCHEMAS,
-                         timeout=120)
+                         input=text, capture_output=True, text=True, cwd=SCHEMAS, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert " 0 failed" in out.stdout
+
+
+@pytest.mark.parametrize("tree", TREES + [AUTOSCALING])
+def test_renders_and_passes_the_schemas(tree):
+    validate(render(tree))
+
+
+def test_the_autoscaling_examples_pass_the_schemas():
+    validate("---\n".join(p.read_text() for p in sorted(EXAMPLES.glob("hpa-*.yaml"))))
 
 
 def test_the_schema_check_fails_a_broken_object():
@@ -161,3 +170,56 @@ def test_cert_manager_verifies_the_server():
                  if m["name"] == secret_volume["name"])
     assert serve["tls_cert_file"] == mount["mountPath"] + "/tls.crt"
     assert serve["tls_key_file"] == mount["mountPath"] + "/tls.key"
+
+
+def test_autoscaling_registers_both_custom_metrics_versions_on_the_same_server():
+    objs = objects(AUTOSCALING)
+    base = one(objs, "APIService", "v1.worker.gpustack.ai")
+    v1beta2 = one(objs, "APIService", "v1beta2.custom.metrics.k8s.io")
+    v1beta1 = one(objs, "APIService", "v1beta1.custom.metrics.k8s.io")
+    for apiservice, version in ((v1beta2, "v1beta2"), (v1beta1, "v1beta1")):
+        assert apiservice["spec"]["group"] == "custom.metrics.k8s.io"
+        assert apiservice["spec"]["version"] == version
+        assert apiservice["spec"]["service"] == base["spec"]["service"]
+    # v1beta2 preferred: the HPA's client takes the group's preferred version.
+    assert v1beta2["spec"]["versionPriority"] > v1beta1["spec"]["versionPriority"]
+    deployment = one(objs, "Deployment", "modelmetrics")
+    config_volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"]
+                         if v["name"] == "config")
+    serve = yaml.safe_load(one(objs, "ConfigMap", config_volume["configMap"]["name"])
+                           ["data"]["serve.yaml"])
+    assert serve["custom_metrics_api"] is True
+    assert serve["authorization"] == "subjectaccessreview"
+    # The HPA controller may read every custom metric.
+    binding = one(objs, "ClusterRoleBinding", "modelmetrics:hpa-controller-custom-metrics")
+    assert {"kind": "ServiceAccount", "name": "horizontal-pod-autoscaler",
+            "namespace": "kube-system"} in binding["subjects"]
+    role = one(objs, "ClusterRole", binding["roleRef"]["name"])
+    assert role["rules"] == [{"apiGroups": ["custom.metrics.k8s.io"], "resources": ["*"],
+                              "verbs": ["get", "list"]}]
+    # Off by default: the base registers no custom metrics APIService.
+    assert not [o for o in objects("base") if o["kind"] == "APIService" and
+                o["spec"]["group"] == "custom.metrics.k8s.io"]
+
+
+def test_the_hpa_examples_read_metrics_the_server_serves():
+    import json
+    binary = ROOT / "build" / "src" / "cli" / "modelmetrics"
+    served = None
+    if binary.exists():  # the names the server's discovery lists (modelmetrics exporters' rows)
+        out = subprocess.run([str(binary), "exporters"], capture_output=True, text=True,
+                             timeout=60)
+        served = out.stdout if out.returncode == 0 else None
+    for path in sorted(EXAMPLES.glob("hpa-*.yaml")):
+        hpa = yaml.safe_load(path.read_text())
+        for metric in hpa["spec"]["metrics"]:
+            spec = metric[metric["type"].lower()]
+            name = spec["metric"]["name"]
+            if metric["type"] == "Object":
+                assert spec["describedObject"] == {"apiVersion": "worker.gpustack.ai/v1alpha1",
+                                                   "kind": "ModelDeployment",
+                                                   "name": spec["describedObject"]["name"]}
+                assert set(spec["metric"].get("selector", {}).get("matchLabels", {})) <= \
+                    {"role", "scope"}
+            if served is not None:
+                assert json.dumps(name.removesuffix("-max")) in served, name

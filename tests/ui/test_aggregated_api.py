@@ -160,3 +160,24 @@ def test_aggregated_api_needs_the_kubernetes_api(tmp_path):
     assert ui.proc.returncode == 2
     assert any("--aggregated-api reads through the Kubernetes API" in line
                for line in ui.until(r"aggregated-api", timeout=5))
+
+
+def test_the_demos_custom_metrics_curl_line_answers_what_an_hpa_reads():
+    demo = Process([BIN, "demo", "--duration", "60s", "--interval", "30s", "--no-ui",
+                    "--no-pipeline"])
+    try:
+        token, url = demo.match(
+            r"  curl -H 'Authorization: Bearer (\w+)' '(http://127\.0\.0\.1:\d+/apis/"
+            r"custom\.metrics\.k8s\.io/[^']+)'").groups()
+        request = urllib.request.Request(url)
+        request.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer = json.loads(response.read())
+        assert answer["kind"] == "MetricValueList"
+        item, = answer["items"]
+        assert item["describedObject"]["name"] == "chat"
+        assert item["metric"] == {"name": "waiting",
+                                  "selector": {"matchLabels": {"role": "generation"}}}
+        float(item["value"].rstrip("mu"))  # a Quantity
+    finally:
+        demo.stop()

@@ -13,6 +13,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,6 +103,17 @@ struct Missing {
   bool operator==(const Missing&) const = default;
 };
 
+// Not in the document (SnapshotToJson does not write it; SnapshotFromJson leaves it empty): a Pod
+// the read covered, its scope, and its own values of the unsplit gauges and of utilization, for
+// readers that need one Pod's value or the scope of a missing[] entry's Pod (the custom metrics
+// API).
+struct PodReport {
+  std::string pod;
+  std::string scope;  // "router" or "engine/<role>"
+  std::map<std::string, double, std::less<>> values;
+  WallTime observed_at;  // when its body was read (unset for a failed read)
+};
+
 struct Snapshot {
   std::string name;
   std::string namespace_;
@@ -114,6 +127,7 @@ struct Snapshot {
   std::vector<Window> traffic;
   std::vector<Window> transfer;
   std::vector<Utilization> utilization;  // ours: after GPUStack's fields
+  std::vector<PodReport> pods;           // not in the document; sorted by Pod name
 };
 
 // RFC 3339 UTC at second precision, e.g. 2026-11-29T16:13:15Z.

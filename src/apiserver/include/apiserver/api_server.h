@@ -16,6 +16,13 @@
 //                                               the options' readiness checks, `shutdown`
 //                                               (fails once Stop() begins); healthz both but
 //                                               `shutdown`
+//   GET /apis/custom.metrics.k8s.io[/VERSION][/namespaces/{ns}/{resource}/{name}/{metric}]
+//                                               with options.custom_metrics only: the custom
+//                                               metrics API (custom_metrics_api.h); its
+//                                               discovery as the other documents, its metrics
+//                                               authorised as `get` on {resource}/{metric} in
+//                                               custom.metrics.k8s.io, then read through the same
+//                                               SharedReads (custom_metric_reads.h)
 //   GET /version                                a Kubernetes version.Info, no authentication
 //   GET /metrics                                the server's own metrics (server_metrics.h),
 //                                               text format
@@ -108,6 +115,15 @@ struct ApiServerOptions {
   size_t max_waiting = 4096;
   // A finished read answers requests arriving this long after it (0: every request reads).
   std::chrono::milliseconds reuse_for{1000};
+  // Serve the custom metrics API too (custom_metrics_api.h): discovery, object metrics of
+  // ModelDeployments and pods metrics of their engine Pods, from the same shared reads. Off:
+  // its paths are 404 like any unknown path.
+  bool custom_metrics = false;
+  // A metric call accepts a finished read this old (the snapshot path's reuse_for stays its own).
+  std::chrono::milliseconds metrics_reuse_for{5000};
+  // Where the custom metrics API lists a namespace's ModelDeployments (`*`) and selects Pods
+  // (pods metrics); must outlive the server. Null: those requests answer 501.
+  ObjectSource* objects = nullptr;
   // Each metrics request's budget, from its arrival.
   std::chrono::milliseconds request_timeout{8000};
   // A read does not start with less than this left of its earliest request's budget.

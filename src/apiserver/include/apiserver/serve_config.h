@@ -96,8 +96,16 @@ struct ServeConfig {
     std::string prometheus_basic_password_file;
   };
 
+  // The custom metrics API (custom.metrics.k8s.io) beside the snapshot's: off by default, as a
+  // cluster has one APIService for that group (KEDA's or prometheus-adapter's may hold it).
+  struct Autoscaling {
+    bool custom_metrics = false;
+    int metrics_reuse_ms = 5000;  // a metric call accepts a read this old
+  };
+
   Server server;
   MetricsApi api;
+  Autoscaling autoscaling;
   Tls tls;
   Authentication authn;
   Access authz;

@@ -6,8 +6,10 @@
 //     deployment whose read is running or queued joins it and gets that read's result; so the
 //     baseline store advances once per read and windows stay exact whoever asked.
 //   * A finished read's result is handed, as is, to requests arriving within `reuse_for` of its
-//     end (default 1 s; 0 turns reuse off). Errors are reused too: an unreadable deployment is not
-//     hammered harder than a healthy one.
+//     end (default 1 s; 0 turns reuse off), or within the longer reuse a request asks for (up to
+//     `keep_for`: an autoscaler's metric call accepts a read a few seconds old, so however many
+//     autoscalers ask, a Pod is read at most once in that time). Errors are reused too: an
+//     unreadable deployment is not hammered harder than a healthy one.
 //   * Reads run on `threads` worker threads. Queued reads start oldest first, one per deployment,
 //     so a deployment with hung Pods holds at most one worker, however many clients ask for it.
 //   * Deadlines count from each request's arrival. A read starts only while its earliest waiter
@@ -33,6 +35,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,8 +48,9 @@ class SharedReads {
  public:
   struct Result {
     Status status;
-    std::shared_ptr<const std::string> body;  // the rendered document when status.ok()
-    bool retry = false;                       // say Retry-After: the read could not start in time
+    std::shared_ptr<const std::string> body;   // the rendered document when status.ok()
+    std::shared_ptr<const Snapshot> snapshot;  // the snapshot itself when status.ok()
+    bool retry = false;                        // say Retry-After: the read could not start in time
   };
   // Reads deployment `ns`/`name`, finishing by `deadline`.
   using ReadFunction =
@@ -59,6 +63,8 @@ class SharedReads {
     size_t max_reads = 32;
     size_t max_waiters = 4096;
     std::chrono::milliseconds reuse_for{1000};
+    // How long a result is kept for requests asking a longer reuse; below reuse_for: reuse_for.
+    std::chrono::milliseconds keep_for{0};
     std::chrono::milliseconds min_read_budget{2000};
   };
 
@@ -73,8 +79,10 @@ class SharedReads {
   SharedReads(const SharedReads&) = delete;
   SharedReads& operator=(const SharedReads&) = delete;
 
+  // `reuse`: how old a finished read this request accepts (nullopt: reuse_for; capped at the
+  // longer of reuse_for and keep_for).
   Admission Submit(const std::string& ns, const std::string& name, SteadyTime deadline,
-                   Callback done);
+                   Callback done, std::optional<std::chrono::milliseconds> reuse = std::nullopt);
 
   // Stops the workers after the reads they are running; drops queued ones. Idempotent.
   void Shutdown();

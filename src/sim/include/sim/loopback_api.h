@@ -45,6 +45,7 @@ class LoopbackApi {
   deployment::Aggregator& aggregator() { return *aggregator_; }
 
  private:
+  deployment::ObjectSource* source_;
   LoopbackApiOptions options_;
   std::string token_;
   std::unique_ptr<deployment::Aggregator> aggregator_;
