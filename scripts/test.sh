@@ -105,7 +105,7 @@ stage "deploy/: promtool on the alert rules, dashboards on a real Prometheus, th
 (cd "$(mktemp -d -p "$work")" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/deploy" "$root/tests/scripts")
 
-stage "aggregated API behind a kube-apiserver stand-in: availability, kubectl, delegated auth" 45
+stage "aggregated and custom metrics APIs behind a kube-apiserver stand-in: availability, kubectl, delegated auth, the HPA stand-in" 90
 (cd "$(mktemp -d -p "$work")" && MODELMETRICS_BIN="$root/build/src/cli/modelmetrics" timeout 300 \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/apiserver")
 

@@ -234,6 +234,15 @@ void AddSimulateDeploymentCommand(CLI::App* simulate, int* exit_code) {
                    "Requests per second offered to the deployment")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  deployment
+      ->add_option("--rate-step", args->rate_steps,
+                   "RATE@AFTER: from AFTER on (e.g. 30s), RATE requests per second; repeatable")
+      ->check(CheckRateStep);
+  deployment
+      ->add_option("--max-running", args->options.max_running,
+                   "Each engine's batch: requests beyond it wait (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   deployment->add_flag("--idle", args->options.idle,
                        "No traffic: counters frozen, gauges 0 (SGLang: its warmup request only)");
   deployment->add_option("--padding-bytes", args->options.padding_bytes,

@@ -1,6 +1,8 @@
 #include "simulate_command.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -32,6 +34,26 @@ std::string CheckPodFault(const std::string& text) {
   return "";
 }
 
+bool ParseRateStep(const std::string& text, sim::DeploymentSimOptions::RateStep* out) {
+  const size_t at = text.find('@');
+  if (at == std::string::npos) return false;
+  const std::string rate = text.substr(0, at);
+  char* end = nullptr;
+  const double value = std::strtod(rate.c_str(), &end);
+  if (rate.empty() || end != rate.c_str() + rate.size() || !(value >= 0) || value > 1e6) {
+    return false;
+  }
+  std::chrono::milliseconds after{0};
+  if (!base::ParseDuration(text.substr(at + 1), &after)) return false;
+  *out = {.after = after, .requests_per_second = value};
+  return true;
+}
+
+std::string CheckRateStep(const std::string& text) {
+  sim::DeploymentSimOptions::RateStep step;
+  return ParseRateStep(text, &step) ? "" : "expected RATE@AFTER, e.g. 40@30s: " + text;
+}
+
 std::vector<std::string> RouterChoices() {
   std::vector<std::string> choices = sim::SimRouterNames();
   choices.push_back("none");
@@ -58,6 +80,11 @@ int RunSimulateDeployment(const SimulateDeploymentArgs& args) {
     size_t eq = fault.find('=');
     options.faults[fault.substr(0, eq)] = *sim::ParsePodFault(fault.substr(eq + 1));
   }
+  for (const std::string& text : args.rate_steps) {
+    ParseRateStep(text, &options.rate_steps.emplace_back());
+  }
+  std::sort(options.rate_steps.begin(), options.rate_steps.end(),
+            [](const auto& a, const auto& b) { return a.after < b.after; });
   std::chrono::milliseconds duration{0};
   base::ParseDuration(args.duration, &duration);
   return sim::RunDeploymentSimulator(options, duration, std::cout, std::cerr,

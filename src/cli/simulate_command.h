@@ -24,10 +24,11 @@ int RunSimulatePipeline(SimulatePipelineArgs args);
 
 struct SimulateDeploymentArgs {
   sim::DeploymentSimOptions options;
-  std::string roles = "server";     // server | pd
-  int replicas = 1;                 // Pods per role
-  std::string router = "none";      // a simulated router's name, or none
-  std::vector<std::string> faults;  // POD=FAULT, each checked by CheckPodFault
+  std::string roles = "server";         // server | pd
+  int replicas = 1;                     // Pods per role
+  std::string router = "none";          // a simulated router's name, or none
+  std::vector<std::string> faults;      // POD=FAULT, each checked by CheckPodFault
+  std::vector<std::string> rate_steps;  // RATE@AFTER, each checked by CheckRateStep
   std::string duration = "60s";
 };
 int RunSimulateDeployment(const SimulateDeploymentArgs& args);
@@ -40,6 +41,9 @@ int RunSimulateFleet(const SimulateFleetArgs& args);
 
 // "" for "POD=FAULT" with a known fault name, else what is wrong.
 std::string CheckPodFault(const std::string& text);
+// RATE@AFTER (e.g. 40@30s): "" when `text` is one, else why not; ParseRateStep reads it.
+std::string CheckRateStep(const std::string& text);
+bool ParseRateStep(const std::string& text, sim::DeploymentSimOptions::RateStep* out);
 // The simulated routers' names, and "none".
 std::vector<std::string> RouterChoices();
 

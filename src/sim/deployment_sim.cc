@@ -655,12 +655,15 @@ void DeploymentSim::Impl::ConfigurePods(const DeploymentSimOptions& o) {
     for (const SimRole& r : o.roles) {
       if (!pod->router && r.name == pod->component) role = &r;
     }
-    if (pod->router) {
-      c.workers = workers;
-      c.requests_per_second = o.requests_per_second / std::max(1, o.router_replicas);
-    } else {
-      c.requests_per_second = o.requests_per_second / std::max(1, role_pods[pod->component]);
+    const int sharing =
+        pod->router ? std::max(1, o.router_replicas) : std::max(1, role_pods[pod->component]);
+    if (pod->router) c.workers = workers;
+    c.requests_per_second = o.requests_per_second / sharing;
+    for (const DeploymentSimOptions::RateStep& step : o.rate_steps) {
+      c.rate_steps.push_back({.tick = static_cast<uint64_t>(step.after / kTrafficTick),
+                              .requests_per_second = step.requests_per_second / sharing});
     }
+    c.max_running = o.max_running;
     const SimPodContext context{.options = o,
                                 .role = role,
                                 .role_kind = c.role,

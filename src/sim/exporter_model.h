@@ -12,6 +12,7 @@
 #ifndef MODELMETRICS_SIM_EXPORTER_MODEL_H_
 #define MODELMETRICS_SIM_EXPORTER_MODEL_H_
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
@@ -48,6 +49,16 @@ struct ExporterConfig {
   std::string pool_name = "chat";  // llm-d: the inference pool
   std::vector<WorkerRef> workers;  // routers: the engine Pods they route to
   double requests_per_second = 8;  // this Pod's share of the traffic
+  // Later shares: from `tick` (counted from the start of the simulation, after the warm-up) on,
+  // this Pod's share is `requests_per_second`. In tick order.
+  struct RateStep {
+    uint64_t tick = 0;
+    double requests_per_second = 0;
+  };
+  std::vector<RateStep> rate_steps;
+  // The engine's batch: at most this many requests run at once, the rest wait (vLLM's
+  // max_num_seqs, SGLang's max_running_requests); 0: no limit.
+  int max_running = 0;
   uint64_t seed = 1;
   uint64_t pod_key = 0;  // distinguishes the random streams of Pods sharing a seed
   bool idle = false;
@@ -58,6 +69,21 @@ struct ExporterConfig {
   // This Pod is the prefill (decode) half of a P/D pair.
   bool PrefillHalf() const { return prefill_decode && role == RoleKind::kPrefill; }
   bool DecodeHalf() const { return prefill_decode && role == RoleKind::kDecode; }
+  // The fraction of the KV cache `running` requests hold: with a batch limit, the engine sized its
+  // cache for a full batch, so a full one holds most of it; without one, each holds a sliver.
+  template <typename Random>
+  double KvFraction(double running, Random& rng) const {
+    if (max_running > 0) return std::min(1.0, running / max_running * rng.Between(0.75, 0.95));
+    return std::min(1.0, running * rng.Between(0.004, 0.01));
+  }
+  // This Pod's share at `tick` ticks after the start of the simulation.
+  double RateAt(uint64_t tick) const {
+    double rate = requests_per_second;
+    for (const RateStep& step : rate_steps) {
+      if (step.tick <= tick) rate = step.requests_per_second;
+    }
+    return rate;
+  }
 };
 
 // What one tick leaves in flight, drawn once by the Pod model for every exporter.

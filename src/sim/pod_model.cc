@@ -1,6 +1,7 @@
 // See pod_model.h.
 #include "pod_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -43,7 +44,8 @@ void PodModel::Step(uint64_t tick) {
   const ExporterConfig& config = model_->config();
   Rng rng(config.seed, config.pod_key, tick);
   const double dt = kTrafficTick.count() / 1000.0;
-  const int requests = rng.Poisson(config.requests_per_second * dt);
+  const double rate = config.RateAt(tick > start_tick_ ? tick - start_tick_ : 0);
+  const int requests = rng.Poisson(rate * dt);
   const bool prefill = config.PrefillHalf();
   double busy_seconds = 0;  // request-seconds started this tick, for the running gauges
   for (int r = 0; r < requests; ++r) {
@@ -55,9 +57,12 @@ void PodModel::Step(uint64_t tick) {
   // What is in flight at the end of the tick: Little's law around the busy time.
   TickLoad load;
   const double mean_busy = requests > 0 ? busy_seconds / requests : 0.6;
-  load.in_flight_mean = config.requests_per_second * (prefill ? 0.03 : mean_busy);
-  load.running = rng.Poisson(load.in_flight_mean);
-  load.waiting = rng.Chance(0.1) ? rng.Poisson(1.0) : 0;
+  load.in_flight_mean = rate * (prefill ? 0.03 : mean_busy);
+  const double in_flight = rng.Poisson(load.in_flight_mean);
+  // A full batch leaves the rest waiting; an arrival burst can wait a moment in any case.
+  load.running =
+      config.max_running > 0 ? std::min<double>(in_flight, config.max_running) : in_flight;
+  load.waiting = in_flight - load.running + (rng.Chance(0.1) ? rng.Poisson(1.0) : 0);
   model_->SetGauges(load, rng);
 }
 

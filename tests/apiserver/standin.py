@@ -214,6 +214,24 @@ class StandIn:
             self.events.append((self.rv, kind, obj))
             self.changed.notify_all()
 
+    def add_silent_pod(self, like, name):
+        """A copy of Pod `like` (its labels and owner) named `name` whose metrics port nothing
+        listens on: a Pod that stopped answering."""
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with self.lock:
+            pod = json.loads(json.dumps(next(o for k, o in self.store.items()
+                                             if k[0] == "Pod" and k[2] == like)))
+        pod["metadata"]["name"] = name
+        pod["metadata"]["uid"] = f"uid-{name}"
+        pod["metadata"]["annotations"]["prometheus.io/port"] = str(port)
+        for container in pod["spec"]["containers"]:
+            for p in container.get("ports", []):
+                p["containerPort"] = port
+        self.put(pod)
+
     def delete(self, kind, ns, name):
         with self.changed:
             obj = self.store.pop((kind, ns, name))

@@ -7,7 +7,6 @@ error rather than a smaller number."""
 
 import json
 import pathlib
-import socket
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -38,12 +37,6 @@ def metrics_cluster(tmp_path, pods):  # noqa: F811
 def raw(standin, work, path, token="hpa-token", check=True):
     out = kubectl(standin, work, token, "get", "--raw", path, check=check)
     return json.loads(out.stdout) if check else out
-
-
-def closed_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_discovery_object_and_pods_metrics_through_the_aggregator(metrics_cluster):
@@ -88,15 +81,7 @@ def test_discovery_object_and_pods_metrics_through_the_aggregator(metrics_cluste
 def test_a_pod_that_stops_answering_makes_the_metric_an_error(metrics_cluster):
     standin, port, work = metrics_cluster
     assert raw(standin, work, f"{OBJECT}/waiting")["items"]
-    pod = json.loads(json.dumps(next(o for k, o in standin.store.items()
-                                     if k[0] == "Pod" and k[2] == "chat-server-1")))
-    pod["metadata"]["name"] = "chat-server-9"
-    pod["metadata"]["uid"] = "uid-chat-server-9"
-    pod["metadata"]["annotations"]["prometheus.io/port"] = str(closed_port())
-    for container in pod["spec"]["containers"]:
-        for p in container.get("ports", []):
-            p["containerPort"] = int(pod["metadata"]["annotations"]["prometheus.io/port"])
-    standin.put(pod)
+    standin.add_silent_pod("chat-server-1", "chat-server-9")
 
     def refused():
         out = raw(standin, work, f"{OBJECT}/waiting?metricLabelSelector=role%3Dserver", check=False)

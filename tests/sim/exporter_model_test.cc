@@ -3,11 +3,14 @@
 // its value), a copy renders as the original, and a restart starts from a fresh process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "modelmetrics/scrape.h"
 #include "sim/exporter_registry.h"
 #include "sim/pod_model.h"
 #include "sim/sim_exporter.h"
@@ -111,6 +114,58 @@ TEST(ExporterModels, ARestartIsAFreshProcessAtTheSameTick) {
     model.Restart();
     EXPECT_EQ(model.tick(), tick) << exporter->name;
     EXPECT_EQ(CounterSamples(model.Render()), CounterSamples(fresh.Render())) << exporter->name;
+  }
+}
+
+// What an autoscaler watches: with a batch limit, a load step fills the batch, queues the rest and
+// fills the KV cache, for the engines that export those gauges; before the step they idle.
+TEST(ExporterModels, ALoadStepFillsTheBatchAndQueuesTheRest) {
+  struct Engine {
+    const char* name;
+    const char* running;
+    const char* waiting;
+    const char* kv;
+  };
+  for (const Engine& e : {Engine{"vllm", "vllm:num_requests_running", "vllm:num_requests_waiting",
+                                 "vllm:kv_cache_usage_perc"},
+                          Engine{"sglang", "sglang:num_running_reqs", "sglang:num_queue_reqs",
+                                 "sglang:token_usage"}}) {
+    SCOPED_TRACE(e.name);
+    ExporterConfig c;
+    c.role = RoleKind::kDecode;
+    c.prefill_decode = true;
+    c.requests_per_second = 1;
+    c.rate_steps = {{.tick = 100, .requests_per_second = 60}};  // 10 s after the start
+    c.max_running = 4;
+    c.seed = 7;
+    PodModel model(*FindSimEngine(e.name), c);
+    const auto gauges = [&](uint64_t ticks_after_start) {
+      model.AdvanceTo(model.start_tick() + ticks_after_start);
+      Scrape scrape;
+      std::string error;
+      EXPECT_TRUE(scrape.Parse(model.Render(), {}, &error)) << error;
+      return std::array<double, 3>{scrape.Sum(e.running).value_or(-1),
+                                   scrape.Sum(e.waiting).value_or(-1),
+                                   scrape.Sum(e.kv).value_or(-1)};
+    };
+    double quiet_waiting = 0;
+    for (uint64_t t = 10; t < 100; t += 10) {
+      const auto [running, waiting, kv] = gauges(t);
+      EXPECT_LE(running, 4);
+      EXPECT_LE(kv, 0.95 + 1e-9);
+      quiet_waiting = std::max(quiet_waiting, waiting);
+    }
+    EXPECT_LE(quiet_waiting, 5);  // arrival bursts only
+    double loaded_waiting = 0;
+    for (uint64_t t = 110; t < 200; t += 10) {
+      const auto [running, waiting, kv] = gauges(t);
+      EXPECT_EQ(running, 4);  // about 39 in flight: the batch is full
+      EXPECT_GE(kv, 0.75 - 1e-9);
+      EXPECT_LE(kv, 0.95 + 1e-9);
+      loaded_waiting = std::max(loaded_waiting, waiting);
+      EXPECT_GE(waiting, 15);
+    }
+    EXPECT_GE(loaded_waiting, 30);
   }
 }
 

@@ -100,7 +100,8 @@ class SglangModel : public ExporterModelOf<SglangModel, Counters, Gauges> {
     g_.running = load.running;
     g_.queue = load.waiting;
     g_.used_tokens = load.running * rng.Between(400, 900);
-    g_.token_usage = std::min(1.0, g_.used_tokens / 450000);
+    g_.token_usage = config_.max_running > 0 ? config_.KvFraction(load.running, rng)
+                                             : std::min(1.0, g_.used_tokens / 450000);
     g_.gen_throughput = prefill ? 0 : load.running * rng.Between(150, 200);
     g_.cache_hit_rate = rng.Between(0.5, 0.8);
     if (prefill) g_.prefill_inflight = rng.Poisson(config_.requests_per_second * 0.02);

@@ -86,7 +86,7 @@ class VllmModel : public ExporterModelOf<VllmModel, Counters, Gauges> {
   void SetGauges(const TickLoad& load, Rng& rng) override {
     g_.running = load.running;
     g_.waiting = load.waiting;
-    g_.kv_usage = std::min(1.0, load.running * rng.Between(0.004, 0.01));
+    g_.kv_usage = config_.KvFraction(load.running, rng);
   }
 
   std::string Render() const override;

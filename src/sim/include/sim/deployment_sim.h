@@ -107,7 +107,14 @@ struct DeploymentSimOptions {
   bool kv_connector = false;  // vLLM: render --kv-transfer-config even without a pool
   uint64_t seed = 1;
   bool idle = false;
-  double requests_per_second = 8;          // offered to the deployment
+  double requests_per_second = 8;  // offered to the deployment
+  // Later rates offered to the deployment: from `after` the start on, `requests_per_second`.
+  struct RateStep {
+    std::chrono::milliseconds after{0};
+    double requests_per_second = 0;
+  };
+  std::vector<RateStep> rate_steps;
+  int max_running = 0;                     // each engine's batch (ExporterConfig); 0: no limit
   double warm_seconds = 30;                // busy Pods' history before Start
   size_t padding_bytes = 0;                // extra realistic series per engine scrape (benchmarks)
   std::map<std::string, PodFault> faults;  // by Pod name
