@@ -34,6 +34,7 @@ test_packages=(
   chromium chromium-driver python3-selenium      # the web page's tests in a real browser
   python3-yaml                                   # the rules and dashboards test
   buildah                                        # the container image, built and run offline
+  golang-go golang-github-tidwall-gjson-dev      # KEDA's GJSON on the documented valueLocations
   openssl locales curl
 )
 packages=("${main_packages[@]}")

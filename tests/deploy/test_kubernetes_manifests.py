@@ -223,3 +223,39 @@ def test_the_hpa_examples_read_metrics_the_server_serves():
                     {"role", "scope"}
             if served is not None:
                 assert json.dumps(name.removesuffix("-max")) in served, name
+
+
+def test_the_keda_example_reads_the_documented_decode_queue_with_a_bound_token():
+    import re
+    docs = [d for d in yaml.safe_load_all((EXAMPLES / "keda-scaledobject.yaml").read_text()) if d]
+    # The Kubernetes objects pass their schemas (KEDA's own kinds have no schema package here).
+    validate(yaml.safe_dump_all([d for d in docs if not d["apiVersion"].startswith("keda.sh/")]))
+    scaled = one(docs, "ScaledObject")
+    trigger, = scaled["spec"]["triggers"]
+    assert trigger["type"] == "metrics-api"
+    meta = trigger["metadata"]
+    assert meta["authMode"] == "bearer" and meta["format"] == "json"
+    assert meta["url"].startswith("https://kubernetes.default.svc/apis/worker.gpustack.ai/v1/")
+    assert meta["url"].endswith("/modeldeployments/chat/metrics")
+    # The location is the documented decode queue's, character for character.
+    manual = (ROOT / "docs" / "autoscaling.md").read_text()
+    row = next(line for line in manual.splitlines() if line.startswith("| decode queue |"))
+    documented = re.split(r"(?<!\\)\|", row)[2].strip().strip("`").replace("\\|", "|")
+    assert meta["valueLocation"] == documented
+    auth = one(docs, "TriggerAuthentication", trigger["authenticationRef"]["name"])
+    token, = auth["spec"]["boundServiceAccountToken"]
+    assert token["parameter"] == "token"
+    account = one(docs, "ServiceAccount", token["serviceAccountName"])
+    ns = scaled["metadata"]["namespace"]
+    assert account["metadata"]["namespace"] == ns
+    reader = next(d for d in docs if d["kind"] == "RoleBinding" and
+                  d["roleRef"]["name"] == "modelmetrics:aggregated-metrics-reader")
+    assert {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": ns} in \
+        reader["subjects"]
+    # The base install's role it binds grants the snapshot.
+    base_role = one(objects("base"), "ClusterRole", "modelmetrics:aggregated-metrics-reader")
+    assert "modeldeployments/metrics" in base_role["rules"][0]["resources"]
+    requester = next(d for d in docs if d["kind"] == "Role" and
+                     d["rules"][0]["resources"] == ["serviceaccounts/token"])
+    assert requester["rules"][0]["resourceNames"] == [account["metadata"]["name"]]
+    assert requester["rules"][0]["verbs"] == ["create"]
