@@ -11,11 +11,13 @@
 #
 # then checks, within bounded time, that the agents split the targets between them, that the
 # store holds every Pod, and that every deployment's snapshot from `serve` is complete
-# (`partial: false`, no Pod missing); prints a summary and stops everything. With --bench it also
-# runs bench/store_snapshot_bench against the same set-up (one 64-Pod and one 1,000-Pod deployment
-# are added) at a 15 s scrape interval unless --interval says otherwise: at 5 s the agents' 330
-# scrapes/s and the 1,500 simulated Pods fill both cores of a 2-core machine, and the store's query
-# time, not ours, is what the wall clock measures. It ends by itself; every process is loopback-only
+# (`partial: false`, no Pod missing), and that the custom metrics API answers from the store;
+# prints a summary and stops everything. With --bench it also runs bench/store_snapshot_bench
+# against the same set-up (one 64-Pod and one 1,000-Pod deployment are added), then
+# bench/hpa_load_bench's 32 HPAs on the custom metrics API of the same `serve` for 2 minutes, at a
+# 15 s scrape interval unless --interval says otherwise: at 5 s the agents' 330 scrapes/s and the
+# 1,500 simulated Pods fill both cores of a 2-core machine, and the store's query time, not ours,
+# is what the wall clock measures. It ends by itself; every process is loopback-only
 # and killed on exit.
 #
 #   usage: bash scripts/fleet.sh [--central victoria-metrics|prometheus] [--deployments N]
@@ -154,6 +156,7 @@ echo "fleet-token,fleet-reader,uid-fleet" >"$work/tokens.csv"
 cat >"$work/policy.yaml" <<'YAML'
 rules:
   - {users: [fleet-reader], namespaces: [fleet], verbs: [get], resources: ["modeldeployments/metrics"]}
+  - {users: [fleet-reader], namespaces: [fleet], verbs: [get], apiGroups: [custom.metrics.k8s.io], resources: ["*"]}
 YAML
 serve_port=$(free_port)
 cat >"$work/serve.yaml" <<YAML
@@ -164,13 +167,15 @@ token_file: $work/tokens.csv
 policy_file: $work/policy.yaml
 objects_file: $work/objects.json
 max_objects_bytes: 67108864
+custom_metrics_api: true
 source: prometheus
 prometheus:
   url: $central_url
   settle: $settle
 YAML
 "$bin" serve --config "$work/serve.yaml" >"$work/serve.log" 2>&1 &
-pids+=($!)
+serve_pid=$!
+pids+=($serve_pid)
 api="https://127.0.0.1:$serve_port/apis/worker.gpustack.ai/v1/namespaces/fleet/modeldeployments"
 get() { curl -sf --cacert "$work/server.pem" -H "Authorization: Bearer fleet-token" "$api/$1/metrics"; }
 wait_for 30 curl -sf --cacert "$work/server.pem" "https://127.0.0.1:$serve_port/healthz" ||
@@ -202,6 +207,23 @@ done
 ((incomplete == 0)) || fail "some deployments' snapshots are incomplete"
 echo "every deployment's snapshot from the central store ($central) is complete"
 
+# 7. The custom metrics API on the same reads: an object and a pods metric, numbers not errors.
+cm="https://127.0.0.1:$serve_port/apis/custom.metrics.k8s.io/v1beta2/namespaces/fleet"
+cm_get() { curl -sf --cacert "$work/server.pem" -H "Authorization: Bearer fleet-token" "$cm/$1"; }
+cm_get modeldeployments.worker.gpustack.ai/model-00/waiting >"$work/cm-object.json" &&
+  cm_get "pods/%2A/running?labelSelector=app.kubernetes.io%2Finstance%3Dmodel-00" \
+    >"$work/cm-pods.json" || fail "the custom metrics API did not answer from the store"
+$python - "$work/cm-object.json" "$work/cm-pods.json" "$pods" <<'PY' ||
+import json, sys
+obj, pods = (json.load(open(p)) for p in sys.argv[1:3])
+assert obj["kind"] == "MetricValueList" and len(obj["items"]) == 1, obj
+assert obj["items"][0]["describedObject"]["name"] == "model-00", obj
+assert len(pods["items"]) == int(sys.argv[3]), (len(pods["items"]), sys.argv[3])
+print(f"  custom metrics from the store: model-00 waiting={obj['items'][0]['value']}, "
+      f"{len(pods['items'])} Pods' running")
+PY
+  fail "the custom metrics API's answers from the store are not what the docs say"
+
 if ((bench)); then
   echo "benchmark (each scenario in its own process; numbers are modelmetrics' alone):"
   for scenario in store-64 direct-64 store-fleet store-1000; do
@@ -209,6 +231,11 @@ if ((bench)); then
       --objects "$work/objects.json" --namespace fleet --scenario "$scenario" --rounds 20 ||
       fail "the benchmark's $scenario scenario failed"
   done
+  echo "HPAs on the custom metrics API, from the store:"
+  ./build/bench/hpa_load_bench --api "https://127.0.0.1:$serve_port" --token fleet-token \
+    --ca "$work/server.pem" --objects "$work/objects.json" --deployments "$deployments" \
+    --serve-pid "$serve_pid" ||
+    fail "the HPA load benchmark failed"
 fi
 if [ "$hold" != 0 ]; then
   echo "holding for $hold: central store $central_url, API $api"

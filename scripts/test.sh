@@ -90,6 +90,8 @@ stage "benchmark smoke run" 60
 ./build/bench/instruments_speed_test --benchmark_min_time=0.05
 ./build/bench/snapshot_speed_test --rounds 10
 ./build/bench/api_load_bench --clients 50 --seconds 3
+./build/bench/hpa_load_bench --seconds 10 --sync 5 --deployments 4 --pods 4 --pods-metrics 2 \
+  --callers 3
 build/venv/bin/python bench/python/observe_bench.py --repeat 3 --number 2000
 build/venv/bin/python bench/python/client_bench.py --repeat 1
 build/venv/bin/python bench/python/multiprocess_bench.py --repeat 1 --number 2000

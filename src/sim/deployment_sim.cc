@@ -146,6 +146,10 @@ struct DeploymentSim::Impl {
     PodFault fault GUARDED_BY(mu) = PodFault::kNone;
     int generation GUARDED_BY(mu) = 0;  // restarts as a new Pod
     std::string uid GUARDED_BY(mu);
+    // When /metrics was last asked for, and the shortest time between two asks (load tests).
+    std::optional<std::chrono::steady_clock::time_point> last_scrape GUARDED_BY(mu);
+    std::chrono::steady_clock::duration shortest_gap GUARDED_BY(mu) =
+        std::chrono::steady_clock::duration::max();
   };
 
   const DeploymentSimOptions* options = nullptr;
@@ -206,6 +210,12 @@ struct DeploymentSim::Impl {
     return pod.pipeline ? pod.pipeline->Render() : pod.model->Render();
   }
 
+  static void NoteScrapeLocked(Pod& pod) REQUIRES(pod.mu) {
+    const auto now = std::chrono::steady_clock::now();
+    if (pod.last_scrape) pod.shortest_gap = std::min(pod.shortest_gap, now - *pod.last_scrape);
+    pod.last_scrape = now;
+  }
+
   FaultReply Plan(Pod& pod, const FaultRequest& request) {
     FaultReply reply;
     reply.headers.emplace_back("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
@@ -230,6 +240,7 @@ struct DeploymentSim::Impl {
     bool objects_changed = false;
     {
       base::MutexLock lock(&pod.mu);
+      NoteScrapeLocked(pod);
       pod.model->AdvanceTo(TickNow(pod));
       switch (pod.fault) {
         case PodFault::kHang:
@@ -771,6 +782,17 @@ PipelineSimulation* DeploymentSim::Pipeline(const std::string& pod) const {
 }
 
 size_t DeploymentSim::ScrapesServed() const { return impl_->stats->requests.load(); }
+
+std::chrono::milliseconds DeploymentSim::ShortestScrapeGap() const {
+  auto shortest = std::chrono::steady_clock::duration::max();
+  for (const auto& pod : impl_->pods) {
+    base::MutexLock lock(&pod->mu);
+    shortest = std::min(shortest, pod->shortest_gap);
+  }
+  if (shortest == std::chrono::steady_clock::duration::max())
+    return std::chrono::milliseconds::max();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(shortest);
+}
 
 size_t DeploymentSim::PeakConcurrentScrapes() const {
   return static_cast<size_t>(impl_->stats->peak.load());

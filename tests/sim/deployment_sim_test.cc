@@ -395,6 +395,24 @@ TEST(DeploymentSimTest, FaultsBehaveThroughTheScrapeClient) {
   EXPECT_FALSE(sim->SetFault("no-such-pod", PodFault::kHang));
 }
 
+TEST(DeploymentSimTest, ShortestScrapeGapIsTheClosestTwoAsksOfOnePod) {
+  DeploymentSimOptions options;
+  options.roles = {{"server", deployment::RoleKind::kServer, 2, 1, {}}};
+  auto sim = Started(options);
+  EXPECT_EQ(sim->ShortestScrapeGap(), std::chrono::milliseconds::max());  // nobody asked twice
+  ASSERT_TRUE(Fetch(sim->PodUrl("chat-server-0")).ok());
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(Fetch(sim->PodUrl("chat-server-1")).ok());  // another Pod: not a gap
+  EXPECT_EQ(sim->ShortestScrapeGap(), std::chrono::milliseconds::max());
+  std::this_thread::sleep_for(150ms);
+  ASSERT_TRUE(Fetch(sim->PodUrl("chat-server-0")).ok());
+  const std::chrono::milliseconds first = sim->ShortestScrapeGap();
+  EXPECT_GE(first, 200ms);
+  EXPECT_LT(first, std::chrono::milliseconds::max());
+  ASSERT_TRUE(Fetch(sim->PodUrl("chat-server-0")).ok());  // at once: the shorter gap wins
+  EXPECT_LT(sim->ShortestScrapeGap(), first);
+}
+
 TEST(DeploymentSimTest, CounterResetDropsCounters) {
   DeploymentSimOptions options;
   options.faults = {{"chat-server-0", PodFault::kCounterReset}};

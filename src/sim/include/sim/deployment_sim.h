@@ -178,6 +178,9 @@ class DeploymentSim {
 
   size_t ScrapesServed() const;          // requests answered or attempted, every Pod
   size_t PeakConcurrentScrapes() const;  // the most requests in flight at once, every Pod
+  // The shortest time between two /metrics requests to one Pod, over every Pod and the whole
+  // run (milliseconds::max() before any Pod was asked twice).
+  std::chrono::milliseconds ShortestScrapeGap() const;
 
  private:
   struct Impl;
