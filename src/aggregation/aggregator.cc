@@ -210,7 +210,7 @@ Status Aggregator::Get(std::string_view ns, std::string_view name, Snapshot* out
   // 7. The Pod limit (the source's: 64 for direct scraping).
   if (owned.size() > impl_->pods->pod_limit()) {
     builder.ForcePartial();
-    builder.AddMissing("", "pod-discovery", std::string(reason::kPodLimit));
+    builder.AddMissing("", std::string(source::kPodDiscovery), std::string(reason::kPodLimit));
     owned.resize(impl_->pods->pod_limit());
   }
 

@@ -81,7 +81,7 @@ PodReport& SnapshotBuilder::Report(const Pod& pod) {
 
 void SnapshotBuilder::AddFailedPod(const Pod& pod, Reason reason) {
   Report(pod);
-  AddMissing(pod.metadata.name, "scrape", std::move(reason));
+  AddMissing(pod.metadata.name, std::string(source::kScrape), std::move(reason));
 }
 
 void SnapshotBuilder::MergePod(const Pod& pod, const PodMetrics& read, ReadTime at,
@@ -211,8 +211,11 @@ void SnapshotBuilder::MergeUtilization(const PodContext& pod, const PodMetrics& 
   for (const UtilizationRow& row : pod.profile.utilization) {
     const auto value = read.utilization.find(row.key);
     if (value == read.utilization.end()) {
-      AddMissing(pod.name, std::string(row.family),
-                 AbsentReason(read, row.key, reason::kUtilizationAbsent));
+      Reason why = AbsentReason(read, row.key, reason::kUtilizationAbsent);
+      // Partial reasons (an invalid value) flag the snapshot; a plain absence would not, so it
+      // takes the role's entry away instead (a KEDA location gated on `partial` finds nothing).
+      if (why == reason::kUtilizationAbsent) utilization_absent_.emplace(row.key, pod.scope);
+      AddMissing(pod.name, std::string(row.family), std::move(why));
       continue;
     }
     auto key = std::make_tuple(std::string(row.key), std::string(row.family), pod.scope);
@@ -499,7 +502,7 @@ void SnapshotBuilder::MergeRatios(const PodContext& pod, const Deltas& deltas,
 void SnapshotBuilder::MergeCacheHits(const PodContext& pod, const PodMetrics& read, bool idle) {
   if (!pod.profile.cache_on_pd_decode && pod.pd && pod.decode) return;
   if (read.cache.empty()) {
-    AddMissing(pod.name, "cache-hit counters", NoCacheCounters(pod.profile));
+    AddMissing(pod.name, std::string(source::kCacheCounters), NoCacheCounters(pod.profile));
     return;
   }
   const PodView view{
@@ -556,6 +559,9 @@ Snapshot SnapshotBuilder::Finish(WallTime timestamp) {
   auto gauge_key = [](const Gauge& g) { return g.name + g.scope; };
   sort_by(snapshot_.processing, gauge_key);
   sort_by(snapshot_.queueing, gauge_key);
+  std::erase_if(snapshot_.utilization, [this](const Utilization& u) {
+    return utilization_absent_.contains({u.name, u.scope});
+  });
   sort_by(snapshot_.utilization, [](const Utilization& u) { return u.name + u.scope; });
   sort_by(snapshot_.cache_hits, [](const CacheHit& h) { return h.pod + h.scope; });
   // A split row's entries share pod and name; they stay in scope order (stable sort).
@@ -579,6 +585,7 @@ Snapshot SnapshotBuilder::Finish(WallTime timestamp) {
   sort_by(snapshot_.pods, [](const PodReport& p) { return p.pod; });
   gauges_.clear();
   utilization_.clear();
+  utilization_absent_.clear();
   pod_reports_.clear();
   return std::move(snapshot_);
 }

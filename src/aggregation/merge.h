@@ -85,6 +85,8 @@ class SnapshotBuilder {
   // (name, source, scope) -> index in utilization and the sum of its Pods' values (for the mean).
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<size_t, double>>
       utilization_;
+  // (name, scope) that a read Pod of the scope lacks: no entry then, never a mean of fewer Pods.
+  std::set<std::pair<std::string, std::string>> utilization_absent_;
   std::map<std::string, size_t> pod_reports_;  // Pod name -> index in pods
 };
 

@@ -1,7 +1,8 @@
-// The missing[] reasons the deployment metrics write, each once, with whether it sets `partial`:
-// every reason does except the ones in reason::kNotPartialReasons (upstream's
-// modelDeploymentNotPartialReasons, and the vLLM-Omni profile's own). The exporter profiles and the
-// merge both name them from here, so the data sits below the algorithm.
+// The missing[] reasons the deployment metrics write (and the sources that are not a family), each
+// once, with whether it sets `partial`: every reason does except the ones in
+// reason::kNotPartialReasons (upstream's modelDeploymentNotPartialReasons, and the vLLM-Omni
+// profile's own). The exporter profiles and the merge both name them from here, so the data sits
+// below the algorithm.
 //
 // Thread-safety: constants.
 #ifndef MODELMETRICS_AGGREGATION_REASONS_H_
@@ -109,6 +110,13 @@ inline constexpr std::string_view kNotPartialReasons[] = {
     kNoAudioFinished,          kLlmdNoStreamingRequest,
     kUtilizationAbsent};
 }  // namespace reason
+
+// The missing[] sources that are not a family, a ratio's "a+b", a cache tier or a scope.
+namespace source {
+inline constexpr std::string_view kScrape = "scrape";                     // the Pod's whole read
+inline constexpr std::string_view kPodDiscovery = "pod-discovery";        // the Pod limit
+inline constexpr std::string_view kCacheCounters = "cache-hit counters";  // no tier at all
+}  // namespace source
 
 // False for every reason that sets `partial` (all but kNotPartialReasons).
 constexpr bool IsNotPartialReason(std::string_view text) {

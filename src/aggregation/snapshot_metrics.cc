@@ -2,6 +2,7 @@
 #include "aggregation/snapshot_metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -45,23 +46,30 @@ class Catalog {
       Add(row.key, MetricKind::kWindow, std::string(row.family));
     }
     if (p.error_ratio) {
-      Add("error-ratio", MetricKind::kWindow,
-          fmt::format("{}+{}", WindowFamily(p, p.error_ratio->requests),
-                      WindowFamily(p, p.error_ratio->errors)));
+      AddRatio(p, "error-ratio", p.error_ratio->requests, p.error_ratio->errors);
     }
-    for (const RatioRow& row : p.ratios) {
-      Add(row.key, MetricKind::kWindow,
-          fmt::format("{}+{}", WindowFamily(p, row.numerator), WindowFamily(p, row.denominator)));
-    }
+    for (const RatioRow& row : p.ratios) AddRatio(p, row.key, row.numerator, row.denominator);
     for (const CacheRow& row : p.cache) {
-      Add(std::string(row.scope) + std::string(kHitRateSuffix), MetricKind::kCacheHitRate,
-          std::string(row.scope), row.scope);
+      const std::string name = std::string(row.scope) + std::string(kHitRateSuffix);
+      Add(name, MetricKind::kCacheHitRate, std::string(row.scope), row.scope);
+      // A Pod without the counters at all is named by this source, not the tier's.
+      Add(name, MetricKind::kCacheHitRate, std::string(source::kCacheCounters), row.scope);
     }
     for (const UtilizationRow& row : p.utilization) {
       Add(row.key, MetricKind::kUtilizationMean, std::string(row.family));
       Add(std::string(row.key) + std::string(kMaxSuffix), MetricKind::kUtilizationMax,
           std::string(row.family));
     }
+  }
+
+  // A ratio's own entries name "a+b"; a side that has no value names its own family.
+  void AddRatio(const ExporterProfile& p, std::string_view name, std::string_view a,
+                std::string_view b) {
+    const std::string_view first = WindowFamily(p, a);
+    const std::string_view second = WindowFamily(p, b);
+    Add(name, MetricKind::kWindow, fmt::format("{}+{}", first, second));
+    Add(name, MetricKind::kWindow, std::string(first));
+    Add(name, MetricKind::kWindow, std::string(second));
   }
 
   std::vector<SnapshotMetric> Sorted() && {
@@ -99,14 +107,14 @@ bool Blocks(const Snapshot& snapshot, const SnapshotMetric& metric, std::string_
   const std::string_view reason = entry.reason;
   if (IsNotPartialReason(reason) && reason != reason::kUtilizationAbsent) return false;
   if (!only_pod.empty() && entry.pod != only_pod) return false;
-  const auto [source, entry_scope] = SplitSource(entry.source);
-  const bool whole_pod = source == "scrape" || source == "engine" || source == "router";
+  const auto [from, entry_scope] = SplitSource(entry.source);
+  const bool whole_pod = from == source::kScrape || from == "engine" || from == "router";
   const bool own =
-      std::find(metric.sources.begin(), metric.sources.end(), source) != metric.sources.end();
+      std::find(metric.sources.begin(), metric.sources.end(), from) != metric.sources.end();
   if (entry.pod.empty()) {
     // Deployment-level: a coverage entry names its scope; the Pod limit names none.
     if (own) return scope.empty() || entry_scope.empty() || entry_scope == scope;
-    return scope.empty() || source == scope || source == "pod-discovery";
+    return scope.empty() || from == scope || from == source::kPodDiscovery;
   }
   if (!own && !whole_pod) return false;
   if (scope.empty()) return true;
@@ -244,6 +252,10 @@ Status ReadMetric(const Snapshot& snapshot, const SnapshotMetric& metric, std::s
     return Status::NotFound(fmt::format("metric {} has no value{}", metric.name,
                                         scope.empty() ? "" : fmt::format(" in scope {}", scope)));
   }
+  // A sum over scopes can overflow where each scope's did not: never a number then.
+  if (!std::isfinite(out->value)) {
+    return Status::NotFound(fmt::format("metric {} is not a finite number", metric.name));
+  }
   return Status::Ok();
 }
 
@@ -253,7 +265,8 @@ Status ReadPodMetric(const Snapshot& snapshot, const SnapshotMetric& metric, std
   if (Status blocked = FirstBlock(snapshot, metric, "", pod); !blocked.ok()) return blocked;
   const PodReport* report = FindPod(snapshot, pod);
   if (metric.PerPod() && report != nullptr && InScope(report->scope, scope)) {
-    if (const auto value = report->values.find(metric.name); value != report->values.end()) {
+    if (const auto value = report->values.find(metric.name);
+        value != report->values.end() && std::isfinite(value->second)) {
       out->value = value->second;
       out->observed_at = report->observed_at;
       return Status::Ok();

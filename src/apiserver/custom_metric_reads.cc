@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -43,15 +44,22 @@ MetricItem Item(std::string_view kind, const CustomMetricsRequest& request, std:
 
 }  // namespace
 
-// The items of several reads, answered when the last one is in.
+// The items of several reads, answered when the last one is in. A pods metric fails as a whole
+// when a read of one of its Pods' deployments failed: the HPA would count those Pods as 0 on a
+// scale-up, so it gets the error instead (and holds). An object list leaves such a deployment out.
 struct CustomMetricReads::Gather {
-  Gather(CustomMetricsVersion v, net::Responder r, size_t reads)
-      : version(v), respond(std::move(r)), remaining(reads) {}
+  Gather(CustomMetricsVersion v, net::Responder r, size_t reads, StatusDetails d)
+      : version(v), respond(std::move(r)), details(std::move(d)), remaining(reads) {}
 
   void Done(std::vector<MetricItem> found) {
     base::MutexLock lock(&mu);
     std::move(found.begin(), found.end(), std::back_inserter(items));
     if (--remaining > 0) return;
+    if (failure) {
+      const net::HttpResponse response = *failure;
+      lock.Unlock();
+      return respond(response);
+    }
     std::sort(items.begin(), items.end(),
               [](const MetricItem& a, const MetricItem& b) { return a.name < b.name; });
     const std::string body = MetricValueListJson(version, items);
@@ -59,11 +67,22 @@ struct CustomMetricReads::Gather {
     respond(JsonResponse(200, body));
   }
 
+  // The first failed read's answer (pods metrics only), then Done({}).
+  void Failed(net::HttpResponse response) {
+    {
+      base::MutexLock lock(&mu);
+      if (!failure) failure = std::move(response);
+    }
+    Done({});
+  }
+
   const CustomMetricsVersion version;
   const net::Responder respond;
+  const StatusDetails details;
   base::Mutex mu;
   size_t remaining GUARDED_BY(mu);
   std::vector<MetricItem> items GUARDED_BY(mu);
+  std::optional<net::HttpResponse> failure GUARDED_BY(mu);
 };
 
 CustomMetricReads::CustomMetricReads(SharedReads* reads, ObjectSource* objects,
@@ -146,11 +165,15 @@ void CustomMetricReads::ServeMany(const CustomMetricsRequest& request, const Sna
     }
     for (const ModelDeployment& md : deployments) wanted[md.metadata.name];
   }
-  auto gather = std::make_shared<Gather>(request.version, respond, wanted.size() + 1);
+  auto gather = std::make_shared<Gather>(request.version, respond, wanted.size() + 1, details);
   for (auto& [name, pod_names] : wanted) {
-    auto done = [gather, request, metric = &metric, scope, name = name,
+    auto done = [gather, request, metric = &metric, scope, name = name, pods,
                  pod_names = pod_names](const SharedReads::Result& result) {
       std::vector<MetricItem> found;
+      if (pods && (!result.status.ok() || result.snapshot == nullptr)) {
+        return gather->Failed(StatusResponse(result.status, &gather->details,
+                                             /*with_details=*/true, result.retry ? 1 : 0));
+      }
       if (result.status.ok() && result.snapshot != nullptr) {
         MetricReading reading;
         if (pod_names.empty() &&
@@ -165,9 +188,14 @@ void CustomMetricReads::ServeMany(const CustomMetricsRequest& request, const Sna
       }
       gather->Done(std::move(found));
     };
-    // A refused read (the server is busy) leaves its objects out, as one without a value.
+    // A refused read (the server is busy) leaves its objects out, as one without a value; a pods
+    // metric fails with 429.
     if (Submit(request.ns, name, deadline, done) == SharedReads::Admission::kBusy) {
-      gather->Done({});
+      if (pods) {
+        gather->Failed(TooManyRequests(&gather->details));
+      } else {
+        gather->Done({});
+      }
     }
   }
   gather->Done({});  // the count's extra one: no answer before every read is submitted

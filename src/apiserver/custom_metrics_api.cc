@@ -173,12 +173,8 @@ Status ParseCustomMetricsPath(std::string_view path, CustomMetricsRequest* out) 
   return Status::Ok();
 }
 
-Status MetricSelector(std::string_view selector, MetricScope* out) {
+Status MetricSelector(std::string_view text, MetricScope* out) {
   *out = MetricScope{};
-  std::string text;
-  if (!base::PercentDecode(selector, &text)) {
-    return Status::BadRequest("metricLabelSelector: not percent-encoded");
-  }
   std::string_view term = text;
   while (!term.empty() && term.front() == ' ') term.remove_prefix(1);
   while (!term.empty() && term.back() == ' ') term.remove_suffix(1);
@@ -236,7 +232,9 @@ std::string MetricValueListJson(CustomMetricsVersion version,
 }
 
 std::string FormatQuantity(double value) {
-  if (!std::isfinite(value)) return "0";
+  // Never reached (ReadMetric and ReadPodMetric refuse such values), and never a number: a
+  // client fails to decode it rather than read one.
+  if (!std::isfinite(value)) return "NaN";
   if (std::fabs(value) >= 1e12) return fmt::format("{:.0f}", value);  // past micro's int64 range
   int64_t micro = std::llround(value * 1e6);
   if (micro % 1000 != 0) return fmt::format("{}u", micro);

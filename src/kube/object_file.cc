@@ -14,6 +14,7 @@
 
 #include "base/file.h"
 #include "base/mutex.h"
+#include "kube/label_selector.h"
 #include "kube/yaml.h"
 
 namespace modelmetrics::deployment {
@@ -344,11 +345,12 @@ Status FileObjectSource::ListModelDeployments(std::string_view ns,
 
 Status FileObjectSource::ListPods(std::string_view ns, std::string_view label_selector,
                                   std::vector<Pod>* out) {
+  LabelSelector selector;
+  if (Status parsed = LabelSelector::Parse(label_selector, &selector); !parsed.ok()) return parsed;
   auto objects = Current();
   out->clear();
   for (const Pod& pod : objects->pods) {
-    if ((ns.empty() || pod.metadata.namespace_ == ns) &&
-        MatchesSelector(pod.metadata, label_selector)) {
+    if ((ns.empty() || pod.metadata.namespace_ == ns) && selector.Matches(pod.metadata)) {
       out->push_back(pod);
     }
   }

@@ -12,16 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kube/label_selector.h"
+
 namespace modelmetrics::deployment {
 namespace {
 
 using nlohmann::json;
-
-std::string_view TrimSpace(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // The JSON path of `key` under `parent` ("" at the root).
 std::string Join(const std::string& parent, std::string_view key) {
@@ -351,42 +347,8 @@ static bool ReadDeployment(const json& json, Deployment* out, std::string* error
 }
 
 bool MatchesSelector(const ObjectMeta& meta, std::string_view selector) {
-  while (!selector.empty()) {
-    size_t comma = selector.find(',');
-    std::string_view term = TrimSpace(selector.substr(0, comma));
-    selector = comma == std::string_view::npos ? std::string_view() : selector.substr(comma + 1);
-    if (term.empty()) continue;  // "a=b," or an empty selector
-
-    std::string_view key;
-    std::string_view value;
-    bool negated = false;
-    bool existence = false;
-    if (size_t op = term.find("!="); op != std::string_view::npos) {
-      key = term.substr(0, op);
-      value = term.substr(op + 2);
-      negated = true;
-    } else if (size_t eq = term.find('='); eq != std::string_view::npos) {
-      key = term.substr(0, eq);
-      value = term.substr(term.compare(eq, 2, "==") == 0 ? eq + 2 : eq + 1);
-    } else if (term.front() == '!') {
-      key = term.substr(1);
-      existence = true;
-      negated = true;
-    } else {
-      key = term;
-      existence = true;
-    }
-    key = TrimSpace(key);
-    value = TrimSpace(value);
-    if (key.empty()) return false;
-
-    auto it = meta.labels.find(std::string(key));
-    const bool present = it != meta.labels.end();
-    bool matches = existence ? present : (present && it->second == value);
-    if (negated) matches = !matches;
-    if (!matches) return false;
-  }
-  return true;
+  LabelSelector parsed;
+  return LabelSelector::Parse(selector, &parsed).ok() && parsed.Matches(meta);
 }
 
 // The decoders' Status: FieldReader's message (it names the field) as InvalidArgument.

@@ -13,6 +13,7 @@
 
 #include "base/mutex.h"
 #include "base/text.h"
+#include "kube/label_selector.h"
 
 namespace modelmetrics::deployment {
 namespace {
@@ -367,9 +368,10 @@ Status WatchCache::ListPods(std::string_view ns, std::string_view label_selector
   if (std::string why = impl_->pods->Ready(); !why.empty()) {
     return Status::Unavailable("the object cache is not synced yet: " + why);
   }
-  *out = impl_->pods->List(ns, [label_selector](const Pod& pod) {
-    return MatchesSelector(pod.metadata, label_selector);
-  });
+  LabelSelector selector;
+  if (Status parsed = LabelSelector::Parse(label_selector, &selector); !parsed.ok()) return parsed;
+  *out =
+      impl_->pods->List(ns, [&selector](const Pod& pod) { return selector.Matches(pod.metadata); });
   return Status::Ok();
 }
 

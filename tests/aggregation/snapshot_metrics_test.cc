@@ -1,5 +1,7 @@
 // The snapshot's values as named metrics (what an autoscaler reads): how each kind is made from
 // the entries of a scope, and the missing-value rule, on snapshots merged from Pod reads.
+#include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -199,6 +201,64 @@ TEST(SnapshotMetrics, PodValuesAreEachPodsOwn) {
   EXPECT_EQ(ReadPodMetric(s, Metric("waiting"), "decode-2", "", &r).code(), 404);
   EXPECT_EQ(ReadPodMetric(s, Metric("waiting"), "nobody", "", &r).code(), 404);
   EXPECT_EQ(ReadPodMetric(s, Metric("ttft"), "decode-0", "", &r).code(), 404);  // not per Pod
+}
+
+// A ratio or a hit rate is made of two counters: an entry naming either counter's family (or a
+// Pod with no cache counters at all) takes the value away, as its own "a+b" entry does.
+TEST(SnapshotMetrics, ARatioOrHitRateIsBlockedByEitherCountersEntry) {
+  Snapshot s;
+  s.pods = {{"router-0", "router", {}, T0()}, {"router-1", "router", {}, T0()}};
+  s.traffic.push_back({"error-ratio", "router-0",
+                       "smg_router_requests_total+smg_router_request_errors_total", "router",
+                       "ratio", 0.1, 100, 10, T0()});
+  MetricReading r;
+  ASSERT_OK(ReadMetric(s, Metric("error-ratio"), "router", &r));
+  EXPECT_DOUBLE_EQ(r.value, 0.1);
+  s.missing.push_back(
+      {"router-1", "smg_router_request_errors_total", std::string(reason::kCounterReset)});
+  const Status status = ReadMetric(s, Metric("error-ratio"), "router", &r);
+  EXPECT_EQ(status.code(), 404);
+  EXPECT_NE(status.message().find("of Pod router-1"), std::string::npos) << status.message();
+
+  Snapshot cache = Pd();
+  ASSERT_OK(ReadMetric(cache, Metric("local-prefix-hit-rate"), "engine/generation", &r));
+  cache.missing.push_back({"decode-1", "cache-hit counters", "metric is absent"});
+  EXPECT_EQ(ReadMetric(cache, Metric("local-prefix-hit-rate"), "engine/generation", &r).code(),
+            404);
+}
+
+// Every ratio's metric lists both counters' families among its sources, every hit rate the
+// no-counters source.
+TEST(SnapshotMetrics, RatiosAndHitRatesListTheirCountersAsSources) {
+  for (const SnapshotMetric& m : SnapshotMetrics()) {
+    SCOPED_TRACE(m.name);
+    const auto has = [&m](std::string_view source) {
+      return std::find(m.sources.begin(), m.sources.end(), source) != m.sources.end();
+    };
+    if (m.kind == MetricKind::kCacheHitRate) {
+      EXPECT_TRUE(has("cache-hit counters"));
+    }
+    for (const std::string& source : m.sources) {
+      const size_t plus = source.find('+');
+      if (plus == std::string::npos) continue;
+      EXPECT_TRUE(has(source.substr(0, plus))) << source;
+      EXPECT_TRUE(has(source.substr(plus + 1))) << source;
+    }
+  }
+}
+
+// A sum that overflows to infinity is no value, never a number.
+TEST(SnapshotMetrics, ANonFiniteSumIsNotFound) {
+  Snapshot s;
+  s.processing.push_back(
+      {"waiting", "vllm:num_requests_waiting", "engine/a", "requests", 1.5e308, 1, T0()});
+  s.processing.push_back(
+      {"waiting", "vllm:num_requests_waiting", "engine/b", "requests", 1.5e308, 1, T0()});
+  MetricReading r;
+  ASSERT_OK(ReadMetric(s, Metric("waiting"), "engine/a", &r));
+  EXPECT_EQ(ReadMetric(s, Metric("waiting"), "", &r).code(), 404);
+  s.pods = {{"a-0", "engine/a", {{"waiting", std::numeric_limits<double>::infinity()}}, T0()}};
+  EXPECT_EQ(ReadPodMetric(s, Metric("waiting"), "a-0", "", &r).code(), 404);
 }
 
 // Every row of every built-in profile is a metric under its snapshot name, of one kind only.

@@ -1,6 +1,7 @@
 // KV-cache utilization (a modelmetrics extension beside GPUStack's fields): each engine Pod's own
 // value read from real captures under the name its version writes, the mean and the max over a
 // role's readable Pods, and an absence reported without touching GPUStack's `partial`.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -188,6 +189,25 @@ TEST(Utilization, InvalidValueIsNamedAndLeftOutOfTheMean) {
     }
   }
   EXPECT_TRUE(named);
+}
+
+// A read Pod of the role without the gauge (a build that does not write it) takes the role's
+// entry away: a mean over fewer Pods would pass a KEDA location gated on `partial`, which such an
+// absence leaves unset. Another role keeps its entry.
+TEST(Utilization, ARoleWithAReadPodLackingTheGaugeHasNoEntry) {
+  ModelDeployment md = MetricsPDModelDeployment("vllm");
+  BaselineStore store;
+  const std::string no_gauge = testing::MetricsVLLMResponse(1, 2, 1);  // no KV-cache gauge
+  const Snapshot s = MergeReads(
+      md, &store, T0(),
+      {{MetricsEnginePod("decode-0", "d0", "generation"), Parse(VllmBody(0.2), exporters::kVllm)},
+       {MetricsEnginePod("decode-1", "d1", "generation"), Parse(no_gauge, exporters::kVllm)},
+       {MetricsEnginePod("prefill-0", "p0", "prompt"), Parse(VllmBody(0.25), exporters::kVllm)}});
+  EXPECT_EQ(Find(s, "engine/generation"), nullptr);
+  ASSERT_NE(Find(s, "engine/prompt"), nullptr);
+  EXPECT_NE(std::find(s.missing.begin(), s.missing.end(),
+                      M("decode-1", "vllm:kv_cache_usage_perc", reason::kUtilizationAbsent)),
+            s.missing.end());
 }
 
 // The JSON member, its field order and its decoding.

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <string>
 
+#include <limits>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -87,7 +89,8 @@ constexpr const char* kMetricsPolicy = R"(rules:
 
 class CustomMetricsServer {
  public:
-  explicit CustomMetricsServer(bool enabled = true) {
+  explicit CustomMetricsServer(bool enabled = true, std::chrono::milliseconds metrics_reuse =
+                                                        ApiServerOptions{}.metrics_reuse_for) {
     ModelDeployment chat = testing::MetricsPDModelDeployment("vllm");
     ModelDeployment broken = chat;
     broken.metadata.name = "broken";
@@ -102,11 +105,13 @@ class CustomMetricsServer {
     options.custom_metrics = enabled;
     options.objects = &objects_;
     options.reuse_for = 0ms;  // the snapshot path reads every time; metric calls reuse 5 s
+    options.metrics_reuse_for = metrics_reuse;
     server_ = std::make_unique<ApiServer>(
         options,
         [this, chat, broken](std::string_view, std::string_view name, SteadyTime, Snapshot* out) {
           ++reads;
           if (name == "missing") return Status::NotFound("modeldeployments \"missing\" not found");
+          if (fail_reads) return Status::Unavailable("every Pod read timed out");
           *out = TwoReads(name == "broken" ? broken : chat, name == "broken");
           return Status::Ok();
         },
@@ -129,6 +134,7 @@ class CustomMetricsServer {
   }
 
   std::atomic<int> reads{0};
+  std::atomic<bool> fail_reads{false};
 
  private:
   FileObjectSource objects_;
@@ -206,6 +212,30 @@ TEST(CustomMetricsApi, PodsMetricsGiveEachSelectedPodsOwnValue) {
   // No Pod selected: 404; a metric a Pod has no value of (windows are per deployment): 404.
   server.GetJson(pods + "waiting?labelSelector=app%3Dnothing", 404);
   server.GetJson(pods + "ttft?labelSelector=app.kubernetes.io%2Finstance%3Dchat", 404);
+  // A scale target's set-based selector selects as Kubernetes does; a malformed one is refused.
+  EXPECT_EQ(server
+                .GetJson(pods + "waiting?labelSelector=" +
+                         "app.kubernetes.io%2Fcomponent%20in%20%28generation%2Cprompt%29%2C" +
+                         "app.kubernetes.io%2Fcomponent%20notin%20%28prompt%29")["items"]
+                .size(),
+            2u);
+  server.GetJson(pods + "waiting?labelSelector=app.kubernetes.io%2Fcomponent%20in%20%28a", 400);
+}
+
+// A Pods metric whose deployment could not be read is that error, not a list without its Pods
+// (the HPA would count them as 0 on a scale-up); an object list leaves the deployment out.
+TEST(CustomMetricsApi, APodsMetricFailsWhenItsDeploymentsReadFails) {
+  CustomMetricsServer server;
+  server.fail_reads = true;
+  const Json status = server.GetJson(
+      "/apis/custom.metrics.k8s.io/v1beta2/namespaces/team/pods/%2A/waiting?"
+      "labelSelector=app.kubernetes.io%2Finstance%3Dchat",
+      503);
+  EXPECT_EQ(status["message"], "every Pod read timed out");
+  const Json list = server.GetJson(
+      "/apis/custom.metrics.k8s.io/v1beta2/namespaces/team/"
+      "modeldeployments.worker.gpustack.ai/%2A/waiting?metricLabelSelector=role%3Dprompt");
+  EXPECT_TRUE(list["items"].empty());
 }
 
 TEST(CustomMetricsApi, EveryDeploymentOfANamespaceWithAValue) {
@@ -270,9 +300,11 @@ TEST(CustomMetricsApi, DiscoveryListsEveryMetricOfADeploymentAndThePodsOnesOfAPo
   EXPECT_EQ(items[1]["versions"][0]["resources"][1]["resource"], "pods");
 }
 
-// However many callers ask within the reuse time, the deployment is read once.
+// However many callers ask within the reuse time (5 s unless configured), the deployment is read
+// once. The test's reuse time is long, so a slow machine cannot split the calls over two reads.
 TEST(CustomMetricsApi, MetricCallsShareOneReadForFiveSeconds) {
-  CustomMetricsServer server;
+  EXPECT_EQ(ApiServerOptions{}.metrics_reuse_for, 5s);
+  CustomMetricsServer server(/*enabled=*/true, /*metrics_reuse=*/1h);
   for (int i = 0; i < 5; ++i) server.GetJson(kChatMetrics + "waiting");
   server.GetJson(kChatMetrics + "kv-cache-usage?metricLabelSelector=role%3Dgeneration");
   server.GetJson(
@@ -290,6 +322,8 @@ TEST(CustomMetricsApi, BadRequestsAreAnsweredAsTheAdapterDoes) {
   server.GetJson(kChatMetrics + "waiting?metricLabelSelector=pod%3Dx", 400);
   server.GetJson(kChatMetrics + "waiting?metricLabelSelector=role%21%3Dx", 400);
   server.GetJson(kChatMetrics + "waiting?metricLabelSelector=role%3Da%2Cscope%3Db", 400);
+  // Decoded once, as the query is: a twice-encoded `=` is no term.
+  server.GetJson(kChatMetrics + "waiting?metricLabelSelector=role%253Dgeneration", 400);
   server.GetJson(
       "/apis/custom.metrics.k8s.io/v1beta2/namespaces/team/deployments.apps/chat/waiting", 404);
   server.GetJson("/apis/custom.metrics.k8s.io/v1beta3", 404);
@@ -315,6 +349,9 @@ TEST(CustomMetricsApi, QuantitiesKeepMicroPrecision) {
   EXPECT_EQ(FormatQuantity(0.01955626), "19556u");
   EXPECT_EQ(FormatQuantity(-2.25), "-2250m");
   EXPECT_EQ(FormatQuantity(4e12), "4000000000000");
+  // Never a number for what is none (ReadMetric refuses such values before this).
+  EXPECT_EQ(FormatQuantity(std::numeric_limits<double>::quiet_NaN()), "NaN");
+  EXPECT_EQ(FormatQuantity(std::numeric_limits<double>::infinity()), "NaN");
 }
 
 }  // namespace

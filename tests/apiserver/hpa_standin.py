@@ -91,7 +91,7 @@ def pods_replicas(metrics, pods, target, current):
     values = {name: v for name, v in metrics.items() if name in ready}
     if not values:
         raise MetricsError("did not receive metrics for targeted pods (pods might be unready)")
-    ratio = (sum(values.values()) // len(values)) / target
+    ratio = (sum(values.values()) // len(values)) / target  # milli-units, integer mean
     scale_up_with_unready = bool(unready) and ratio > 1
     if not scale_up_with_unready and not missing:
         return current if within_tolerance(ratio) else math.ceil(ratio * len(values))
@@ -102,7 +102,7 @@ def pods_replicas(metrics, pods, target, current):
             values.update({name: 0 for name in missing})
     if scale_up_with_unready:
         values.update({name: 0 for name in unready})
-    new_ratio = (sum(values.values()) / len(values)) / target
+    new_ratio = (sum(values.values()) // len(values)) / target  # milli-units, integer mean
     if within_tolerance(new_ratio) or (ratio < 1 < new_ratio) or (ratio > 1 > new_ratio):
         return current
     desired = math.ceil(new_ratio * len(values))

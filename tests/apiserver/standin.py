@@ -218,9 +218,12 @@ class StandIn:
         """A copy of Pod `like` (its labels and owner) named `name` whose metrics port nothing
         listens on: a Pod that stopped answering."""
         import socket
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        # Bound and never listening, kept for the stand-in's life: a connection is refused, and
+        # no other process can take the port in between.
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.silent_sockets = getattr(self, "silent_sockets", []) + [s]
+        port = s.getsockname()[1]
         with self.lock:
             pod = json.loads(json.dumps(next(o for k, o in self.store.items()
                                              if k[0] == "Pod" and k[2] == like)))

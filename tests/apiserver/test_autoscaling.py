@@ -161,11 +161,17 @@ def test_the_hpa_scales_decode_up_under_rising_load_and_holds_when_the_value_goe
         assert after <= max(before, math.ceil(max(w for _, w, _ in history) / 4)), history
         return True
 
-    # Light load: the decode queue stays under 4 per replica; the HPA stays at its minimum.
+    # Light load: the decode queue stays under 4 per replica; the HPA stays at its minimum. Judged
+    # only for syncs that ended 2 s before the step (`started` is a little after the simulator's
+    # start, and a sync on a busy machine can be slow), so no read can see the step's queue.
+    judged = 0
     while time.monotonic() - started < STEP_AFTER_S - 3:
         sync()
-        assert hpa.replicas == 2, history
+        if time.monotonic() - started < STEP_AFTER_S - 2:
+            assert hpa.replicas == 2, history
+            judged += 1
         time.sleep(1)
+    assert judged >= 3, history
     # The step: about 2 x 22 requests wait behind full batches, asking for 11 replicas; the HPA
     # gets to 10 (its maximum) by doublings at most (sync() checks each step), and only on a read
     # that asked for more than 9.

@@ -174,10 +174,8 @@ Status DecodePod(const nlohmann::json& json, Pod* out);
 Status DecodeReplicaSet(const nlohmann::json& json, ReplicaSet* out);
 Status DecodeDeployment(const nlohmann::json& json, Deployment* out);
 
-// An equality-based label selector `k=v,k2=v2` (the only form the aggregator sends); `k==v`,
-// `k!=v` (absent or different), `k` (present) and `!k` (absent) are accepted too, as Kubernetes
-// does. Whitespace around keys and values is ignored; an empty selector matches everything; a
-// malformed term (empty key) matches nothing.
+// Whether `meta` matches the label selector `selector` (kube/label_selector.h); a malformed
+// selector matches nothing. Callers that match many objects parse a LabelSelector once instead.
 bool MatchesSelector(const ObjectMeta& meta, std::string_view selector);
 
 // Where the aggregator reads objects from. Every call returns Status; a missing object is

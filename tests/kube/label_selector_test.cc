@@ -1,0 +1,53 @@
+// Label selectors in their string form: set-based requirements (what a scale target's selector
+// carries when its workload uses matchExpressions) and the malformed ones refused.
+#include "kube/label_selector.h"
+
+#include <gtest/gtest.h>
+
+#include "status_matchers.h"
+
+namespace modelmetrics::deployment {
+namespace {
+
+ObjectMeta Labels(std::map<std::string, std::string> labels) {
+  ObjectMeta meta;
+  meta.labels = std::move(labels);
+  return meta;
+}
+
+bool Matches(std::string_view text, const ObjectMeta& meta) {
+  LabelSelector selector;
+  EXPECT_TRUE(LabelSelector::Parse(text, &selector).ok()) << text;
+  return selector.Matches(meta);
+}
+
+TEST(LabelSelector, SetBasedRequirements) {
+  const ObjectMeta decode = Labels({{"role", "decode"}, {"app", "chat"}});
+  const ObjectMeta other = Labels({{"app", "chat"}});
+  EXPECT_TRUE(Matches("role in (prefill,decode)", decode));
+  EXPECT_TRUE(Matches("role in ( prefill , decode ),app=chat", decode));
+  EXPECT_FALSE(Matches("role in (prefill,decode)", other));  // absent: not in any set
+  EXPECT_FALSE(Matches("role notin (decode)", decode));
+  EXPECT_TRUE(Matches("role notin (decode)", other));  // absent: in none
+  EXPECT_TRUE(Matches("app in(chat),role", decode));
+  EXPECT_FALSE(Matches("app,!role", decode));
+  EXPECT_TRUE(Matches("app,!role", other));
+  EXPECT_TRUE(Matches("app=chat,role!=prefill", decode));
+}
+
+TEST(LabelSelector, MalformedRequirementsAreRefusedNamingThem) {
+  LabelSelector selector;
+  for (const char* text :
+       {"role in (a,b", "role in a,b)", "role in ()", "role in (a,,b)", "role in", "=x", "role=a=b",
+        "role in ((a))", "role notin(a) x", "role ~ x", "!", "! =x"}) {
+    SCOPED_TRACE(text);
+    const Status parsed = LabelSelector::Parse(text, &selector);
+    EXPECT_EQ(parsed.code(), 400);
+    EXPECT_NE(parsed.message().find("label selector"), std::string::npos) << parsed.message();
+  }
+  ASSERT_OK(LabelSelector::Parse("", &selector));
+  EXPECT_TRUE(selector.Matches(Labels({})));
+}
+
+}  // namespace
+}  // namespace modelmetrics::deployment
