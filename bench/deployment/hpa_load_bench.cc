@@ -309,6 +309,10 @@ int main(int argc, char** argv) {
     }
     objects = (dir / "objects.json").string();
   }
+  if (objects.empty()) {
+    std::fprintf(stderr, "--api needs --objects (the deployments' names)\n");
+    return 2;
+  }
   std::string ns;
   const std::vector<std::string> names = DeploymentNames(objects, &ns);
   if (api.empty()) {

@@ -45,8 +45,9 @@ MetricItem Item(std::string_view kind, const CustomMetricsRequest& request, std:
 }  // namespace
 
 // The items of several reads, answered when the last one is in. A pods metric fails as a whole
-// when a read of one of its Pods' deployments failed: the HPA would count those Pods as 0 on a
-// scale-up, so it gets the error instead (and holds). An object list leaves such a deployment out.
+// when a read of one of its Pods' deployments failed (other than NotFound): the HPA would count
+// those Pods as 0 on a scale-up, so it gets the error instead (and holds). An object list leaves
+// such a deployment out.
 struct CustomMetricReads::Gather {
   Gather(CustomMetricsVersion v, net::Responder r, size_t reads, StatusDetails d)
       : version(v), respond(std::move(r)), details(std::move(d)), remaining(reads) {}
@@ -170,7 +171,8 @@ void CustomMetricReads::ServeMany(const CustomMetricsRequest& request, const Sna
     auto done = [gather, request, metric = &metric, scope, name = name, pods,
                  pod_names = pod_names](const SharedReads::Result& result) {
       std::vector<MetricItem> found;
-      if (pods && (!result.status.ok() || result.snapshot == nullptr)) {
+      // A deployment that is not there (a Pod's instance label names none) has no Pods to add.
+      if (pods && !result.status.ok() && !result.status.not_found()) {
         return gather->Failed(StatusResponse(result.status, &gather->details,
                                              /*with_details=*/true, result.retry ? 1 : 0));
       }

@@ -2,6 +2,8 @@
 #include "kube/label_selector.h"
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -10,36 +12,59 @@
 namespace modelmetrics::deployment {
 namespace {
 
+bool IsSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
   return s;
 }
 
-// The requirements of `text`, split at the commas outside a value set.
-bool SplitRequirements(std::string_view text, std::vector<std::string_view>* out) {
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i <= text.size(); ++i) {
-    const char c = i < text.size() ? text[i] : ',';
-    if (c == '(' && ++depth > 1) return false;
-    if (c == ')' && --depth < 0) return false;
-    if (c == ',' && depth == 0) {
-      out->push_back(Trim(text.substr(start, i - start)));
-      start = i + 1;
+// A key ends at whitespace or an operator character.
+bool IsKeyChar(char c) {
+  return !IsSpace(c) && c != '=' && c != '!' && c != '(' && c != ')' && c != '<' && c != '>';
+}
+
+// `rest` (after a key and its whitespace) starts with the word `word`, then whitespace or `(`.
+bool StartsWithWord(std::string_view rest, std::string_view word) {
+  return rest.starts_with(word) && rest.size() > word.size() &&
+         (IsSpace(rest[word.size()]) || rest[word.size()] == '(');
+}
+
+// Whether the text before a `(` is `<key> in` or `<key> notin`: the `(` opens a value set.
+bool OpensValueSet(std::string_view before) {
+  before = Trim(before);
+  for (std::string_view word : {std::string_view("notin"), std::string_view("in")}) {
+    if (before.ends_with(word) && before.size() > word.size() &&
+        IsSpace(before[before.size() - word.size() - 1])) {
+      return true;
     }
   }
-  return depth == 0;
+  return false;
 }
 
-bool IsKeyChar(char c) {
-  return c != ' ' && c != '\t' && c != '=' && c != '!' && c != '(' && c != ')';
+// The requirements of `text`: split at commas, except inside a value set. False for a value set
+// that never closes.
+bool SplitRequirements(std::string_view text, std::vector<std::string_view>* out) {
+  while (true) {
+    size_t end = text.find(',');
+    const size_t open = text.find('(');
+    if (open != std::string_view::npos && open < end && OpensValueSet(text.substr(0, open))) {
+      const size_t close = text.find(')', open);
+      if (close == std::string_view::npos) return false;
+      end = text.find(',', close);
+    }
+    out->push_back(Trim(text.substr(0, end)));
+    if (end == std::string_view::npos) return true;
+    text.remove_prefix(end + 1);
+  }
 }
 
-// `word` is `in` or `notin` followed by a space or the value set.
-bool StartsWithWord(std::string_view s, std::string_view word) {
-  return s.starts_with(word) &&
-         (s.size() == word.size() || s[word.size()] == ' ' || s[word.size()] == '(');
+std::optional<int64_t> Integer(std::string_view text) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
 }
 
 }  // namespace
@@ -49,26 +74,31 @@ Status LabelSelector::ParseRequirement(std::string_view term, Requirement* out) 
     return Status::InvalidArgument(
         fmt::format("invalid label selector requirement \"{}\"", base::Excerpt(term, 100)));
   };
-  if (term.starts_with('!')) {
-    out->op = Op::kNotExists;
-    out->key = std::string(Trim(term.substr(1)));
-    const bool ok = !out->key.empty() && std::all_of(out->key.begin(), out->key.end(), IsKeyChar);
-    return ok ? Status::Ok() : bad();
-  }
+  const bool negated = term.starts_with('!');
+  if (negated) term = Trim(term.substr(1));
   size_t end = 0;
   while (end < term.size() && IsKeyChar(term[end])) ++end;
   out->key = std::string(term.substr(0, end));
   if (out->key.empty()) return bad();
   std::string_view rest = Trim(term.substr(end));
-  if (rest.empty()) {
-    out->op = Op::kExists;
+  if (negated || rest.empty()) {
+    out->op = negated ? Op::kNotExists : Op::kExists;
+    return rest.empty() ? Status::Ok() : bad();
+  }
+  if (rest.starts_with('<') || rest.starts_with('>')) {
+    out->op = rest.starts_with('<') ? Op::kLessThan : Op::kGreaterThan;
+    const std::string_view value = Trim(rest.substr(1));
+    if (!Integer(value)) return bad();  // Kubernetes: an integer to compare with
+    out->values = {std::string(value)};
     return Status::Ok();
   }
-  if (rest.starts_with("!=") || rest.starts_with("==") || rest.starts_with('=')) {
+  if (rest.starts_with("!=") || rest.starts_with('=')) {
     out->op = rest.starts_with("!=") ? Op::kNotEquals : Op::kEquals;
-    rest = Trim(rest.substr(rest.starts_with('=') && !rest.starts_with("==") ? 1 : 2));
-    if (rest.find_first_of("=!() \t") != std::string_view::npos) return bad();
-    out->values = {std::string(rest)};  // an empty value is valid: `k=` is "k is empty"
+    rest = Trim(rest.substr(rest.starts_with("==") || rest.starts_with("!=") ? 2 : 1));
+    // An empty value is valid (`k=` is "k is empty"). Other characters are left to the name
+    // rules, which objects files do not always follow.
+    if (rest.find_first_of("=!()<>") != std::string_view::npos) return bad();
+    out->values = {std::string(rest)};
     return Status::Ok();
   }
   const bool in = StartsWithWord(rest, "in");
@@ -77,10 +107,11 @@ Status LabelSelector::ParseRequirement(std::string_view term, Requirement* out) 
   rest = Trim(rest.substr(in ? 2 : 5));
   if (!rest.starts_with('(') || !rest.ends_with(')')) return bad();
   rest = rest.substr(1, rest.size() - 2);
+  // Kubernetes reads an empty entry (`(a,)`, `()`) as the empty value.
   while (true) {
     const size_t comma = rest.find(',');
     const std::string_view value = Trim(rest.substr(0, comma));
-    if (value.empty() || value.find_first_of("=!() \t") != std::string_view::npos) return bad();
+    if (value.find_first_of("=!()<> \t\n\v\f\r") != std::string_view::npos) return bad();
     out->values.emplace_back(value);
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
@@ -92,8 +123,10 @@ Status LabelSelector::Parse(std::string_view text, LabelSelector* out) {
   out->requirements_.clear();
   std::vector<std::string_view> terms;
   if (!SplitRequirements(text, &terms)) {
-    return Status::InvalidArgument(fmt::format(
-        "invalid label selector \"{}\": unbalanced parentheses", base::Excerpt(text, 100)));
+    return Status::InvalidArgument(
+        fmt::format("invalid label selector \"{}\": a value set ( ... ) "
+                    "does not close",
+                    base::Excerpt(text, 100)));
   }
   for (std::string_view term : terms) {
     if (term.empty())
@@ -127,6 +160,14 @@ bool LabelSelector::Matches(const ObjectMeta& meta) const {
       case Op::kNotIn:
         ok = !listed;
         break;
+      case Op::kGreaterThan:
+      case Op::kLessThan: {
+        // Present, an integer, and beyond the bound (which Parse checked is one).
+        const std::optional<int64_t> have = present ? Integer(it->second) : std::nullopt;
+        const int64_t bound = *Integer(r.values.front());
+        ok = have && (r.op == Op::kGreaterThan ? *have > bound : *have < bound);
+        break;
+      }
     }
     if (!ok) return false;
   }

@@ -94,7 +94,12 @@ class CustomMetricsServer {
     ModelDeployment chat = testing::MetricsPDModelDeployment("vllm");
     ModelDeployment broken = chat;
     broken.metadata.name = "broken";
-    objects_.Set({.model_deployments = {chat, broken}, .pods = EnginePods()});
+    // A stray Pod whose instance label names no ModelDeployment.
+    std::vector<Pod> pods = EnginePods();
+    Pod stray = MetricsEnginePod("stray-0", "s0", "prompt");
+    stray.metadata.labels[std::string(kLabelInstance)] = "missing";
+    pods.push_back(stray);
+    objects_.Set({.model_deployments = {chat, broken}, .pods = pods});
     std::unique_ptr<TokenFileAuthenticator> authn;
     EXPECT_OK(TokenFileAuthenticator::Parse(
         "hpa-token,hpa,u1\nwaiting-token,waiting-only,u2\nsnapshot-token,snapshot-reader,u3",
@@ -220,6 +225,11 @@ TEST(CustomMetricsApi, PodsMetricsGiveEachSelectedPodsOwnValue) {
                 .size(),
             2u);
   server.GetJson(pods + "waiting?labelSelector=app.kubernetes.io%2Fcomponent%20in%20%28a", 400);
+  // A selected Pod whose deployment is not there is no Pod of the answer, not an error.
+  const Json prompt =
+      server.GetJson(pods + "waiting?labelSelector=app.kubernetes.io%2Fcomponent%3Dprompt");
+  ASSERT_EQ(prompt["items"].size(), 1u);
+  EXPECT_EQ(prompt["items"][0]["describedObject"]["name"], "prefill-0");
 }
 
 // A Pods metric whose deployment could not be read is that error, not a list without its Pods
@@ -302,7 +312,7 @@ TEST(CustomMetricsApi, DiscoveryListsEveryMetricOfADeploymentAndThePodsOnesOfAPo
 
 // However many callers ask within the reuse time (5 s unless configured), the deployment is read
 // once. The test's reuse time is long, so a slow machine cannot split the calls over two reads.
-TEST(CustomMetricsApi, MetricCallsShareOneReadForFiveSeconds) {
+TEST(CustomMetricsApi, MetricCallsShareOneReadWithinTheReuseTime) {
   EXPECT_EQ(ApiServerOptions{}.metrics_reuse_for, 5s);
   CustomMetricsServer server(/*enabled=*/true, /*metrics_reuse=*/1h);
   for (int i = 0; i < 5; ++i) server.GetJson(kChatMetrics + "waiting");

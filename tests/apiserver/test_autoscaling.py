@@ -108,12 +108,12 @@ def test_the_controller_holds_on_failed_metrics_and_limits_a_scale_up():
 # -- on a simulated deployment ---------------------------------------------------------------------
 
 GROUP = "custom.metrics.k8s.io"
-STEP_AFTER_S = 15
+STEP_AFTER_S = 20
 
 
 @pytest.fixture
 def scaling(tmp_path):
-    # Two decode Pods with batches of 4: 4 requests/s leave them nearly idle; from 15 s on, 80/s
+    # Two decode Pods with batches of 4: 4 requests/s leave them nearly idle; from 20 s on, 80/s
     # (40 per decode Pod, about 26 in flight each) fill the batches and queue the rest.
     objects = tmp_path / "objects.json"
     sim = Process([BIN, "simulate", "deployment", "--engine", "vllm", "--name", "chat", "-n", "demo",

@@ -33,13 +33,33 @@ TEST(LabelSelector, SetBasedRequirements) {
   EXPECT_FALSE(Matches("app,!role", decode));
   EXPECT_TRUE(Matches("app,!role", other));
   EXPECT_TRUE(Matches("app=chat,role!=prefill", decode));
+  // Whitespace of every kind around tokens; an empty entry of a set is the empty value.
+  EXPECT_TRUE(Matches("role\tin\n(decode)\r,app", decode));
+  EXPECT_TRUE(Matches("role in (decode,)", decode));
+  EXPECT_TRUE(Matches("tier in ()", Labels({{"tier", ""}})));
+  EXPECT_FALSE(Matches("tier in (a,,b)", Labels({{"tier", "c"}})));
+}
+
+TEST(LabelSelector, IntegerBounds) {
+  const ObjectMeta three = Labels({{"gpus", "3"}, {"name", "x"}});
+  EXPECT_TRUE(Matches("gpus>2", three));
+  EXPECT_TRUE(Matches("gpus < 4", three));
+  EXPECT_FALSE(Matches("gpus>3", three));
+  EXPECT_FALSE(Matches("name>1", three));    // not an integer: no match
+  EXPECT_FALSE(Matches("absent<9", three));  // absent: no match
+}
+
+// An objects file's names do not always follow the name rules; such a value still selects.
+TEST(LabelSelector, AnEqualityValueOutsideTheNameRulesStillSelects) {
+  EXPECT_TRUE(Matches("app.kubernetes.io/instance=chat über+1 %x",
+                      Labels({{"app.kubernetes.io/instance", "chat über+1 %x"}})));
 }
 
 TEST(LabelSelector, MalformedRequirementsAreRefusedNamingThem) {
   LabelSelector selector;
-  for (const char* text :
-       {"role in (a,b", "role in a,b)", "role in ()", "role in (a,,b)", "role in", "=x", "role=a=b",
-        "role in ((a))", "role notin(a) x", "role ~ x", "!", "! =x"}) {
+  for (const char* text : {"role in (a,b", "role in a,b)", "role in", "=x", "role=a=b",
+                           "role in ((a))", "role notin(a) x", "role ~ x", "!", "! =x", "!role=x",
+                           "gpus>x", "gpus<", "role in (a b)"}) {
     SCOPED_TRACE(text);
     const Status parsed = LabelSelector::Parse(text, &selector);
     EXPECT_EQ(parsed.code(), 400);

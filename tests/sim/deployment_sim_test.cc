@@ -404,10 +404,10 @@ TEST(DeploymentSimTest, ShortestScrapeGapIsTheClosestTwoAsksOfOnePod) {
   std::this_thread::sleep_for(50ms);
   ASSERT_TRUE(Fetch(sim->PodUrl("chat-server-1")).ok());  // another Pod: not a gap
   EXPECT_EQ(sim->ShortestScrapeGap(), std::chrono::milliseconds::max());
-  std::this_thread::sleep_for(150ms);
+  std::this_thread::sleep_for(450ms);
   ASSERT_TRUE(Fetch(sim->PodUrl("chat-server-0")).ok());
   const std::chrono::milliseconds first = sim->ShortestScrapeGap();
-  EXPECT_GE(first, 200ms);
+  EXPECT_GE(first, 500ms);
   EXPECT_LT(first, std::chrono::milliseconds::max());
   ASSERT_TRUE(Fetch(sim->PodUrl("chat-server-0")).ok());  // at once: the shorter gap wins
   EXPECT_LT(sim->ShortestScrapeGap(), first);
