@@ -264,6 +264,13 @@ Status ReadPodMetric(const Snapshot& snapshot, const SnapshotMetric& metric, std
   *out = MetricReading{};
   if (Status blocked = FirstBlock(snapshot, metric, "", pod); !blocked.ok()) return blocked;
   const PodReport* report = FindPod(snapshot, pod);
+  if (report == nullptr) {
+    for (const Missing& entry : snapshot.missing) {
+      if (entry.pod.empty() && entry.source == source::kPodDiscovery) {
+        return Status::Unavailable(fmt::format("Pod {} was not read: {}", pod, entry.reason.str()));
+      }
+    }
+  }
   if (metric.PerPod() && report != nullptr && InScope(report->scope, scope)) {
     if (const auto value = report->values.find(metric.name);
         value != report->values.end() && std::isfinite(value->second)) {

@@ -183,8 +183,11 @@ void CustomMetricReads::ServeMany(const CustomMetricsRequest& request, const Sna
           found.push_back(Item(kModelDeploymentKind, request, name, scope, reading));
         }
         for (const std::string& pod : pod_names) {
-          if (ReadPodMetric(*result.snapshot, *metric, pod, scope.scope, &reading).ok()) {
+          const Status read = ReadPodMetric(*result.snapshot, *metric, pod, scope.scope, &reading);
+          if (read.ok()) {
             found.push_back(Item("Pod", request, pod, scope, reading));
+          } else if (!read.not_found()) {
+            return gather->Failed(StatusResponse(read, &gather->details));
           }
         }
       }

@@ -261,6 +261,19 @@ TEST(SnapshotMetrics, ANonFiniteSumIsNotFound) {
   EXPECT_EQ(ReadPodMetric(s, Metric("waiting"), "a-0", "", &r).code(), 404);
 }
 
+// A Pod left unread by the Pod limit is not "no value" (which a pods list leaves out) but
+// Unavailable, so the whole list fails rather than the HPA count that Pod as 0.
+TEST(SnapshotMetrics, APodBeyondThePodLimitIsUnavailable) {
+  Snapshot s = Pd();
+  MetricReading r;
+  EXPECT_EQ(ReadPodMetric(s, Metric("waiting"), "decode-9", "", &r).code(), 404);
+  s.missing.push_back({"", "pod-discovery", std::string(reason::kPodLimit)});
+  const Status unread = ReadPodMetric(s, Metric("waiting"), "decode-9", "", &r);
+  EXPECT_EQ(unread.code(), 503);
+  EXPECT_NE(unread.message().find("Pod count exceeds"), std::string::npos) << unread.message();
+  ASSERT_OK(ReadPodMetric(s, Metric("waiting"), "decode-1", "", &r));  // read: its own value
+}
+
 // Every row of every built-in profile is a metric under its snapshot name, of one kind only.
 TEST(SnapshotMetrics, EveryProfileRowIsOneMetricOfOneKind) {
   const std::vector<SnapshotMetric>& metrics = SnapshotMetrics();

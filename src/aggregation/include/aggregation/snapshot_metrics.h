@@ -64,7 +64,8 @@ Status ReadMetric(const Snapshot& snapshot, const SnapshotMetric& metric, std::s
 
 // Pod `pod`'s own value of a PerPod() metric (from the snapshot's `pods`): NotFound when the Pod
 // was not read, is not of `scope` (when given), has no value of it, or missing[] names it for the
-// Pod.
+// Pod; Unavailable when it was not read because the deployment has more Pods than the Pod limit
+// (the caller fails the whole list: a Pod left out would count as 0 on an HPA's scale-up).
 Status ReadPodMetric(const Snapshot& snapshot, const SnapshotMetric& metric, std::string_view pod,
                      std::string_view scope, MetricReading* out);
 
