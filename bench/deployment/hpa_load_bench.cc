@@ -15,9 +15,7 @@
 // store; scrapes are then the store agents' and not counted here.
 //   hpa_load_bench [--seconds 120] [--sync 15] [--deployments 32] [--pods 16] [--callers 1]
 //                  [--pods-metrics 8] [--api URL --token T --ca FILE --objects FILE --serve-pid P]
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -27,20 +25,19 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
-#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "child_process.h"
+#include "kube/object_file.h"
 #include "net/http_client.h"
 #include "process_stats.h"
 #include "sim/fleet_sim.h"
 #include "test_paths.h"
-
-extern char** environ;
 
 namespace {
 
@@ -50,67 +47,18 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kPath = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/";
 
-// `modelmetrics serve` as a child process: its URL from its first line, its CPU and memory from
-// /proc.
-class ServeProcess {
+// Another process's CPU time and peak memory, from /proc: the server under load. 0 for pid 0.
+class ProcessWatch {
  public:
-  ~ServeProcess() { Stop(); }
-
-  bool Start(const std::string& binary, const std::string& config) {
-    int out[2];
-    if (pipe(out) != 0) return false;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    std::vector<std::string> args = {binary, "serve", "--config", config, "--duration", "1h"};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int spawned = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    if (spawned != 0) return false;
-    FILE* lines = fdopen(out[0], "r");
-    char line[512];
-    const std::regex serving(R"(serving ModelDeploymentMetrics on (https://127\.0\.0\.1:\d+))");
-    while (fgets(line, sizeof(line), lines) != nullptr) {
-      std::cmatch match;
-      if (std::regex_search(line, match, serving)) {
-        url_ = match[1];
-        break;
-      }
-    }
-    // Keep reading (and dropping) its output, so it never blocks on a full pipe.
-    drain_ = std::thread([lines] {
-      char rest[512];
-      while (fgets(rest, sizeof(rest), lines) != nullptr) {
-      }
-      fclose(lines);
-    });
-    return !url_.empty();
-  }
-
-  // Measures an already running server (not stopped here).
-  void Watch(pid_t pid) { watched_ = pid; }
-
-  void Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-      pid_ = 0;
-    }
-    if (drain_.joinable()) drain_.join();
-  }
-
-  const std::string& url() const { return url_; }
+  explicit ProcessWatch(pid_t pid) : pid_(pid) {}
 
   // User + system CPU seconds so far.
   double CpuSeconds() const {
-    std::ifstream stat("/proc/" + std::to_string(Measured()) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), {});
-    if (text.rfind(')') == std::string::npos || text.rfind(')') + 2 > text.size()) return 0;
-    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    const std::string text((std::istreambuf_iterator<char>(stat)), {});
+    const size_t paren = text.rfind(')');  // the command name may hold spaces
+    if (pid_ <= 0 || paren == std::string::npos || paren + 2 > text.size()) return 0;
+    std::istringstream fields(text.substr(paren + 2));
     std::string field;
     double ticks = 0;
     for (int i = 3; i <= 15 && fields >> field; ++i) {
@@ -121,21 +69,25 @@ class ServeProcess {
 
   // VmHWM: the peak resident set, MiB.
   double PeakRssMiB() const {
-    std::ifstream status("/proc/" + std::to_string(Measured()) + "/status");
-    for (std::string line; std::getline(status, line);) {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; pid_ > 0 && std::getline(status, line);) {
       if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
     }
     return 0;
   }
 
  private:
-  pid_t Measured() const { return pid_ > 0 ? pid_ : watched_; }
-
-  pid_t pid_ = 0;
-  pid_t watched_ = 0;
-  std::string url_;
-  std::thread drain_;
+  pid_t pid_;
 };
+
+// The URL `serve` prints on its first line, once it has ("" when it did not in time).
+std::string ServeUrl(const testing::CliProcess& serve) {
+  if (!serve.WaitForOutput("serving ModelDeploymentMetrics on ")) return "";
+  std::smatch match;
+  const std::string out = serve.StdoutSoFar();
+  const std::regex url(R"(serving ModelDeploymentMetrics on (https://127\.0\.0\.1:\d+))");
+  return std::regex_search(out, match, url) ? match[1].str() : "";
+}
 
 struct Call {
   std::string path;
@@ -239,14 +191,17 @@ bool PrintScrapes(const sim::FleetSim& fleet, const std::map<std::string, size_t
   return gap >= std::chrono::seconds(5);
 }
 
+// The ModelDeployments of `objects_file`, by name, and their namespace.
 std::vector<std::string> DeploymentNames(const std::string& objects_file, std::string* ns) {
-  std::ifstream in(objects_file);
-  const nlohmann::json list = nlohmann::json::parse(in);
+  deployment::FileObjectSource source;
+  std::vector<deployment::ModelDeployment> found;
+  if (!source.Load(objects_file, 64 << 20).ok() || !source.ListModelDeployments("", &found).ok()) {
+    return {};
+  }
   std::vector<std::string> names;
-  for (const nlohmann::json& item : list["items"]) {
-    if (item["kind"] != "ModelDeployment") continue;
-    names.push_back(item["metadata"]["name"]);
-    *ns = item["metadata"]["namespace"];
+  for (const deployment::ModelDeployment& md : found) {
+    names.push_back(md.metadata.name);
+    *ns = md.metadata.namespace_;
   }
   return names;
 }
@@ -274,9 +229,7 @@ std::string WriteServeFiles(const std::filesystem::path& dir, const std::string&
 int main(int argc, char** argv) {
   int seconds = 120, sync = 15, deployments = 32, pods = 16, pods_metrics = 8, callers = 1;
   std::string api, token = "hpa-token", ca = test_paths::Tls("ca.pem"), objects;
-  std::string binary = (std::filesystem::path(argv[0]).parent_path() / "../src/cli/modelmetrics")
-                           .lexically_normal()
-                           .string();
+  std::string binary = test_paths::Modelmetrics();
   CLI::App app("HPAs on the custom metrics API at fleet scale");
   app.add_option("--seconds", seconds, "how long the HPAs run")->check(CLI::Range(1, 3600));
   app.add_option("--sync", sync, "each HPA's sync period, seconds")->check(CLI::Range(1, 600));
@@ -305,7 +258,7 @@ int main(int argc, char** argv) {
     o.objects_file = (dir / "objects.json").string();
     return o;
   }());
-  ServeProcess serve;
+  std::optional<testing::CliProcess> serve;
   if (api.empty()) {
     if (sim::Status started = fleet.Start(); !started.ok()) {
       std::fprintf(stderr, "fleet: %s\n", started.message().c_str());
@@ -319,15 +272,23 @@ int main(int argc, char** argv) {
   }
   std::string ns;
   const std::vector<std::string> names = DeploymentNames(objects, &ns);
+  if (names.empty()) {
+    std::fprintf(stderr, "%s: no ModelDeployment read\n", objects.c_str());
+    return 2;
+  }
   if (api.empty()) {
-    if (!serve.Start(binary, WriteServeFiles(dir, objects, ns))) {
-      std::fprintf(stderr, "cannot start %s serve\n", binary.c_str());
+    serve.emplace(binary,
+                  std::vector<std::string>{"serve", "--config", WriteServeFiles(dir, objects, ns),
+                                           "--duration", "1h"},
+                  (dir / "serve.out").string(), (dir / "serve.err").string());
+    api = ServeUrl(*serve);
+    if (api.empty()) {
+      std::fprintf(stderr, "%s serve did not start\n", binary.c_str());
       return 1;
     }
-    api = serve.url();
-  } else if (serve_pid > 0) {
-    serve.Watch(serve_pid);
+    serve_pid = serve->pid();
   }
+  const ProcessWatch watch(serve_pid);
   std::vector<std::vector<Call>> hpas;
   for (int c = 0; c < callers; ++c) {
     for (size_t i = 0; i < names.size() && static_cast<int>(i) < deployments; ++i) {
@@ -340,10 +301,10 @@ int main(int argc, char** argv) {
 
   std::map<std::string, size_t> scrapes_before;
   for (const auto& d : fleet.deployments()) scrapes_before[d->options().name] = d->ScrapesServed();
-  const double cpu_before = serve.CpuSeconds();
+  const double cpu_before = watch.CpuSeconds();
   const Results r =
       RunHpas(api, token, ca, hpas, std::chrono::seconds(sync), std::chrono::seconds(seconds));
-  const double cpu = serve.CpuSeconds() - cpu_before;
+  const double cpu = watch.CpuSeconds() - cpu_before;
 
   std::printf(
       "%zu HPAs (%d per deployment, %d deployments' with a pods metric), sync %d s, %d s: "
@@ -360,12 +321,15 @@ int main(int argc, char** argv) {
               r.latencies_ms.empty() ? 0.0 : bench::Percentile(r.latencies_ms, 0.99));
   bool ok = errors == 0;
   if (!fleet.deployments().empty()) ok = PrintScrapes(fleet, scrapes_before, seconds) && ok;
-  if (serve.PeakRssMiB() > 0) {
+  if (watch.PeakRssMiB() > 0) {
     std::printf("  serve: CPU %.2f s over %d s (%.1f%% of one core), peak RSS %.1f MiB\n", cpu,
-                seconds, 100.0 * cpu / seconds, serve.PeakRssMiB());
+                seconds, 100.0 * cpu / seconds, watch.PeakRssMiB());
   }
   std::fflush(stdout);
-  serve.Stop();
+  if (serve) {
+    serve->Signal(SIGTERM);
+    serve->Wait(std::chrono::seconds(10));
+  }
   fleet.Stop();
   std::filesystem::remove_all(dir);
   return ok ? 0 : 1;  // latency is reported, not judged: this machine's load is not the server's

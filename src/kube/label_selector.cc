@@ -44,19 +44,22 @@ bool OpensValueSet(std::string_view before) {
 }
 
 // The requirements of `text`: split at commas, except inside a value set. False for a value set
-// that never closes.
+// that never closes. Each character is looked at a bounded number of times.
 bool SplitRequirements(std::string_view text, std::vector<std::string_view>* out) {
+  size_t begin = 0;
+  size_t open = text.find('(');
   while (true) {
-    size_t end = text.find(',');
-    const size_t open = text.find('(');
-    if (open != std::string_view::npos && open < end && OpensValueSet(text.substr(0, open))) {
+    size_t end = text.find(',', begin);
+    while (open != std::string_view::npos && open < begin) open = text.find('(', open + 1);
+    if (open != std::string_view::npos && open < end &&
+        OpensValueSet(text.substr(begin, open - begin))) {
       const size_t close = text.find(')', open);
       if (close == std::string_view::npos) return false;
       end = text.find(',', close);
     }
-    out->push_back(Trim(text.substr(0, end)));
+    out->push_back(Trim(text.substr(begin, end == std::string_view::npos ? end : end - begin)));
     if (end == std::string_view::npos) return true;
-    text.remove_prefix(end + 1);
+    begin = end + 1;
   }
 }
 

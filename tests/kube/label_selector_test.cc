@@ -55,6 +55,18 @@ TEST(LabelSelector, AnEqualityValueOutsideTheNameRulesStillSelects) {
                       Labels({{"app.kubernetes.io/instance", "chat über+1 %x"}})));
 }
 
+// A selector as long as a request line allows (and longer) is read in one pass: many requirements,
+// and a value set of many entries.
+TEST(LabelSelector, ALongSelectorIsReadWhole) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "k" + std::to_string(i) + "!=x,";
+  text += "role in (";
+  for (int i = 0; i < 20000; ++i) text += "v" + std::to_string(i) + ",";
+  text += "decode)";
+  EXPECT_TRUE(Matches(text, Labels({{"role", "decode"}})));
+  EXPECT_FALSE(Matches(text, Labels({{"role", "decode"}, {"k19999", "x"}})));
+}
+
 TEST(LabelSelector, MalformedRequirementsAreRefusedNamingThem) {
   LabelSelector selector;
   for (const char* text : {"role in (a,b", "role in a,b)", "role in", "=x", "role=a=b",
